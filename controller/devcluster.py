@@ -1,0 +1,388 @@
+"""A real Kubernetes control plane on loopback, without Docker: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and kwok (fake nodes whose pods follow our Stages).
+
+The binaries are built from Go modules by `hack/build-cluster-binaries.sh` (cached outside the repo).
+Everything listens on 127.0.0.1 on free ports, lives in one work directory, and is torn down on
+`stop()` (process groups are killed, so nothing is left behind).
+
+Which cluster is used (`connect_cluster`): an existing one only when asked explicitly
+(`ZONDA_TEST_CLUSTER=existing` or `use_existing=True`: the current `KUBECONFIG` context), kind when
+asked (`ZONDA_TEST_CLUSTER=kind`, needs Docker), else the local control plane. Tests never touch a
+user's cluster by accident.
+
+    python -m controller.devcluster up --kubeconfig-out /tmp/zonda.kubeconfig   # until Ctrl-C
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(__file__).resolve().parent / "data"
+ADMIN_TOKEN = "zonda-local-admin-token"
+NODE_COUNT = 2
+
+
+class ClusterError(RuntimeError):
+    """The control plane could not be built, started or reached; the message says which part."""
+
+
+def log(message: str) -> None:
+    print(f"[devcluster] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def binaries_dir() -> Path:
+    """Where the Go-built binaries are: `$ZONDA_BIN_DIR`, else built (or found cached) by the hack script."""
+    if env := os.environ.get("ZONDA_BIN_DIR"):
+        return Path(env)
+    script = REPO_ROOT / "hack" / "build-cluster-binaries.sh"
+    if not script.exists():
+        raise ClusterError("set ZONDA_BIN_DIR: hack/build-cluster-binaries.sh is not next to this package")
+    result = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        raise ClusterError(f"building the control-plane binaries failed (exit {result.returncode})")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def crd_paths() -> list[Path]:
+    return sorted((REPO_ROOT / "crds").glob("*.yaml"))
+
+
+@dataclass
+class Cluster:
+    """A cluster Zonda can use: a kubeconfig, and the binaries (kubectl, helm) to drive it."""
+
+    kubeconfig: Path
+    bin_dir: Path
+    kind: str = "local"  # local | existing | kind
+    workdir: Path | None = None
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
+        env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        kubectl = self.bin_dir / "kubectl"
+        cmd = [str(kubectl if kubectl.exists() else "kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        result = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result
+
+    def install_crds(self) -> None:
+        paths = crd_paths()
+        if not paths:
+            raise ClusterError(f"no CRDs found in {REPO_ROOT / 'crds'}")
+        for path in paths:
+            self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *[
+            f"crd/{name}" for name in ("dags.zonda.dev", "dagruns.zonda.dev", "triggers.zonda.dev")
+        ])
+
+    def memory_rss_mib(self) -> dict[str, float]:
+        """Resident memory of each control-plane process (for the notes' figures)."""
+        usage: dict[str, float] = {}
+        for name, proc in self.processes.items():
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        usage[name] = int(line.split()[1]) / 1024
+        return usage
+
+    def stop(self) -> None:
+        """Stop every process (reverse start order), SIGTERM then SIGKILL, and remove the work dir."""
+        for name, proc in reversed(list(self.processes.items())):
+            if proc.poll() is None and name != "etcd":
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        # The apiserver drains watches for a long while on SIGTERM; a throwaway cluster need not wait.
+        deadline = time.monotonic() + 2
+        for name, proc in reversed(list(self.processes.items())):
+            if name == "etcd" and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                deadline = time.monotonic() + 5
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        self.processes.clear()
+        if self.workdir is not None and not os.environ.get("ZONDA_KEEP_WORKDIR"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _write_kubeconfig(path: Path, server: str, ca_file: Path | None, token: str) -> None:
+    cluster: dict[str, object] = {"server": server}
+    if ca_file is not None:
+        cluster["certificate-authority"] = str(ca_file)
+    else:
+        cluster["insecure-skip-tls-verify"] = True
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "zonda-local", "cluster": cluster}],
+        "users": [{"name": "zonda-admin", "user": {"token": token}}],
+        "contexts": [{"name": "zonda-local", "context": {"cluster": "zonda-local", "user": "zonda-admin"}}],
+        "current-context": "zonda-local",
+    }
+    path.write_text(json.dumps(config, indent=2))
+
+
+def _wait_healthy(url: str, ca_file: Path, token: str, process: subprocess.Popen[bytes], log_file: Path,
+                  timeout: float = 90) -> None:
+    context = ssl.create_default_context(cafile=str(ca_file)) if ca_file.exists() else ssl._create_unverified_context()
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ClusterError(f"kube-apiserver exited ({process.returncode}); log: {_tail(log_file)}")
+        try:
+            if not ca_file.exists():
+                context = ssl._create_unverified_context()
+            request = urllib.request.Request(f"{url}/readyz", headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(request, timeout=2, context=context) as response:
+                if response.status == 200:
+                    return
+        except Exception as exc:  # not up yet: connection refused, 500 while post-start hooks run
+            last_error = str(exc)
+        time.sleep(0.2)
+    raise ClusterError(f"kube-apiserver not ready after {timeout}s ({last_error}); log: {_tail(log_file)}")
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"
+
+
+def _node_manifest(name: str) -> dict[str, object]:
+    resources = {"cpu": "64", "memory": "256Gi", "pods": "1000", "ephemeral-storage": "1Ti"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+            },
+        },
+        "status": {
+            "allocatable": resources,
+            "capacity": resources,
+            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake",
+                         "kernelVersion": "", "osImage": "", "containerRuntimeVersion": "", "kubeProxyVersion": "",
+                         "bootID": "", "machineID": "", "systemUUID": ""},
+        },
+    }
+
+
+def start_local_cluster(workdir: Path | None = None, *, bin_dir: Path | None = None,
+                        install_crds: bool = True) -> Cluster:
+    """Start etcd, the apiserver (RBAC on), controller-manager, scheduler and kwok; return when usable."""
+    t0 = time.monotonic()
+    bin_dir = bin_dir or binaries_dir()
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="zonda-cluster-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    certs = workdir / "certs"
+    certs.mkdir(exist_ok=True)
+    sa_key = certs / "sa.key"
+    subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
+    (workdir / "tokens.csv").write_text(f'{ADMIN_TOKEN},zonda-admin,zonda-admin-uid,"system:masters"\n')
+
+    cluster = Cluster(kubeconfig=workdir / "kubeconfig", bin_dir=bin_dir, kind="local", workdir=workdir)
+
+    def spawn(name: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
+        log_file = workdir / f"{name}.log"
+        with log_file.open("wb") as out:
+            proc = subprocess.Popen([str(bin_dir / name), *args], stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True, cwd=workdir)
+        cluster.processes[name] = proc
+        return proc
+
+    try:
+        etcd_client, etcd_peer = free_port(), free_port()
+        spawn("etcd", [
+            "--name=zonda", f"--data-dir={workdir / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
+            f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-cluster=zonda=http://127.0.0.1:{etcd_peer}",
+            "--unsafe-no-fsync=true", "--log-level=warn", "--quota-backend-bytes=4294967296",
+        ])
+        api_port = free_port()
+        server = f"https://127.0.0.1:{api_port}"
+        apiserver = spawn("kube-apiserver", [
+            f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
+            f"--cert-dir={certs}", f"--token-auth-file={workdir / 'tokens.csv'}",
+            "--authorization-mode=Node,RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={sa_key}", f"--service-account-signing-key-file={sa_key}",
+            "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true",
+            "--enable-priority-and-fairness=false", "--profiling=false", "--v=1",
+            # Fake nodes have no kubelet to clear the not-ready taint this plugin adds at creation.
+            "--disable-admission-plugins=TaintNodesByCondition",
+            "--event-ttl=2h", "--shutdown-delay-duration=0s", "--shutdown-watch-termination-grace-period=0s",
+        ])
+        # The apiserver generates a self-signed serving certificate (CA is the cert itself).
+        ca_file = certs / "apiserver.crt"
+        _wait_healthy(server, ca_file, ADMIN_TOKEN, apiserver, workdir / "kube-apiserver.log")
+        _write_kubeconfig(cluster.kubeconfig, server, ca_file, ADMIN_TOKEN)
+        kubeconfig = str(cluster.kubeconfig)
+        spawn("kube-controller-manager", [
+            f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false",
+            "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+            f"--service-account-private-key-file={sa_key}", f"--root-ca-file={ca_file}",
+            "--use-service-account-credentials=false", "--controllers=*,-nodeipam,-nodelifecycle",
+            "--concurrent-gc-syncs=5", "--v=1",
+        ])
+        spawn("kube-scheduler", [
+            f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false",
+            "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--v=1",
+        ])
+        spawn("kwok", [
+            f"--kubeconfig={kubeconfig}", "--manage-all-nodes=true",
+            f"--config={DATA_DIR / 'kwok-stages.yaml'}", f"--server-address=127.0.0.1:{free_port()}",
+            "--node-ip=10.244.0.1", "--cidr=10.244.0.0/16",
+        ])
+        nodes = [_node_manifest(f"kwok-node-{i}") for i in range(NODE_COUNT)]
+        cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+        if install_crds:
+            cluster.install_crds()
+        _wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", "default", check=False)
+                  .returncode == 0, "the default ServiceAccount (controller-manager)", cluster)
+        log(f"control plane ready at {server} in {time.monotonic() - t0:.1f}s (workdir {workdir})")
+        return cluster
+    except BaseException:
+        cluster.stop()
+        raise
+
+
+def _wait_for(predicate: object, what: str, cluster: Cluster, timeout: float = 60) -> None:
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        for name, proc in cluster.processes.items():
+            if proc.poll() is not None and cluster.workdir is not None:
+                raise ClusterError(f"{name} exited ({proc.returncode}): {_tail(cluster.workdir / f'{name}.log')}")
+        time.sleep(0.2)
+    raise ClusterError(f"timed out after {timeout}s waiting for {what}")
+
+
+def kind_available() -> bool:
+    if shutil.which("kind") is None or shutil.which("docker") is None:
+        return False
+    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def connect_cluster(mode: str | None = None) -> Iterator[Cluster]:
+    """Yield a cluster by `mode` (default `$ZONDA_TEST_CLUSTER` or "local"); clean up what we started.
+
+    - "existing": the current KUBECONFIG context (opt-in only). CRDs are applied.
+    - "kind": a throwaway kind cluster (Docker required).
+    - "local": the Go-built local control plane.
+    """
+    mode = mode or os.environ.get("ZONDA_TEST_CLUSTER", "local")
+    if mode == "existing":
+        kubeconfig = Path(os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")))
+        cluster = Cluster(kubeconfig=kubeconfig, bin_dir=binaries_dir(), kind="existing")
+        cluster.install_crds()
+        yield cluster
+        return
+    if mode == "kind":
+        if not kind_available():
+            raise ClusterError("ZONDA_TEST_CLUSTER=kind needs kind and a running Docker engine")
+        name = f"zonda-{os.getpid()}"
+        workdir = Path(tempfile.mkdtemp(prefix="zonda-kind-"))
+        kubeconfig = workdir / "kubeconfig"
+        subprocess.run(["kind", "create", "cluster", "--name", name, "--kubeconfig", str(kubeconfig), "--wait",
+                        "120s"], check=True)
+        try:
+            cluster = Cluster(kubeconfig=kubeconfig, bin_dir=binaries_dir(), kind="kind", workdir=workdir)
+            cluster.install_crds()
+            yield cluster
+        finally:
+            subprocess.run(["kind", "delete", "cluster", "--name", name], check=False)
+            shutil.rmtree(workdir, ignore_errors=True)
+        return
+    if mode != "local":
+        raise ClusterError(f"unknown cluster mode {mode!r}: use local, existing or kind")
+    cluster = start_local_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m controller.devcluster", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start the local control plane and keep it running until Ctrl-C")
+    up.add_argument("--kubeconfig-out", type=Path, help="copy the admin kubeconfig here")
+    up.add_argument("--workdir", type=Path)
+    sub.add_parser("build", help="build (or find cached) the control-plane binaries and print their directory")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        print(binaries_dir())
+        return 0
+    cluster = start_local_cluster(args.workdir)
+    try:
+        if args.kubeconfig_out:
+            shutil.copy(cluster.kubeconfig, args.kubeconfig_out)
+            log(f"kubeconfig written to {args.kubeconfig_out}")
+        print(cluster.kubeconfig, flush=True)
+        stop = False
+
+        def request_stop(*_: object) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        while not stop:
+            time.sleep(0.5)
+    finally:
+        log("stopping the control plane")
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
