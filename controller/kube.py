@@ -1,0 +1,312 @@
+"""The one module that talks to the Kubernetes API (besides kopf's own watching).
+
+Everything else in Zonda calls these coroutines with plain dicts and gets plain dicts back, so the
+rest of the code base neither imports `kubernetes_asyncio` nor knows its typed models. Errors the
+callers must act on are translated into three exceptions: `NotFound`, `AlreadyExists`, `Conflict`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio import client, config, watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from zonda.models import GROUP, VERSION
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+DAGS = "dags"
+DAGRUNS = "dagruns"
+TRIGGERS = "triggers"
+
+Body = dict[str, Any]
+
+
+class KubeError(Exception):
+    """An API call failed; `status` is the HTTP status and `reason` the API's message."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"{status}: {reason}")
+        self.status = status
+        self.reason = reason
+
+
+class NotFound(KubeError):
+    pass
+
+
+class AlreadyExists(KubeError):
+    pass
+
+
+class Conflict(KubeError):
+    """The object changed since it was read (resourceVersion precondition failed)."""
+
+
+def _translate(exc: ApiException) -> KubeError:
+    reason = str(exc.body or exc.reason)
+    if exc.status == 404:
+        return NotFound(404, reason)
+    if exc.status == 409:
+        if "AlreadyExists" in reason or "already exists" in reason:
+            return AlreadyExists(409, reason)
+        return Conflict(409, reason)
+    return KubeError(int(exc.status or 0), reason)
+
+
+class Kube:
+    """A connection to one cluster. Create with `await Kube.connect()`, close with `await kube.close()`."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.coordination = client.CoordinationV1Api(api_client)
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | None = None) -> Kube:
+        """In-cluster credentials inside a Pod, else the kubeconfig (`$KUBECONFIG` or ~/.kube/config)."""
+        if kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ and not os.environ.get("KUBECONFIG"):
+            config.load_incluster_config()
+            return cls(client.ApiClient())
+        api_client = await config.new_client_from_config(config_file=kubeconfig or os.environ.get("KUBECONFIG"))
+        return cls(api_client)
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+    async def __aenter__(self) -> Kube:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _plain(self, obj: Any) -> Body:
+        result: Body = self.api_client.sanitize_for_serialization(obj)
+        return result
+
+    # ------------------------------------------------------------------------ our custom resources
+
+    async def get_custom(self, plural: str, namespace: str, name: str) -> Body | None:
+        try:
+            obj: Body = await self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _translate(exc) from exc
+        return obj
+
+    async def list_custom(
+        self, plural: str, namespace: str | None, label_selector: str | None = None
+    ) -> list[Body]:
+        try:
+            if namespace is None:
+                result = await self.custom.list_cluster_custom_object(
+                    GROUP, VERSION, plural, label_selector=label_selector or ""
+                )
+            else:
+                result = await self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, label_selector=label_selector or ""
+                )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        items: list[Body] = result.get("items", [])
+        return items
+
+    async def create_custom(self, plural: str, namespace: str, body: Body) -> Body:
+        """Create; raises `AlreadyExists` when an object of that name exists (the idempotent case)."""
+        try:
+            obj: Body = await self.custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, body
+            )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        return obj
+
+    async def patch_custom_status(
+        self, plural: str, namespace: str, name: str, status: Body, *, resource_version: str | None = None
+    ) -> Body:
+        """Merge-patch `status`; with `resource_version`, only if nobody wrote since (else `Conflict`)."""
+        patch: Body = {"status": status}
+        if resource_version is not None:
+            patch["metadata"] = {"resourceVersion": resource_version}
+        try:
+            obj: Body = await self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+            )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        return obj
+
+    async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
+        """Replace the status of `body` (which carries its resourceVersion): optimistic, whole-status."""
+        name = body["metadata"]["name"]
+        try:
+            obj: Body = await self.custom.replace_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, body
+            )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        return obj
+
+    async def patch_custom(self, plural: str, namespace: str, name: str, patch: Body) -> Body:
+        """Merge-patch metadata (the controller never patches a user's `spec`)."""
+        try:
+            obj: Body = await self.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+            )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        return obj
+
+    async def delete_custom(self, plural: str, namespace: str, name: str) -> bool:
+        """Delete; False if it was already gone."""
+        try:
+            await self.custom.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, name, propagation_policy="Background"
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise _translate(exc) from exc
+        return True
+
+    async def watch_custom(
+        self,
+        plural: str,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[tuple[str, Body]]:
+        """Yield (event type, object) until the server closes the watch (callers re-list and re-watch)."""
+        stream = watch.Watch()
+        func = (
+            self.custom.list_cluster_custom_object
+            if namespace is None
+            else self.custom.list_namespaced_custom_object
+        )
+        args: tuple[str, ...] = (GROUP, VERSION, plural) if namespace is None else (
+            GROUP, VERSION, namespace, plural
+        )
+        kwargs: dict[str, Any] = {"timeout_seconds": timeout_seconds, "allow_watch_bookmarks": False}
+        if label_selector:
+            kwargs["label_selector"] = label_selector
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        try:
+            async with stream.stream(func, *args, **kwargs) as events:
+                async for event in events:
+                    yield event["type"], event["object"]
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        finally:
+            stream.stop()
+
+    # ---------------------------------------------------------------------------------------- pods
+
+    async def create_pod(self, namespace: str, body: Body) -> Body:
+        try:
+            return self._plain(await self.core.create_namespaced_pod(namespace, body))
+        except ApiException as exc:
+            raise _translate(exc) from exc
+
+    async def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> bool:
+        try:
+            await self.core.delete_namespaced_pod(
+                name, namespace, grace_period_seconds=grace_period_seconds, propagation_policy="Background"
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise _translate(exc) from exc
+        return True
+
+    async def list_pods(self, namespace: str, label_selector: str) -> list[Body]:
+        try:
+            result = await self.core.list_namespaced_pod(namespace, label_selector=label_selector)
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        items: list[Body] = self._plain(result).get("items", [])
+        return items
+
+    async def pod_logs(self, namespace: str, name: str, *, container: str | None = None) -> str:
+        try:
+            logs: str = await self.core.read_namespaced_pod_log(name, namespace, container=container)
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        return logs
+
+    # -------------------------------------------------------------------------------------- leases
+
+    async def get_lease(self, namespace: str, name: str) -> Body | None:
+        try:
+            return self._plain(await self.coordination.read_namespaced_lease(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _translate(exc) from exc
+
+    async def create_lease(self, namespace: str, body: Body) -> Body:
+        try:
+            return self._plain(await self.coordination.create_namespaced_lease(namespace, body))
+        except ApiException as exc:
+            raise _translate(exc) from exc
+
+    async def replace_lease(self, namespace: str, body: Body) -> Body:
+        """Replace with the body's resourceVersion: `Conflict` if someone else wrote it first."""
+        try:
+            return self._plain(
+                await self.coordination.replace_namespaced_lease(body["metadata"]["name"], namespace, body)
+            )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+
+    async def list_leases(self, namespace: str, label_selector: str) -> list[Body]:
+        try:
+            result = await self.coordination.list_namespaced_lease(namespace, label_selector=label_selector)
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        items: list[Body] = self._plain(result).get("items", [])
+        return items
+
+    # -------------------------------------------------------------------------------------- events
+
+    async def emit_event(
+        self, involved: Body, *, reason: str, message: str, warning: bool = False, component: str = "zonda"
+    ) -> None:
+        """Post a core/v1 Event about `involved` (what `kubectl describe` shows). Best effort."""
+        meta = involved["metadata"]
+        now = datetime.now(UTC)
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion"),
+                "kind": involved.get("kind"),
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": component},
+            "firstTimestamp": now.isoformat(),
+            "lastTimestamp": now.isoformat(),
+            "count": 1,
+            "reportingComponent": component,
+            "reportingInstance": os.environ.get("HOSTNAME", component),
+        }
+        try:
+            await self.core.create_namespaced_event(meta["namespace"], event)
+        except ApiException as exc:  # events are advisory: never fail a reconcile for one
+            if exc.status not in (403, 404, 409, 422):
+                raise _translate(exc) from exc

@@ -1,0 +1,128 @@
+"""The scheduling decision for one DagRun: gather -> **decide** -> act.
+
+`decide(dag, run_name=..., status=..., observed=..., now=...)` is pure: given the resolved DAG, the run's current status and what
+the executors and triggerer report, it returns a `RunPlan` — the new status and the actions the
+controller carries out (launch tries, kill attempts, create/delete triggers, emit events) and when to
+wake next. It never touches Kubernetes nor reads the clock.
+
+INTERFACE FILE: the types below are the contract with the controller.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from zonda.dags import ResolvedDag
+from zonda.invocations import TaskResult
+from zonda.models import DagRunStatus, Deferral, RunType, TaskInstanceState
+
+
+class AttemptPhase(str, enum.Enum):
+    PENDING = "pending"  # created, not running yet (pod Pending, process starting)
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"  # exited 0
+    FAILED = "failed"  # exited non-zero, or the executor gave up on it (evicted, node lost...)
+    MISSING = "missing"  # the executor knows nothing of an attempt the status says was started
+
+
+@dataclass(frozen=True)
+class ObservedAttempt:
+    """What the executor reports of one task-instance try (one Pod or one local process)."""
+
+    task_id: str
+    try_number: int
+    name: str
+    phase: AttemptPhase
+    result: TaskResult | None = None  # parsed from the termination message / result file
+    exit_code: int | None = None
+    message: str | None = None  # e.g. "OOMKilled", "Evicted: node lost", result parse errors
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ObservedTrigger:
+    """What the triggerer reported for a deferred try (from the Trigger resource's status)."""
+
+    task_id: str
+    try_number: int
+    deferral_count: int
+    name: str
+    fired: bool = False
+    failed: bool = False
+    event: Any = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    attempts: dict[str, ObservedAttempt] = field(default_factory=dict)  # by task id, current tries only
+    stray_attempts: tuple[str, ...] = ()  # attempt names of tries the status no longer expects
+    triggers: dict[str, ObservedTrigger] = field(default_factory=dict)  # by task id
+    stray_triggers: tuple[str, ...] = ()  # trigger names whose task instance is no longer deferred
+    previous_run_states: dict[str, TaskInstanceState] | None = None  # for dependsOnPast; None: first run
+    latest_window_end: datetime | None = None  # end of the interval after this run's (LatestOnly)
+    running_in_dag: int = 0  # task instances running in other runs of the DAG (maxActiveTasks)
+
+
+@dataclass(frozen=True)
+class TaskLaunch:
+    task_id: str
+    try_number: int
+    attempt_name: str
+
+
+@dataclass(frozen=True)
+class TriggerRequest:
+    name: str
+    task_id: str
+    try_number: int
+    deferral_count: int
+    deferral: Deferral
+    timeout_at: datetime | None
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    reason: str  # CamelCase, e.g. TaskSucceeded, TaskUpstreamFailed
+    message: str
+    warning: bool = False
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    status: DagRunStatus
+    launches: list[TaskLaunch] = field(default_factory=list)
+    kills: list[str] = field(default_factory=list)  # attempt names to stop and delete
+    triggers_to_create: list[TriggerRequest] = field(default_factory=list)
+    triggers_to_delete: list[str] = field(default_factory=list)
+    events: list[RunEvent] = field(default_factory=list)
+    wake_at: datetime | None = None
+
+
+__all__ = [
+    "AttemptPhase", "ObservedAttempt", "ObservedTrigger", "Observation", "RunPlan", "RunEvent",
+    "TaskLaunch", "TriggerRequest", "RunType", "decide",
+]
+
+
+def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRunStatus,
+           observed: Observation, now: datetime, logical_date: datetime | None = None,
+           data_interval_end: datetime | None = None) -> RunPlan:
+    """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
+
+    `status` is the run's current status and `observed` what the executors and the triggerer
+    report; `logical_date` (the retry jitter's seed) and `data_interval_end` (LatestOnlyOperator's
+    window) default to the status's. Returns the new status and the actions to carry out. Calling it
+    again with the returned status and the same observation changes nothing and launches nothing.
+    See `zonda._decide_runs` for the order of the steps.
+    """
+    from zonda._decide_runs import RunPass  # the implementation imports this module's types
+
+    return RunPass(
+        dag, run_name=run_name, run_type=run_type, status=status, observed=observed, now=now,
+        logical_date=logical_date, data_interval_end=data_interval_end,
+    ).plan()

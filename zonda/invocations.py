@@ -1,0 +1,72 @@
+"""The protocol between the controller and the task runner, which may run in a Pod or a subprocess.
+
+The controller hands the runner a `TaskInvocation` (JSON in the `ZONDA_TASK_INVOCATION` environment
+variable); the runner answers with a `TaskResult` (JSON in the container's termination message, or a
+file for the local executor). Kubernetes caps a termination message at 4096 bytes, so results are
+capped at `RESULT_LIMIT_BYTES` and an oversized XCom fails the task with a clear message.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from zonda.models import CrdModel, Deferral, JsonObject, RunType
+
+INVOCATION_ENV = "ZONDA_TASK_INVOCATION"
+RESULT_PATH_ENV = "ZONDA_RESULT_PATH"
+DEFAULT_RESULT_PATH = "/dev/termination-log"
+RESULT_LIMIT_BYTES = 4096
+#: Airflow's BashOperator convention: this exit code means "skipped", for any container task too.
+SKIP_EXIT_CODE = 99
+
+
+class TaskInvocation(CrdModel):
+    """Everything the runner needs to execute one try of one task instance, with Airflow's context."""
+
+    dag_name: str
+    run_name: str
+    run_type: RunType
+    task_id: str
+    try_number: int
+    max_tries: int = 0
+    operator: str | None
+    args: JsonObject = Field(default_factory=dict)
+    logical_date: datetime
+    data_interval_start: datetime
+    data_interval_end: datetime
+    timezone: str = "UTC"
+    conf: JsonObject = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
+    xcoms: dict[str, Any] = Field(default_factory=dict, description="Return values of finished tasks.")
+    prev_data_interval_start_success: datetime | None = None
+    prev_data_interval_end_success: datetime | None = None
+    first_try_start: datetime | None = None  # a rescheduled sensor's first poke (for its timeout)
+    next_method: str | None = None  # set when resuming after a deferral
+    next_kwargs: JsonObject | None = None  # includes `event` when resuming after a deferral
+
+
+class TaskOutcome(str, enum.Enum):
+    SUCCESS = "success"
+    FAILED = "failed"  # retried while tries remain
+    FAILED_NO_RETRY = "failed_no_retry"  # AirflowFailException, sensor timeout
+    SKIPPED = "skipped"  # AirflowSkipException, Bash exit 99
+    DEFERRED = "deferred"  # TaskDeferred: `deferral` says how to wait and resume
+    RESCHEDULE = "reschedule"  # a sensor in reschedule mode: poke again at `reschedule_at`
+
+
+class TaskResult(CrdModel):
+    outcome: TaskOutcome
+    xcom: Any = None
+    follow_task_ids: list[str] | None = Field(
+        default=None, description="Branch decision: direct downstream ids to follow; the rest are skipped."
+    )
+    skip_all_downstream: bool = Field(
+        default=False, description="ShortCircuit ignoring trigger rules: skip every downstream task."
+    )
+    deferral: Deferral | None = None
+    reschedule_at: datetime | None = None
+    message: str | None = None

@@ -1,0 +1,325 @@
+"""The resources' shapes: pydantic models of `DAG`, `DagRun` and `Trigger` (group `zonda.dev`).
+
+These models are the single source of truth: `zonda.crds` generates the CRDs' openAPIV3Schema from
+them and a test keeps `crds/` equal to the generated files. Python attributes are snake_case; the
+Kubernetes wire format is camelCase (aliases), as every Kubernetes API is.
+
+Invariants:
+- `spec` belongs to the user (or GitOps); the controller only ever writes `status`.
+- `DagRun.status.dag_spec` is the DAG spec the run started with, so editing a DAG never changes a
+  run in flight.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from zonda.durations import DURATION_PATTERN
+
+GROUP = "zonda.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+#: A duration string such as ``30s``, ``5m`` or ``1h30m`` (see `zonda.durations.parse_duration`).
+Duration = Annotated[str, Field(pattern=DURATION_PATTERN, json_schema_extra={"format": "duration"})]
+#: Airflow task ids: letters, digits, ``_``, ``-`` and ``.`` (``.`` joins task-group prefixes).
+TASK_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$"
+TaskId = Annotated[str, Field(pattern=TASK_ID_PATTERN)]
+
+#: Free-form JSON (operator args, conf, XCom values): kept as-is by the apiserver.
+JsonObject = dict[str, Any]
+
+
+class CrdModel(BaseModel):
+    """camelCase on the wire, snake_case in Python; unknown fields are errors, not silently dropped."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+        use_enum_values=False,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON the Kubernetes API stores (camelCase, no unset/None fields)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class TriggerRule(str, enum.Enum):
+    """Airflow's trigger rules, with Airflow's names and values."""
+
+    ALL_SUCCESS = "all_success"
+    ALL_FAILED = "all_failed"
+    ALL_DONE = "all_done"
+    ALL_DONE_SETUP_SUCCESS = "all_done_setup_success"
+    ALL_SKIPPED = "all_skipped"
+    ONE_FAILED = "one_failed"
+    ONE_SUCCESS = "one_success"
+    ONE_DONE = "one_done"
+    NONE_FAILED = "none_failed"
+    NONE_FAILED_MIN_ONE_SUCCESS = "none_failed_min_one_success"
+    NONE_SKIPPED = "none_skipped"
+    ALWAYS = "always"
+
+
+class WeightRule(str, enum.Enum):
+    """How a task's effective priority weight is computed (Airflow's `weight_rule`)."""
+
+    DOWNSTREAM = "downstream"
+    UPSTREAM = "upstream"
+    ABSOLUTE = "absolute"
+
+
+class TaskInstanceState(str, enum.Enum):
+    """Airflow's task-instance states. `NONE` is Airflow's ``None`` (not yet considered)."""
+
+    NONE = "none"
+    SCHEDULED = "scheduled"
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    UPSTREAM_FAILED = "upstream_failed"
+    UP_FOR_RETRY = "up_for_retry"
+    UP_FOR_RESCHEDULE = "up_for_reschedule"
+    DEFERRED = "deferred"
+    REMOVED = "removed"
+    RESTARTING = "restarting"
+
+
+FINISHED_TI_STATES = frozenset(
+    {TaskInstanceState.SUCCESS, TaskInstanceState.FAILED, TaskInstanceState.SKIPPED,
+     TaskInstanceState.UPSTREAM_FAILED, TaskInstanceState.REMOVED}
+)
+
+
+class DagRunState(str, enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+class RunType(str, enum.Enum):
+    MANUAL = "manual"
+    SCHEDULED = "scheduled"
+    BACKFILL = "backfill"
+
+
+# --------------------------------------------------------------------------------------------- DAG
+
+
+class TimetableRef(CrdModel):
+    """A custom timetable: a `zonda.timetables.Timetable` subclass imported by path."""
+
+    class_: str = Field(alias="class", description="Import path, `pkg.mod.Class` or `pkg.mod:Class`.")
+    params: JsonObject = Field(default_factory=dict, description="Passed to the class's `deserialize`.")
+
+
+class TaskDefaults(CrdModel):
+    """Airflow's `default_args`: what a DAG or a task group gives every task that does not say."""
+
+    owner: str | None = None
+    args: JsonObject | None = Field(default=None, description="Operator keyword arguments (snake_case).")
+    trigger_rule: TriggerRule | None = None
+    retries: int | None = Field(default=None, ge=0)
+    retry_delay: Duration | None = None
+    retry_exponential_backoff: bool | None = None
+    max_retry_delay: Duration | None = None
+    execution_timeout: Duration | None = None
+    depends_on_past: bool | None = None
+    priority_weight: int | None = None
+    weight_rule: WeightRule | None = None
+    pool: str | None = None
+    queue: str | None = None
+    container: JsonObject | None = Field(default=None, description="Kubernetes container fields.")
+    pod_override: JsonObject | None = Field(default=None, description="Pod fields merged over the default.")
+
+
+class TaskSpec(TaskDefaults):
+    """One task. Fields left unset come from its group's, then the DAG's, `defaultArgs`."""
+
+    id: TaskId
+    operator: str | None = Field(
+        default=None,
+        description="Built-in operator name (e.g. BashOperator) or import path pkg.mod.Class; "
+        "absent: run `container` as-is.",
+    )
+    depends_on: list[str] = Field(default_factory=list, description="Upstream task or task-group ids.")
+    edge_labels: dict[str, str] = Field(
+        default_factory=dict, description="Labels of the edges from upstream ids (display only)."
+    )
+    group: str | None = Field(default=None, description="Id of the task group this task belongs to.")
+    doc_md: str | None = None
+
+
+class TaskGroupSpec(CrdModel):
+    """Airflow's TaskGroup: a named set of tasks with shared defaults and a shared id prefix."""
+
+    id: TaskId
+    parent: str | None = Field(default=None, description="Enclosing task group id.")
+    prefix_group_id: bool = True
+    default_args: TaskDefaults | None = None
+    depends_on: list[str] = Field(default_factory=list, description="Upstreams of the group's roots.")
+    tooltip: str | None = None
+
+
+class DagSpec(CrdModel):
+    schedule: str | None = Field(
+        default=None,
+        description="Cron expression, preset (@once @hourly @daily @weekly @monthly @quarterly @yearly) "
+        "or a duration (1h30m); absent or null: manual runs only.",
+    )
+    timetable: TimetableRef | None = None
+    timezone: str = "UTC"
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    catchup: bool = True
+    paused: bool = False
+    max_active_runs: int = Field(default=16, ge=1)
+    max_active_tasks: int = Field(default=16, ge=1)
+    dagrun_timeout: Duration | None = None
+    default_args: TaskDefaults | None = None
+    params: JsonObject = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    doc_md: str | None = None
+    task_groups: list[TaskGroupSpec] = Field(default_factory=list)
+    tasks: list[TaskSpec] = Field(min_length=1)
+
+
+class Condition(CrdModel):
+    """A Kubernetes-style condition; `last_transition_time` changes only when `status` changes."""
+
+    type: str
+    status: str = Field(description="True, False or Unknown.")
+    reason: str
+    message: str = ""
+    last_transition_time: datetime
+    observed_generation: int | None = None
+
+
+class DagStatus(CrdModel):
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    timetable_summary: str | None = None
+    next_logical_date: datetime | None = None
+    next_run_after: datetime | None = None
+    next_data_interval_start: datetime | None = None
+    next_data_interval_end: datetime | None = None
+    last_automated_data_interval_start: datetime | None = None
+    last_automated_data_interval_end: datetime | None = None
+    last_run: str | None = Field(default=None, description="Name of the newest DagRun.")
+    last_run_state: DagRunState | None = None
+    active_runs: int = 0
+
+
+# ------------------------------------------------------------------------------------------ DagRun
+
+
+class DataIntervalSpec(CrdModel):
+    start: datetime
+    end: datetime
+
+
+class DagRunSpec(CrdModel):
+    dag_name: str = Field(min_length=1)
+    run_type: RunType = RunType.MANUAL
+    logical_date: datetime | None = Field(
+        default=None, description="Defaults to the run's creation time for manual runs."
+    )
+    data_interval: DataIntervalSpec | None = Field(
+        default=None, description="Defaults to the timetable's infer_manual_data_interval."
+    )
+    conf: JsonObject = Field(default_factory=dict)
+
+
+class Deferral(CrdModel):
+    """What a deferred task handed to the triggerer, and how it resumes (Airflow's TaskDeferred)."""
+
+    trigger_classpath: str
+    trigger_kwargs: JsonObject = Field(default_factory=dict)
+    method_name: str = "execute_complete"
+    kwargs: JsonObject = Field(default_factory=dict)
+    timeout_seconds: float | None = None
+
+
+class TaskInstanceStatus(CrdModel):
+    state: TaskInstanceState = TaskInstanceState.NONE
+    try_number: int = Field(default=0, ge=0, description="Tries started so far; the current try's number.")
+    max_tries: int | None = Field(default=None, description="Retries allowed (Airflow's max_tries).")
+    pod_name: str | None = None
+    executor: str | None = None
+    queued_at: datetime | None = None
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    duration_seconds: float | None = None
+    running_seconds: float = Field(
+        default=0.0, description="Runtime of the current try across deferrals (for executionTimeout)."
+    )
+    exit_code: int | None = None
+    message: str | None = None
+    reason: str | None = Field(default=None, description="Why the task is in this state.")
+    xcom: Any = Field(default=None, description="The task's return value (XCom return_value).")
+    follow_task_ids: list[str] | None = Field(
+        default=None, description="A branch task's chosen downstream ids."
+    )
+    next_try_at: datetime | None = Field(default=None, description="When an up_for_retry/reschedule task runs.")
+    first_try_start: datetime | None = Field(default=None, description="Start of a sensor's first poke.")
+    deferral: Deferral | None = None
+    deferral_count: int = 0
+    deferred_at: datetime | None = None
+    trigger_timeout_at: datetime | None = None
+    trigger_name: str | None = None
+    next_method: str | None = None
+    next_kwargs: JsonObject | None = None
+
+
+class DagRunStatus(CrdModel):
+    observed_generation: int | None = None
+    state: DagRunState | None = None
+    run_id: str | None = None
+    queued_at: datetime | None = None
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    logical_date: datetime | None = None
+    data_interval_start: datetime | None = None
+    data_interval_end: datetime | None = None
+    dag_generation: int | None = None
+    dag_spec: JsonObject | None = Field(default=None, description="The DAG spec this run started with.")
+    task_instances: dict[str, TaskInstanceStatus] = Field(default_factory=dict)
+    conditions: list[Condition] = Field(default_factory=list)
+    message: str | None = None
+
+
+# ----------------------------------------------------------------------------------------- Trigger
+
+
+class TriggerSpec(CrdModel):
+    classpath: str
+    kwargs: JsonObject = Field(default_factory=dict)
+    dag_run: str = Field(description="Name of the DagRun whose task instance deferred.")
+    task_id: str
+    try_number: int = Field(ge=1)
+    deferral_count: int = Field(default=1, ge=1)
+    timeout_at: datetime | None = None
+    shard: int = Field(ge=0, description="Which triggerer shard (and Lease) owns this trigger.")
+
+
+class TriggerState(str, enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FIRED = "fired"
+    FAILED = "failed"
+
+
+class TriggerStatus(CrdModel):
+    state: TriggerState = TriggerState.PENDING
+    event: Any = Field(default=None, description="Payload of the first TriggerEvent (written once).")
+    fired_at: datetime | None = None
+    holder: str | None = Field(default=None, description="Triggerer replica that wrote the event.")
+    fencing_token: str | None = Field(default=None, description="Lease holder/transitions at write time.")
+    message: str | None = None

@@ -1,0 +1,35 @@
+"""Deterministic Kubernetes names for the objects the controller creates.
+
+The same inputs always give the same name, so a restarted (or a second) controller that creates an
+object again gets 409 AlreadyExists instead of a duplicate: names are how "exactly once" is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_INVALID = re.compile(r"[^a-z0-9-]+")
+
+
+def _slug(text: str, limit: int) -> str:
+    slug = _INVALID.sub("-", text.lower()).strip("-")
+    return slug[:limit].strip("-") or "x"
+
+
+def _digest(*parts: object, length: int = 6) -> str:
+    return hashlib.sha256("\x00".join(str(p) for p in parts).encode()).hexdigest()[:length]
+
+
+def attempt_name(run_name: str, task_id: str, try_number: int) -> str:
+    """Pod (or local process) name of one task-instance try: `run-task-try-hash`, a DNS-1123 label.
+
+    The hash keeps names unique when slugging/truncation makes two task ids look alike.
+    """
+    return f"{_slug(run_name, 28)}-{_slug(task_id, 20)}-{try_number}-{_digest(run_name, task_id, try_number)}"
+
+
+def trigger_name(run_name: str, task_id: str, try_number: int, deferral_count: int) -> str:
+    """Trigger resource name, one per task-instance try and deferral."""
+    digest = _digest(run_name, task_id, try_number, deferral_count)
+    return f"{_slug(run_name, 28)}-{_slug(task_id, 20)}-{try_number}-d{deferral_count}-{digest}"
