@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import difflib
 import heapq
-import re
 import types
 import typing
 import zoneinfo
@@ -21,7 +20,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-import croniter
 import pendulum
 import pydantic
 from pydantic.alias_generators import to_camel
@@ -34,7 +32,6 @@ from zonda.models import (
     TaskDefaults,
     TaskGroupSpec,
     TaskSpec,
-    TimetableRef,
     TriggerRule,
     WeightRule,
 )
@@ -70,8 +67,8 @@ class ResolvedTask:
     pod_override: Mapping[str, Any] = field(default_factory=dict)
     edge_labels: Mapping[str, str] = field(default_factory=dict)  # upstream id -> label
     doc_md: str | None = None
-    owner: str = "airflow"  # added: Airflow's default owner; TaskDefaults carries it
-    queue: str | None = None  # added: TaskDefaults carries it
+    owner: str = "airflow"  # Airflow's `[operators] default_owner`
+    queue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,18 +80,6 @@ class ResolvedDag:
 
 
 # ------------------------------------------------------------------------------------ resolution
-
-#: Airflow's cron presets (`airflow/utils/dates.py` cron_presets) plus its two non-cron schedules.
-SCHEDULE_PRESETS: dict[str, str | None] = {
-    "@once": None,
-    "@continuous": None,
-    "@hourly": "0 * * * *",
-    "@daily": "0 0 * * *",
-    "@weekly": "0 0 * * 0",
-    "@monthly": "0 0 1 * *",
-    "@quarterly": "0 0 1 */3 *",
-    "@yearly": "0 0 1 1 *",
-}
 
 #: Operators' default owner in Airflow (`[operators] default_owner`).
 DEFAULT_OWNER = "airflow"
@@ -121,11 +106,11 @@ def resolve_dag(name: str, spec: DagSpec) -> ResolvedDag:
     """Apply defaults and task groups, and validate; raises `DagInvalid` listing every problem found."""
     errors = _check_dag_settings(spec)
     graph = _GraphBuilder(spec)
+    order = graph.topological_order()  # reports cycles into graph.errors
     errors.extend(graph.errors)
     errors.extend(_check_defaults_durations(spec, graph))
 
     resolved: dict[str, ResolvedTask] = {}
-    order = graph.topological_order()
     for task_id in order:
         task_errors, task = _resolve_task(spec, graph, task_id)
         errors.extend(task_errors)
@@ -181,10 +166,6 @@ def effective_priority_weights(dag: ResolvedDag) -> dict[str, int]:
 
 def _check_dag_settings(spec: DagSpec) -> list[str]:
     errors: list[str] = []
-    if spec.schedule is not None and spec.timetable is not None:
-        errors.append("set either schedule or timetable, not both")
-    if spec.schedule is not None:
-        errors.extend(_check_schedule(spec.schedule))
     timezone_error = _check_timezone(spec.timezone)
     if timezone_error:
         errors.append(timezone_error)
@@ -194,27 +175,12 @@ def _check_dag_settings(spec: DagSpec) -> list[str]:
             errors.append(
                 f"endDate {spec.end_date.isoformat()} is before startDate {spec.start_date.isoformat()}"
             )
+    if spec.schedule is not None and spec.timetable is not None:
+        errors.append("set either schedule or timetable, not both")
+    errors.extend(_check_timetable(spec, spec.timezone if timezone_error is None else "UTC"))
     if spec.dagrun_timeout is not None:
         errors.extend(_check_duration("dagrunTimeout", spec.dagrun_timeout, positive=True))
-    if spec.timetable is not None:
-        errors.extend(_check_timetable(spec.timetable))
     return errors
-
-
-def _check_schedule(schedule: str) -> list[str]:
-    if schedule in SCHEDULE_PRESETS:
-        return []
-    if re.fullmatch(DURATION_PATTERN, schedule):
-        return _check_duration("schedule", schedule, positive=True)
-    try:
-        croniter.croniter(schedule)
-    except Exception as exc:  # croniter raises several unrelated types for bad expressions
-        presets = " ".join(SCHEDULE_PRESETS)
-        return [
-            f"schedule {schedule!r} is neither a cron expression ({exc}), a preset ({presets}) "
-            "nor a duration such as '1h30m'"
-        ]
-    return []
 
 
 def _check_timezone(name: str) -> str | None:
@@ -226,18 +192,26 @@ def _check_timezone(name: str) -> str | None:
     return None
 
 
-def _check_timetable(ref: TimetableRef) -> list[str]:
-    # Imported here: the timetables package is optional for resolution, and importing it at module
-    # level would make every `zonda.dags` import pay for (and depend on) it.
-    try:
-        from zonda.timetables import load_timetable
-    except ImportError:
-        return []
-    try:
-        load_timetable(ref)
-    except Exception as exc:  # a user class: anything it raises makes the DAG unschedulable
-        return [f"timetable {ref.class_!r} cannot be loaded: {exc}"]
-    return []
+def _check_timetable(spec: DagSpec, timezone: str) -> list[str]:
+    """Build the timetable as the scheduler will, so a DAG that resolves can be scheduled.
+
+    The timetables package is imported here, not at module level: it imports the user's timetable
+    classes, which only DAG resolution needs, and `zonda.dags` is imported everywhere.
+    """
+    from zonda.timetables import load_timetable, timetable_for_schedule
+
+    errors: list[str] = []
+    if spec.schedule is not None:
+        try:
+            timetable_for_schedule(spec.schedule, timezone)
+        except Exception as exc:  # croniter and the timetables raise ValueError subclasses and others
+            errors.append(f"schedule {spec.schedule!r}: {exc}")
+    if spec.timetable is not None:
+        try:
+            load_timetable(spec.timetable.class_, spec.timetable.params)
+        except Exception as exc:  # a user class: anything it raises makes the DAG unschedulable
+            errors.append(f"timetable {spec.timetable.class_!r} cannot be used: {exc}")
+    return errors
 
 
 def _check_duration(where: str, text: str, *, positive: bool = False) -> list[str]:

@@ -1,0 +1,1 @@
+"""Zonda: Airflow-style DAG orchestration, native to Kubernetes. The pure domain and authoring API."""

@@ -1,0 +1,416 @@
+"""Jinja templating of operator arguments, with Airflow's template context.
+
+`build_context` turns a `TaskInvocation` into the variables Airflow gives templates (`ds`, `ts`,
+`logical_date`, `data_interval_start`, `params`, `dag_run`, `ti`, `macros`...) with Airflow's names,
+types (pendulum datetimes in UTC) and formats; `render` renders a template field as Airflow's
+`render_template` does: strings are templates, containers are rendered element by element.
+
+The environment is Airflow's: sandboxed (DagRun `conf` and `params` come from whoever triggers the run,
+so nothing reachable from a template may lead to Python internals), `StrictUndefined` (a misspelt
+variable is an error naming it, never an empty string), the `do` extension and Airflow's date filters.
+As in Airflow, attributes starting with one underscore are allowed and those with two are not.
+Unlike Airflow, `macros.json`, `macros.time` and `macros.uuid` expose the useful functions only, not
+the modules, because a module leads to the modules it imports (`uuid.os.system`).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import functools
+import json
+import time
+import types
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import jinja2
+import jinja2.sandbox
+import pendulum
+from pendulum import DateTime
+
+from zonda.invocations import TaskInvocation
+
+#: The key of a task's return value among its XComs.
+XCOM_RETURN_KEY = "return_value"
+
+#: Airflow variables Zonda does not provide, and what to write instead: added to "is undefined" errors.
+_MISSING_VARIABLE_HINTS = {
+    "yesterday_ds": "use {{ macros.ds_add(ds, -1) }}",
+    "tomorrow_ds": "use {{ macros.ds_add(ds, 1) }}",
+    "next_ds": "use {{ data_interval_end | ds }}",
+    "prev_ds": "use {{ data_interval_start | ds }} for the data interval's start",
+    "next_execution_date": "use data_interval_end",
+    "prev_execution_date": "use data_interval_start or prev_data_interval_start_success",
+    "var": "Zonda has no Airflow Variables: pass values as DAG params or container environment variables",
+    "conn": "Zonda has no Airflow Connections: mount a Kubernetes Secret in the task's container",
+}
+
+
+class TemplateError(ValueError):
+    """A template field that cannot be rendered; the message names the field and Jinja's reason."""
+
+    def __init__(self, field: str | None, reason: str) -> None:
+        super().__init__(f"cannot render {field or 'template'}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class XComReader(Protocol):
+    """Reads the XCom `key` of a task of the same DAG run; None when there is none."""
+
+    def __call__(self, task_id: str, key: str) -> Any: ...
+
+
+def read_invocation_xcoms(invocation: TaskInvocation) -> XComReader:
+    """The XComs the controller hands the runner: upstream tasks' return values."""
+
+    def read(task_id: str, key: str) -> Any:
+        return invocation.xcoms.get(task_id) if key == XCOM_RETURN_KEY else None
+
+    return read
+
+
+# ---------------------------------------------------------------------------------- context objects
+
+
+@dataclass(frozen=True)
+class ContextDag:
+    """What templates see as `dag`."""
+
+    dag_id: str
+    timezone: Any  # a pendulum Timezone, as Airflow's `dag.timezone`
+
+
+@dataclass(frozen=True)
+class ContextTask:
+    """What templates see as `task` (the runner replaces it with the operator itself)."""
+
+    task_id: str
+    dag_id: str
+
+
+@dataclass(frozen=True)
+class ContextDagRun:
+    """What templates see as `dag_run`: Airflow's `DagRun` attributes a template reads."""
+
+    dag_id: str
+    run_id: str
+    run_type: str
+    conf: dict[str, Any]
+    logical_date: DateTime
+    data_interval_start: DateTime
+    data_interval_end: DateTime
+
+    @property
+    def execution_date(self) -> DateTime:
+        """Airflow's deprecated name of `logical_date`."""
+        return self.logical_date
+
+    @property
+    def external_trigger(self) -> bool:
+        return self.run_type == "manual"
+
+
+@dataclass(frozen=True)
+class ContextTaskInstance:
+    """What templates see as `ti` and `task_instance`: the try being run, and its XCom access."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    try_number: int
+    max_tries: int
+    logical_date: DateTime
+    xcom_reader: XComReader = field(repr=False)
+    map_index: int = -1
+
+    @property
+    def execution_date(self) -> DateTime:
+        """Airflow's deprecated name of `logical_date`."""
+        return self.logical_date
+
+    def xcom_pull(
+        self,
+        task_ids: str | Iterable[str] | None = None,
+        dag_id: str | None = None,
+        key: str = XCOM_RETURN_KEY,
+        include_prior_dates: bool = False,
+        *,
+        map_indexes: int | Iterable[int] | None = None,
+        default: Any = None,
+    ) -> Any:
+        """Airflow's `TaskInstance.xcom_pull` within this DAG run.
+
+        One task id gives its value (or `default`); a list gives the values found, in the order asked,
+        as Airflow's query does. Pulling without task ids, from another DAG or from earlier runs is
+        refused rather than answered wrongly: a try only knows its own run's XComs.
+        """
+        if dag_id not in (None, self.dag_id):
+            raise ValueError(f"xcom_pull: Zonda pulls XComs from this DAG only, not from {dag_id!r}")
+        if include_prior_dates:
+            raise ValueError("xcom_pull: include_prior_dates is not supported, a try sees its own run only")
+        if task_ids is None:
+            raise ValueError("xcom_pull needs task_ids: name the task(s) whose XCom to read")
+        if isinstance(task_ids, str):
+            value = self.xcom_reader(task_ids, key)
+            return default if value is None else value
+        values = (self.xcom_reader(task_id, key) for task_id in task_ids)
+        return [value for value in values if value is not None]
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        """Refused with a reason: only a task's return value travels back to the controller."""
+        raise NotImplementedError(
+            f"xcom_push({key!r}, ...): Zonda keeps a task's return value as its only XCom; "
+            "return the value (a dict for several) instead"
+        )
+
+
+@dataclass(frozen=True)
+class AirflowConfig:
+    """What templates see as `conf`: Airflow's configuration (not the DagRun's conf), read-only."""
+
+    sections: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def get(self, section: str, key: str, fallback: Any = None) -> Any:
+        return self.sections.get(section, {}).get(key, fallback)
+
+    def has_option(self, section: str, key: str) -> bool:
+        return key in self.sections.get(section, {})
+
+    def getboolean(self, section: str, key: str, fallback: bool = False) -> bool:
+        value = self.get(section, key)
+        return fallback if value is None else str(value).strip().lower() in ("true", "t", "1", "yes")
+
+    def getint(self, section: str, key: str, fallback: int = 0) -> int:
+        value = self.get(section, key)
+        return fallback if value is None else int(value)
+
+
+# ------------------------------------------------------------------------------------------ macros
+
+
+def ds_add(ds: str, days: int) -> str:
+    """Add or subtract days from a ``YYYY-MM-DD`` (Airflow's `macros.ds_add`)."""
+    if not days:
+        return str(ds)
+    moment = dt.datetime.strptime(str(ds), "%Y-%m-%d") + dt.timedelta(days=days)
+    return moment.strftime("%Y-%m-%d")
+
+
+def ds_format(ds: str, input_format: str, output_format: str) -> str:
+    """Reformat a date string (Airflow's `macros.ds_format`)."""
+    return dt.datetime.strptime(str(ds), input_format).strftime(output_format)
+
+
+MACROS = types.SimpleNamespace(
+    ds_add=ds_add,
+    ds_format=ds_format,
+    datetime=dt.datetime,
+    timedelta=dt.timedelta,
+    json=types.SimpleNamespace(dumps=json.dumps, loads=json.loads),
+    time=types.SimpleNamespace(
+        time=time.time, gmtime=time.gmtime, localtime=time.localtime, mktime=time.mktime,
+        strftime=time.strftime, strptime=time.strptime,
+    ),
+    uuid=types.SimpleNamespace(
+        UUID=uuid.UUID, uuid1=uuid.uuid1, uuid3=uuid.uuid3, uuid4=uuid.uuid4, uuid5=uuid.uuid5,
+        NAMESPACE_DNS=uuid.NAMESPACE_DNS, NAMESPACE_URL=uuid.NAMESPACE_URL,
+        NAMESPACE_OID=uuid.NAMESPACE_OID, NAMESPACE_X500=uuid.NAMESPACE_X500,
+    ),
+)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------- context
+
+
+def build_context(
+    invocation: TaskInvocation,
+    *,
+    xcom_reader: XComReader | None = None,
+    task_params: Mapping[str, Any] | None = None,
+    configuration: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Airflow's template context (`TaskInstance.get_template_context`) for one try.
+
+    `params` are the DAG's, then the task's (`task_params`), then the DagRun's `conf` on top, as
+    Airflow with `dag_run_conf_overrides_params`. Dates are in UTC, as Airflow's are. Every value is
+    built afresh (conf and params deep-copied) so a template or an operator changing them changes
+    nothing else. `xcom_reader` defaults to the XComs carried by the invocation.
+    """
+    reader = xcom_reader or read_invocation_xcoms(invocation)
+    logical_date = _utc(invocation.logical_date)
+    ds = logical_date.strftime("%Y-%m-%d")
+    ts = logical_date.isoformat()
+    run_id = invocation.run_name
+    conf = copy.deepcopy(invocation.conf)
+    params = {**copy.deepcopy(invocation.params), **copy.deepcopy(dict(task_params or {})), **conf}
+    dag = ContextDag(dag_id=invocation.dag_name, timezone=pendulum.timezone(invocation.timezone))
+    dag_run = ContextDagRun(
+        dag_id=invocation.dag_name,
+        run_id=run_id,
+        run_type=invocation.run_type.value,
+        conf=copy.deepcopy(conf),
+        logical_date=logical_date,
+        data_interval_start=_utc(invocation.data_interval_start),
+        data_interval_end=_utc(invocation.data_interval_end),
+    )
+    task_instance = ContextTaskInstance(
+        dag_id=invocation.dag_name,
+        task_id=invocation.task_id,
+        run_id=run_id,
+        try_number=invocation.try_number,
+        max_tries=invocation.max_tries,
+        logical_date=logical_date,
+        xcom_reader=reader,
+    )
+    return {
+        "conf": AirflowConfig(configuration or {}),
+        "dag": dag,
+        "dag_run": dag_run,
+        "data_interval_start": dag_run.data_interval_start,
+        "data_interval_end": dag_run.data_interval_end,
+        "ds": ds,
+        "ds_nodash": ds.replace("-", ""),
+        "execution_date": logical_date,
+        "inlets": [],
+        "logical_date": logical_date,
+        "macros": MACROS,
+        "outlets": [],
+        "params": params,
+        "prev_data_interval_start_success": _utc_or_none(invocation.prev_data_interval_start_success),
+        "prev_data_interval_end_success": _utc_or_none(invocation.prev_data_interval_end_success),
+        "run_id": run_id,
+        "task": ContextTask(task_id=invocation.task_id, dag_id=invocation.dag_name),
+        "task_instance": task_instance,
+        "task_instance_key_str": f"{invocation.dag_name}__{invocation.task_id}__{ds.replace('-', '')}",
+        "templates_dict": None,
+        "test_mode": False,
+        "ti": task_instance,
+        "ts": ts,
+        "ts_nodash": logical_date.strftime("%Y%m%dT%H%M%S"),
+        "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
+    }
+
+
+def _utc(moment: dt.datetime) -> DateTime:
+    """A pendulum DateTime in UTC; a naive datetime is taken as UTC (the CRDs store UTC)."""
+    return pendulum.instance(moment, tz=pendulum.UTC).in_timezone(pendulum.UTC)
+
+
+def _utc_or_none(moment: dt.datetime | None) -> DateTime | None:
+    return None if moment is None else _utc(moment)
+
+
+# --------------------------------------------------------------------------------------- rendering
+
+
+class _ContextUndefined(jinja2.StrictUndefined):
+    """StrictUndefined that says what to write instead of an Airflow variable Zonda lacks."""
+
+    __slots__ = ()
+
+    @property
+    def _undefined_message(self) -> str:
+        message: str = super()._undefined_message
+        if self._undefined_obj is jinja2.utils.missing and not self._undefined_hint:
+            hint = _MISSING_VARIABLE_HINTS.get(str(self._undefined_name))
+            if hint:
+                return f"{message}: {hint}"
+        return message
+
+
+class _SandboxedEnvironment(jinja2.sandbox.SandboxedEnvironment):
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        """Airflow's rule: ``_private`` attributes are readable, ``__internal__`` ones never."""
+        return not jinja2.sandbox.is_internal_attribute(obj, attr)
+
+
+def _date_filter(fmt: str) -> Callable[[dt.date | None], str | None]:
+    def apply(value: dt.date | None) -> str | None:
+        return None if value is None else value.strftime(fmt)
+
+    return apply
+
+
+def _ts_filter(value: dt.date | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _ts_nodash_with_tz_filter(value: dt.date | None) -> str | None:
+    return None if value is None else value.isoformat().replace("-", "").replace(":", "")
+
+
+#: Airflow's template filters (`airflow/templates.py`).
+FILTERS: dict[str, Callable[[dt.date | None], str | None]] = {
+    "ds": _date_filter("%Y-%m-%d"),
+    "ds_nodash": _date_filter("%Y%m%d"),
+    "ts": _ts_filter,
+    "ts_nodash": _date_filter("%Y%m%dT%H%M%S"),
+    "ts_nodash_with_tz": _ts_nodash_with_tz_filter,
+}
+
+
+def create_environment() -> jinja2.Environment:
+    """Airflow's template environment: sandboxed, strict about undefined names, `do` and date filters."""
+    environment = _SandboxedEnvironment(
+        undefined=_ContextUndefined, extensions=["jinja2.ext.do"], cache_size=0
+    )
+    environment.filters.update(FILTERS)
+    return environment
+
+
+@functools.cache
+def _default_environment() -> jinja2.Environment:
+    return create_environment()
+
+
+def render(
+    value: Any,
+    context: Mapping[str, Any],
+    *,
+    field: str | None = None,
+    environment: jinja2.Environment | None = None,
+) -> Any:
+    """Render a template field as Airflow's `render_template`: strings are templates; lists, tuples,
+    sets and dict values are rendered element by element (dict keys are not); anything else is
+    returned as is. Errors raise `TemplateError` naming `field` and the path inside it."""
+    return _render(value, dict(context), field, environment or _default_environment())
+
+
+def render_fields(
+    values: Mapping[str, Any], fields: Iterable[str], context: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A copy of `values` with the entries named in `fields` (an operator's `template_fields`) rendered."""
+    rendered = dict(values)
+    for name in fields:
+        if name in rendered:
+            rendered[name] = render(rendered[name], context, field=name)
+    return rendered
+
+
+def _render(value: Any, context: dict[str, Any], path: str | None, environment: jinja2.Environment) -> Any:
+    if isinstance(value, str):
+        try:
+            return environment.from_string(value).render(context)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(path, f"{exc.message} (line {exc.lineno})") from exc
+        except jinja2.TemplateError as exc:  # undefined names, sandbox refusals
+            raise TemplateError(path, str(exc.message)) from exc
+        except Exception as exc:  # raised by what the template called (macros, methods)
+            raise TemplateError(path, f"{type(exc).__name__}: {exc}") from exc
+    if isinstance(value, Mapping):
+        return {key: _render(item, context, f"{path or ''}.{key}".lstrip("."), environment)
+                for key, item in value.items()}  # fmt: skip
+    if isinstance(value, list | tuple):
+        items = [
+            _render(item, context, f"{path or ''}[{index}]", environment) for index, item in enumerate(value)
+        ]
+        if isinstance(value, tuple):
+            return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # namedtuples too
+        return items
+    if isinstance(value, set | frozenset):
+        return type(value)(_render(item, context, path, environment) for item in value)
+    return value
