@@ -1,0 +1,75 @@
+{{/*
+The permissions of each component, written once and used by both the Roles (namespaced installs)
+and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is there:
+- the controller writes only the status of DAGs and DagRuns (spec belongs to the user or GitOps):
+  no update/patch on the main resources, so it cannot change what users asked for;
+- it never reads Secrets or ConfigMaps: task pods reference them, the kubelet resolves them;
+- Leases (leader election) are granted only in the release namespace, by a separate Role.
+*/}}
+
+{{- define "zonda.controllerRules" -}}
+- apiGroups: ["zonda.dev"]
+  resources: ["dags"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["zonda.dev"]
+  resources: ["dags/status"]
+  verbs: ["patch"]
+- apiGroups: ["zonda.dev"]
+  resources: ["dagruns"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: ["zonda.dev"]
+  resources: ["dagruns/status"]
+  verbs: ["patch", "update"]
+- apiGroups: ["zonda.dev"]
+  resources: ["triggers"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+{{ include "zonda.controllerPodRules" . }}
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+
+{{/* Task pods: created, watched, logs read (for `zonda logs` and failure reasons), deleted. */}}
+{{- define "zonda.controllerPodRules" -}}
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: [""]
+  resources: ["pods/log"]
+  verbs: ["get"]
+{{- end }}
+
+{{- define "zonda.triggererRules" -}}
+- apiGroups: ["zonda.dev"]
+  resources: ["triggers"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["zonda.dev"]
+  resources: ["triggers/status"]
+  verbs: ["patch", "update"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create"]
+{{- with .Values.triggerer.extraRules }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Leases in the release namespace: the controller's leader election. */}}
+{{- define "zonda.controllerLeaseRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+{{- end }}
+
+{{/* Leases in the release namespace: the triggerer's shard ownership (released by deleting). */}}
+{{- define "zonda.triggererLeaseRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+{{- end }}
