@@ -33,7 +33,7 @@ class TaskInvocation(CrdModel):
     task_id: str
     try_number: int
     max_tries: int = 0
-    operator: str | None
+    operator: str | None = None
     args: JsonObject = Field(default_factory=dict)
     logical_date: datetime
     data_interval_start: datetime

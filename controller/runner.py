@@ -1,0 +1,287 @@
+"""The task runner: executes one try of one task instance, in its Pod or as a local process.
+
+`python -m controller.runner` reads a `TaskInvocation` (JSON in `$ZONDA_TASK_INVOCATION`, or
+`--invocation-file`), builds the operator from the task's args, renders its template fields against
+the context, calls `execute` — or `resume_execution` after a deferral — and writes a `TaskResult` to
+`$ZONDA_RESULT_PATH` (the container's termination message by default). The outcome maps Airflow's
+exceptions: a skip, a failure without retry, a deferral, a reschedule. What the task prints on stdout
+is its log; tracebacks go to stderr.
+
+Exit code: 0 for success, skipped, deferred and reschedule; 1 for a failure. The result is written
+either way, within `RESULT_LIMIT_BYTES` (Kubernetes caps termination messages at 4096 bytes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from zonda import operator_registry, templating, triggers
+from zonda.context import Context
+from zonda.exceptions import (
+    AirflowFailException,
+    AirflowRescheduleException,
+    AirflowSensorTimeout,
+    AirflowSkipException,
+    AirflowTaskTerminated,
+    TaskDeferred,
+)
+from zonda.invocations import (
+    DEFAULT_RESULT_PATH,
+    INVOCATION_ENV,
+    RESULT_LIMIT_BYTES,
+    RESULT_PATH_ENV,
+    TaskInvocation,
+    TaskOutcome,
+    TaskResult,
+)
+from zonda.models import Deferral
+from zonda.operators.base import BaseOperator, SkipMixin, import_string
+from zonda.sensors.base import BaseSensorOperator
+
+#: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.
+MESSAGE_LIMIT_CHARS = 1024
+FAILED_OUTCOMES = frozenset({TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY})
+
+log = logging.getLogger("zonda.task")
+
+
+class OperatorNotCreated(Exception):
+    """The task's operator could not be imported or built from its args: a retry would fail the same."""
+
+
+def build_operator(invocation: TaskInvocation) -> BaseOperator:
+    """Import the task's operator class and instantiate it with the task's args (not yet rendered)."""
+    if invocation.operator is None:
+        raise OperatorNotCreated(
+            f"task {invocation.task_id!r} has no operator: a container task runs its container, "
+            "not the task runner"
+        )
+    try:
+        classpath = operator_registry.operator_classpath(invocation.operator)
+        operator_class = import_string(classpath)
+    except (ImportError, ValueError) as error:
+        raise OperatorNotCreated(f"cannot import operator {invocation.operator!r}: {error}") from error
+    if not (isinstance(operator_class, type) and issubclass(operator_class, BaseOperator)):
+        raise OperatorNotCreated(f"{classpath} is not a subclass of zonda.operators.base.BaseOperator")
+    try:
+        operator = operator_class(task_id=invocation.task_id, **invocation.args)
+    except Exception as error:
+        raise OperatorNotCreated(
+            f"cannot create {operator_class.__name__} for task {invocation.task_id!r}: {_describe(error)}"
+        ) from error
+    if isinstance(operator, BaseSensorOperator):
+        operator.first_try_start = invocation.first_try_start
+    return operator
+
+
+def build_operator_context(invocation: TaskInvocation, operator: BaseOperator) -> Context:
+    """Airflow's context for this try, with the task's own params; the operator gets its `dag` from it."""
+    context: Context = templating.build_context(invocation, task_params=operator.params)
+    context["task"] = operator
+    operator.dag = context["dag"]
+    return context
+
+
+def run_task(invocation: TaskInvocation) -> TaskResult:
+    """Execute (or resume) the try and say how it ended; never raises for the task's own errors."""
+    try:
+        operator = build_operator(invocation)
+    except OperatorNotCreated as error:
+        _print_traceback(error)
+        return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(str(error)))
+    try:
+        with _terminate_on_sigterm(operator):
+            context = build_operator_context(invocation, operator)
+            operator.render_template_fields(context)
+            if invocation.next_method:
+                # The event crossed the API as JSON: give the method back its datetimes.
+                next_kwargs = triggers.from_json_safe(dict(invocation.next_kwargs or {}))
+                value = operator.resume_execution(invocation.next_method, next_kwargs, context)
+            else:
+                value = operator.execute(context)
+    except TaskDeferred as deferred:
+        return _deferred_result(deferred)
+    except AirflowRescheduleException as reschedule:
+        log.info("Rescheduling the sensor: next poke at %s", reschedule.reschedule_date.isoformat())
+        return TaskResult(outcome=TaskOutcome.RESCHEDULE, reschedule_at=reschedule.reschedule_date)
+    except AirflowSkipException as skip:
+        log.info("Skipping the task: %s", skip)
+        return TaskResult(outcome=TaskOutcome.SKIPPED, message=_shorten(str(skip)) or None)
+    except (AirflowFailException, AirflowSensorTimeout) as error:
+        _print_traceback(error)
+        return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(_describe(error)))
+    except (Exception, SystemExit, AirflowTaskTerminated) as error:
+        _print_traceback(error)
+        return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(_describe(error)))
+    return _success_result(operator, value)
+
+
+def _success_result(operator: BaseOperator, value: Any) -> TaskResult:
+    xcom = value if operator.do_xcom_push else None
+    try:
+        json.dumps(xcom, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        return TaskResult(
+            outcome=TaskOutcome.FAILED,
+            message=_shorten(
+                f"The return value of {operator.task_type} ({type(xcom).__name__}) is not JSON-serializable: "
+                f"{error}. An XCom must be JSON: return a dict, list, str, number, bool or None"
+            ),
+        )
+    follow_task_ids, skip_all_downstream = None, False
+    if isinstance(operator, SkipMixin):
+        follow_task_ids, skip_all_downstream = operator.follow_task_ids, operator.skip_all_downstream
+    return TaskResult(
+        outcome=TaskOutcome.SUCCESS,
+        xcom=xcom,
+        follow_task_ids=follow_task_ids,
+        skip_all_downstream=skip_all_downstream,
+    )
+
+
+def _deferred_result(deferred: TaskDeferred) -> TaskResult:
+    try:
+        trigger_classpath, trigger_kwargs = triggers.serialize_trigger(deferred.trigger)
+        deferral = Deferral(
+            trigger_classpath=trigger_classpath,
+            trigger_kwargs=trigger_kwargs,
+            method_name=deferred.method_name,
+            kwargs=triggers.to_json_safe(deferred.kwargs or {}, path="kwargs"),
+            timeout_seconds=deferred.timeout.total_seconds() if deferred.timeout is not None else None,
+        )
+    except Exception as error:
+        _print_traceback(error)
+        return TaskResult(
+            outcome=TaskOutcome.FAILED,
+            message=_shorten(f"cannot serialize the deferral to {deferred.trigger!r}: {_describe(error)}"),
+        )
+    log.info("Deferring the task to %s, resuming in %s", trigger_classpath, deferred.method_name)
+    return TaskResult(outcome=TaskOutcome.DEFERRED, deferral=deferral)
+
+
+def encode_result(result: TaskResult) -> bytes:
+    """The result as the compact JSON the controller parses."""
+    return json.dumps(result.to_wire(), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def fit_result(result: TaskResult) -> TaskResult:
+    """The result, or a failure saying why when its JSON exceeds the termination message's limit."""
+    payload = encode_result(result)
+    if len(payload) <= RESULT_LIMIT_BYTES:
+        return result
+    if result.xcom is not None:
+        size = len(json.dumps(result.xcom, separators=(",", ":"), ensure_ascii=False).encode())
+        message = (
+            f"XCom return value is {size} bytes; the limit is {RESULT_LIMIT_BYTES} (termination message); "
+            "return less or write to external storage"
+        )
+    else:
+        message = (
+            f"The task's result is {len(payload)} bytes; the limit is {RESULT_LIMIT_BYTES} "
+            f"(termination message); its {result.outcome.value} outcome was lost"
+        )
+    print(message, file=sys.stderr)
+    return TaskResult(outcome=TaskOutcome.FAILED, message=message)
+
+
+def exit_code(outcome: TaskOutcome) -> int:
+    return 1 if outcome in FAILED_OUTCOMES else 0
+
+
+def load_invocation(invocation_file: Path | None) -> TaskInvocation:
+    if invocation_file is not None:
+        return TaskInvocation.model_validate_json(invocation_file.read_bytes())
+    text = os.environ.get(INVOCATION_ENV)
+    if not text:
+        raise ValueError(f"no invocation: set ${INVOCATION_ENV} or pass --invocation-file")
+    return TaskInvocation.model_validate_json(text)
+
+
+def configure_logging() -> None:
+    """Task logs go to stdout as bare lines: the controller collects and timestamps them."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)  # interleave with the output of child processes
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m controller.runner", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--invocation-file", type=Path, help=f"read the invocation here rather than in ${INVOCATION_ENV}"
+    )
+    arguments = parser.parse_args(argv)
+    configure_logging()
+    result_path = os.environ.get(RESULT_PATH_ENV) or DEFAULT_RESULT_PATH
+    try:
+        invocation = load_invocation(arguments.invocation_file)
+    except (OSError, ValueError) as error:
+        _print_traceback(error)
+        result = TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(f"invalid invocation: {error}"))
+    else:
+        log.info(
+            "Running %s, try %s of task %s in %s",
+            invocation.operator,
+            invocation.try_number,
+            invocation.task_id,
+            invocation.run_name,
+        )
+        result = run_task(invocation)
+    result = fit_result(result)
+    try:
+        Path(result_path).write_bytes(encode_result(result))
+    except OSError as error:
+        print(f"cannot write the task's result to {result_path}: {error}", file=sys.stderr)
+        return 1
+    log.info("Task finished: %s", result.outcome.value)
+    return exit_code(result.outcome)
+
+
+@contextlib.contextmanager
+def _terminate_on_sigterm(operator: BaseOperator) -> Iterator[None]:
+    """On SIGTERM, let the operator stop its children (`on_kill`), then end the try as failed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        log.error("Received SIGTERM. Terminating subprocesses.")
+        operator.on_kill()
+        raise AirflowTaskTerminated("Task received SIGTERM signal")
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _describe(error: BaseException) -> str:
+    """The traceback's last line(s): the exception's type and message."""
+    return "".join(traceback.format_exception_only(error)).strip()
+
+
+def _print_traceback(error: BaseException) -> None:
+    traceback.print_exception(error, file=sys.stderr)
+
+
+def _shorten(message: str) -> str:
+    return message if len(message) <= MESSAGE_LIMIT_CHARS else message[: MESSAGE_LIMIT_CHARS - 1] + "…"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""`BaseOperator`, the authoring API every operator derives from, with Airflow 2.x's names and semantics.
+
+The task runner builds one operator per try from the task's `args` (snake_case keyword arguments, as in
+Airflow) plus `task_id`, renders its `template_fields` against the context, then calls `execute` — or
+`resume_execution` on a fresh instance when the try resumes after a deferral. Whatever `execute`
+returns is the task's XCom `return_value`.
+
+Arguments Airflow's `BaseOperator` takes for the scheduler (`retries`, `pool`, `trigger_rule`...) are
+accepted and ignored here: Zonda's scheduler reads them from the task spec, never from the operator.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta, tzinfo
+from typing import Any, NoReturn, Protocol
+
+from zonda import templating
+from zonda.context import Context
+from zonda.exceptions import (
+    TRIGGER_FAIL_REPR,
+    AirflowException,
+    TaskDeferralError,
+    TaskDeferralTimeout,
+    TaskDeferred,
+    TriggerFailureReason,
+)
+
+#: Airflow `BaseOperator` arguments that steer the scheduler, the executor or the UI. Zonda takes these
+#: from the task spec (`retries`, `triggerRule`...) or has no use for them; an operator accepts and
+#: ignores them so that arguments copied from an Airflow DAG still work.
+SCHEDULER_ARGUMENTS = frozenset(
+    {
+        "owner", "email", "email_on_retry", "email_on_failure",
+        "retries", "retry_delay", "retry_exponential_backoff", "max_retry_delay",
+        "start_date", "end_date", "depends_on_past", "ignore_first_depends_on_past",
+        "wait_for_past_depends_before_skipping", "wait_for_downstream",
+        "priority_weight", "weight_rule", "queue", "pool", "pool_slots", "sla", "execution_timeout",
+        "trigger_rule", "run_as_user", "task_concurrency", "max_active_tis_per_dag",
+        "max_active_tis_per_dagrun", "executor", "executor_config", "resources", "inlets", "outlets",
+        "doc", "doc_md", "doc_json", "doc_yaml", "doc_rst", "task_display_name",
+    }
+)  # fmt: skip
+
+
+def import_string(path: str) -> Any:
+    """Import `pkg.mod:name` or `pkg.mod.name` (Airflow's `import_string`, plus the colon form)."""
+    module_name, separator, attribute = path.partition(":")
+    if not separator:
+        module_name, _, attribute = path.rpartition(".")
+    if not module_name or not attribute:
+        raise ImportError(f"{path!r} is not an import path: expected 'pkg.module:name' or 'pkg.module.name'")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ImportError(f"module {module_name!r} has no attribute {attribute!r}") from None
+
+
+class DagInfo(Protocol):
+    """What an operator knows of its DAG (Airflow's `self.dag`): the runner gives it the context's `dag`."""
+
+    @property
+    def dag_id(self) -> str: ...
+
+    @property
+    def timezone(self) -> tzinfo: ...
+
+
+class BaseOperator:
+    """Airflow's `BaseOperator`: subclass it and override `execute(context)`.
+
+    :param task_id: the task's id; the runner passes the task spec's id.
+    :param do_xcom_push: when False, the return value of `execute` is not the task's XCom.
+    :param params: task-level params, merged over the DAG's params in the context (as in Airflow).
+    """
+
+    #: Attribute names rendered as Jinja templates against the context before `execute`.
+    template_fields: Sequence[str] = ()
+    #: Airflow loads template fields ending with these extensions from files; Zonda ignores them.
+    template_ext: Sequence[str] = ()
+    #: Keyword arguments accepted and dropped, so that arguments copied from an Airflow DAG still work.
+    ignored_arguments: frozenset[str] = SCHEDULER_ARGUMENTS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Check each `__init__` for missing keyword arguments first, as Airflow's `BaseOperatorMeta`.
+
+        Without this, a misspelt required argument (`bash_comand`) would surface as Python's bare
+        "missing 1 required keyword-only argument" and never name the misspelling.
+        """
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _check_missing_arguments(cls.__dict__["__init__"])  # type: ignore[method-assign]
+
+    def __init__(
+        self,
+        task_id: str | None = None,
+        *,
+        do_xcom_push: bool = True,
+        params: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        unknown = {name: value for name, value in kwargs.items() if name not in self.ignored_arguments}
+        if unknown:
+            raise AirflowException(describe_invalid_arguments(type(self), task_id, unknown=unknown))
+        self.task_id = task_id
+        self.do_xcom_push = do_xcom_push
+        self.params: dict[str, Any] = dict(params or {})
+        #: Set by the task runner from the context; None for an operator built outside a run.
+        self.dag: DagInfo | None = None
+
+    @property
+    def task_type(self) -> str:
+        return type(self).__name__
+
+    @property
+    def dag_id(self) -> str:
+        return self.dag.dag_id if self.dag else ""
+
+    def has_dag(self) -> bool:
+        return self.dag is not None
+
+    @property
+    def log(self) -> logging.Logger:
+        """The task log: the runner sends it to stdout, which the controller collects."""
+        return logging.getLogger(f"zonda.task.operators.{type(self).__module__}.{type(self).__qualname__}")
+
+    def __repr__(self) -> str:
+        return f"<Task({self.task_type}): {self.task_id}>"
+
+    def execute(self, context: Context) -> Any:
+        """Do the task's work; the return value becomes the XCom `return_value`."""
+        raise NotImplementedError(f"{self.task_type} must override execute(context)")
+
+    def on_kill(self) -> None:
+        """Called when the try is being killed (SIGTERM): stop any child process started by `execute`."""
+
+    def defer(
+        self,
+        *,
+        trigger: Any,
+        method_name: str,
+        kwargs: dict[str, Any] | None = None,
+        timeout: timedelta | None = None,
+    ) -> NoReturn:
+        """Hand the wait to `trigger` and resume in `method_name(context, event=..., **kwargs)`.
+
+        It raises `TaskDeferred`, so it works from any depth of `execute`'s calls; the try ends and a
+        new instance of the operator resumes when the trigger fires.
+        """
+        raise TaskDeferred(trigger=trigger, method_name=method_name, kwargs=kwargs, timeout=timeout)
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        """Resume a deferred task: call `next_method`, or fail if its trigger failed or timed out."""
+        next_kwargs = next_kwargs or {}
+        if next_method == TRIGGER_FAIL_REPR:
+            traceback = next_kwargs.get("traceback")
+            if traceback is not None:
+                self.log.error("Trigger failed:\n%s", "\n".join(traceback))
+            error = next_kwargs.get("error", "Unknown")
+            if error == TriggerFailureReason.TRIGGER_TIMEOUT:
+                raise TaskDeferralTimeout(error)
+            raise TaskDeferralError(error)
+        return getattr(self, next_method)(context, **next_kwargs)
+
+    def render_template_fields(self, context: Context) -> None:
+        """Render every attribute named in `template_fields` in place, as Airflow does before `execute`."""
+        for name in self.template_fields:
+            if not hasattr(self, name):
+                raise AttributeError(
+                    f"{name!r} is configured as a template field but {self.task_type} does not have "
+                    "this attribute."
+                )
+            setattr(self, name, templating.render(getattr(self, name), context, field=name))
+
+
+def describe_invalid_arguments(
+    operator_class: type[BaseOperator],
+    task_id: str | None,
+    *,
+    unknown: Mapping[str, Any] | None = None,
+    missing: Sequence[str] = (),
+) -> str:
+    """Airflow's "Invalid arguments were passed" message, with the likely intended names."""
+    accepted = sorted(_accepted_arguments(operator_class))
+    problems = []
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        problems.append(f"missing keyword argument{plural} {', '.join(repr(name) for name in missing)}")
+    if unknown:
+        hints = [
+            f"did you mean {matches[0]!r} for {name!r}?"
+            for name in unknown
+            if (matches := difflib.get_close_matches(name, accepted, n=1))
+        ]
+        problems.append(
+            f"Invalid arguments were: **kwargs: {dict(unknown)}" + "".join(f"; {h}" for h in hints)
+        )
+    return f"Invalid arguments were passed to {operator_class.__name__} (task_id: {task_id}). " + "; ".join(
+        problems
+    )
+
+
+def _check_missing_arguments(init: Callable[..., None]) -> Callable[..., None]:
+    parameters = list(inspect.signature(init).parameters.values())[1:]  # without self
+    required = [
+        (index, parameter.name)
+        for index, parameter in enumerate(parameters)
+        if parameter.default is parameter.empty
+        and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+    ]
+
+    @functools.wraps(init)
+    def checked_init(self: BaseOperator, *args: Any, **kwargs: Any) -> None:
+        missing = [name for index, name in required if index >= len(args) and name not in kwargs]
+        if missing:
+            accepted = _accepted_arguments(type(self))
+            unknown = {name: value for name, value in kwargs.items() if name not in accepted}
+            raise AirflowException(
+                describe_invalid_arguments(
+                    type(self), kwargs.get("task_id"), unknown=unknown, missing=missing
+                )
+            )
+        init(self, *args, **kwargs)
+
+    return checked_init
+
+
+def _accepted_arguments(operator_class: type[BaseOperator]) -> set[str]:
+    """Keyword arguments an operator class accepts: its and its bases' `__init__` parameters."""
+    names = set(operator_class.ignored_arguments)
+    for klass in operator_class.__mro__:
+        init = inspect.unwrap(klass.__dict__["__init__"]) if "__init__" in klass.__dict__ else None
+        if init is None or klass is object:
+            continue
+        names.update(
+            parameter.name
+            for parameter in inspect.signature(init).parameters.values()
+            if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+            and parameter.name != "self"
+        )
+    return names
+
+
+class SkipMixin:
+    """Records which downstream tasks to skip, for the runner to report (Airflow's `SkipMixin`).
+
+    In Airflow the operator writes the skipped states itself; here it only decides, and the scheduler
+    applies the decision to the DAG it knows (validating ids, expanding task groups to their roots).
+    """
+
+    #: Direct downstream ids to follow, the others being skipped; None: follow every one.
+    follow_task_ids: list[str] | None = None
+    #: Skip every task downstream, whatever its trigger rule (ShortCircuit's default).
+    skip_all_downstream: bool = False
+
+    def skip_all_except(self, ti: Any, branch_task_ids: str | Iterable[str] | None) -> None:
+        """Follow only `branch_task_ids` among the direct downstream tasks (None: follow none)."""
+        if branch_task_ids is None:
+            follow: list[str] = []
+        elif isinstance(branch_task_ids, str):
+            follow = [branch_task_ids]
+        elif isinstance(branch_task_ids, Iterable):
+            follow = list(branch_task_ids)
+            invalid = [(item, type(item).__name__) for item in follow if not isinstance(item, str)]
+            if invalid:
+                raise AirflowException(
+                    f"'branch_task_ids' expected all task IDs are strings. Invalid tasks found: {invalid}."
+                )
+        else:
+            raise AirflowException(
+                "'branch_task_ids' must be either None, a task ID, or an Iterable of IDs, "
+                f"but got {type(branch_task_ids).__name__!r}."
+            )
+        self.follow_task_ids = list(dict.fromkeys(follow))
+
+    def skip_downstream(self, *, ignore_downstream_trigger_rules: bool) -> None:
+        """Skip everything downstream, or only the direct downstream tasks letting trigger rules act."""
+        if ignore_downstream_trigger_rules:
+            self.skip_all_downstream = True
+        else:
+            self.follow_task_ids = []

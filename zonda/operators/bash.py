@@ -1,0 +1,141 @@
+"""Airflow's `BashOperator`: runs `bash -c <command>` and returns the last line of its output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from zonda.context import Context
+from zonda.exceptions import AirflowException, AirflowSkipException
+from zonda.operators.base import BaseOperator
+
+#: Airflow's context variables exported to the command, as `AIRFLOW_CTX_*` (context object, attribute).
+_CONTEXT_ENV_VARS = (
+    ("AIRFLOW_CTX_DAG_ID", "task_instance", "dag_id"),
+    ("AIRFLOW_CTX_TASK_ID", "task_instance", "task_id"),
+    ("AIRFLOW_CTX_EXECUTION_DATE", "task_instance", "execution_date"),
+    ("AIRFLOW_CTX_TRY_NUMBER", "task_instance", "try_number"),
+    ("AIRFLOW_CTX_DAG_RUN_ID", "dag_run", "run_id"),
+)
+
+
+class BashOperator(BaseOperator):
+    """Execute a Bash command, as Airflow's `BashOperator`.
+
+    Exit code 0 succeeds with the last line written to stdout (stderr is merged into it) as the XCom;
+    an exit code in `skip_on_exit_code` (99 by default) skips the task; any other code fails it.
+
+    :param bash_command: the command, run with `bash -c`. (templated)
+    :param env: the command's whole environment, unless `append_env`; None inherits the runner's. (templated)
+    :param append_env: add `env` to the inherited environment instead of replacing it.
+    :param output_encoding: encoding of the command's output.
+    :param skip_on_exit_code: exit code(s) that skip the task; None: every non-zero code fails it.
+    :param cwd: working directory; None runs the command in a temporary directory removed afterwards.
+    """
+
+    template_fields = ("bash_command", "env")
+    template_ext = (".sh", ".bash")
+
+    def __init__(
+        self,
+        *,
+        bash_command: str,
+        env: Mapping[str, Any] | None = None,
+        append_env: bool = False,
+        output_encoding: str = "utf-8",
+        skip_on_exit_code: int | Collection[int] | None = 99,
+        cwd: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.bash_command = bash_command
+        self.env = env
+        self.append_env = append_env
+        self.output_encoding = output_encoding
+        self.skip_on_exit_code: Collection[int] = (
+            skip_on_exit_code
+            if isinstance(skip_on_exit_code, Collection)
+            else [skip_on_exit_code]
+            if skip_on_exit_code
+            else []
+        )
+        self.cwd = cwd
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def get_env(self, context: Context) -> dict[str, str]:
+        """The command's environment: `env` (or the runner's), plus Airflow's `AIRFLOW_CTX_*` variables."""
+        if self.env is None:
+            env = dict(os.environ)
+        else:
+            # Values may be numbers when the DAG's YAML says `PORT: 8080`; a process env holds strings.
+            given = {str(name): str(value) for name, value in self.env.items()}
+            env = {**os.environ, **given} if self.append_env else given
+        env.update(_context_env_vars(context))
+        return env
+
+    def execute(self, context: Context) -> str:
+        if self.cwd is not None:
+            if not os.path.exists(self.cwd):
+                raise AirflowException(f"Can not find the cwd: {self.cwd}")
+            if not os.path.isdir(self.cwd):
+                raise AirflowException(f"The cwd {self.cwd} must be a directory")
+        command = [shutil.which("bash") or "bash", "-c", self.bash_command]
+        env = self.get_env(context)
+        with _working_directory(self.cwd) as cwd:
+            self.log.info("Running command: %s", command)
+            # A session of its own, so that `on_kill` stops the command's children too.
+            self._process = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+            assert self._process.stdout is not None
+            self.log.info("Output:")
+            last_line = ""
+            for raw_line in iter(self._process.stdout.readline, b""):
+                last_line = raw_line.decode(self.output_encoding, errors="backslashreplace").rstrip()
+                self.log.info("%s", last_line)
+            exit_code = self._process.wait()
+        self.log.info("Command exited with return code %s", exit_code)
+        if exit_code in self.skip_on_exit_code:
+            raise AirflowSkipException(f"Bash command returned exit code {exit_code}. Skipping.")
+        if exit_code != 0:
+            raise AirflowException(
+                f"Bash command failed. The command returned a non-zero exit code {exit_code}."
+            )
+        return last_line
+
+    def on_kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self.log.info("Sending SIGTERM signal to process group")
+            os.killpg(os.getpgid(self._process.pid), signal.SIGTERM)
+
+
+@contextmanager
+def _working_directory(cwd: str | None) -> Iterator[str]:
+    if cwd is not None:
+        yield cwd
+        return
+    with TemporaryDirectory(prefix="airflowtmp") as temporary:
+        yield temporary
+
+
+def _context_env_vars(context: Context) -> dict[str, str]:
+    """Airflow's `context_to_airflow_vars(context, in_env_var_format=True)`."""
+    variables = {}
+    for name, subject_key, attribute in _CONTEXT_ENV_VARS:
+        value = getattr(context.get(subject_key), attribute, None)
+        if value is None or value == "":
+            continue
+        variables[name] = value.isoformat() if isinstance(value, datetime) else str(value)
+    return variables

@@ -1,0 +1,144 @@
+"""Airflow's time sensors: wait for a time of day, a moment, or a delay after the data interval.
+
+The `*Async` variants defer to a `DateTimeTrigger` instead of poking: the try ends, the triggerer waits,
+and a new try resumes in `execute_complete`, which succeeds at once.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+import pendulum
+
+from zonda.context import Context
+from zonda.exceptions import AirflowSkipException
+from zonda.sensors.base import BaseSensorOperator, to_timedelta, utcnow
+from zonda.triggers import DateTimeTrigger
+
+
+def _time_of_day(value: datetime.time | str) -> datetime.time:
+    if isinstance(value, datetime.time):
+        return value
+    if isinstance(value, str):
+        return datetime.time.fromisoformat(value)
+    raise TypeError(
+        f"target_time must be a time of day such as '10:30', not {value!r} "
+        "(quote it in YAML: an unquoted 10:30 is read as the number 630)"
+    )
+
+
+def _parse_moment(value: str) -> datetime.datetime:
+    """Airflow's `timezone.parse`: an ISO 8601 moment, UTC when the text gives no offset."""
+    moment = pendulum.parse(value, tz=pendulum.UTC)
+    if not isinstance(moment, datetime.datetime):
+        raise ValueError(f"target_time {value!r} is not a date and time")
+    return moment
+
+
+class TimeSensor(BaseSensorOperator):
+    """Wait until the time of day `target_time`, in the DAG's timezone (unless it has an offset).
+
+    :param target_time: a `datetime.time` or text such as "10:30" or "10:30:00".
+    """
+
+    def __init__(self, *, target_time: datetime.time | str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target_time = _time_of_day(target_time)
+
+    def poke(self, context: Context) -> bool:
+        self.log.info("Checking if the time (%s) has come", self.target_time)
+        zone = self.target_time.tzinfo or (self.dag.timezone if self.dag else pendulum.UTC)
+        return utcnow().astimezone(zone).time() > self.target_time.replace(tzinfo=None)
+
+
+class TimeSensorAsync(TimeSensor):
+    """`TimeSensor` that defers until today's `target_time` instead of poking."""
+
+    def execute(self, context: Context) -> None:
+        zone = self.target_time.tzinfo or (self.dag.timezone if self.dag else pendulum.UTC)
+        today = utcnow().astimezone(zone).date()
+        target = datetime.datetime.combine(today, self.target_time.replace(tzinfo=None), tzinfo=zone)
+        try:
+            trigger = DateTimeTrigger(moment=target.astimezone(datetime.UTC))
+        except Exception as error:
+            if self.soft_fail:
+                raise AirflowSkipException("Skipping due to soft_fail is set to True.") from error
+            raise
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def execute_complete(self, context: Context, event: Any = None) -> None:
+        """The trigger fired: the time has come."""
+        return None
+
+
+class DateTimeSensor(BaseSensorOperator):
+    """Wait until the moment `target_time`, which suits backfills better than `TimeSensor`.
+
+    :param target_time: a datetime or ISO 8601 text, UTC when it gives no offset. (templated)
+    """
+
+    template_fields: Sequence[str] = ("target_time",)
+
+    def __init__(self, *, target_time: str | datetime.datetime, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # A template field holds text, so that it can be rendered.
+        if isinstance(target_time, datetime.datetime):
+            self.target_time = target_time.isoformat()
+        elif isinstance(target_time, str):
+            self.target_time = target_time
+        else:
+            raise TypeError(
+                f"Expected str or datetime.datetime type for target_time. Got {type(target_time)}"
+            )
+
+    def poke(self, context: Context) -> bool:
+        self.log.info("Checking if the time (%s) has come", self.target_time)
+        return utcnow() > _parse_moment(self.target_time)
+
+
+class DateTimeSensorAsync(DateTimeSensor):
+    """`DateTimeSensor` that defers until `target_time` instead of poking."""
+
+    def execute(self, context: Context) -> None:
+        trigger = DateTimeTrigger(moment=_parse_moment(self.target_time))
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def execute_complete(self, context: Context, event: Any = None) -> None:
+        """The trigger fired: the moment has come."""
+        return None
+
+
+class TimeDeltaSensor(BaseSensorOperator):
+    """Wait until `delta` after the run's data interval ends.
+
+    :param delta: a timedelta, seconds, or a duration such as "30m".
+    """
+
+    def __init__(self, *, delta: datetime.timedelta | float | str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delta = to_timedelta(delta, name="delta")
+
+    def _target(self, context: Context) -> datetime.datetime:
+        target: datetime.datetime = context["data_interval_end"] + self.delta
+        return target
+
+    def poke(self, context: Context) -> bool:
+        target = self._target(context)
+        self.log.info("Checking if the time (%s) has come", target)
+        return utcnow() > target
+
+
+class TimeDeltaSensorAsync(TimeDeltaSensor):
+    """`TimeDeltaSensor` that defers instead of poking; succeeds at once if the moment is past."""
+
+    def execute(self, context: Context) -> bool | None:
+        target = self._target(context)
+        if utcnow() > target:
+            return True
+        self.defer(trigger=DateTimeTrigger(moment=target), method_name="execute_complete")
+
+    def execute_complete(self, context: Context, event: Any = None) -> None:
+        """The trigger fired: the delay is over."""
+        return None
