@@ -1,9 +1,9 @@
 """The scheduling decision for one DagRun: gather -> **decide** -> act.
 
-`decide(dag, run_name=..., status=..., observed=..., now=...)` is pure: given the resolved DAG, the run's current status and what
-the executors and triggerer report, it returns a `RunPlan` — the new status and the actions the
-controller carries out (launch tries, kill attempts, create/delete triggers, emit events) and when to
-wake next. It never touches Kubernetes nor reads the clock.
+`decide(dag, run_name=..., status=..., observed=..., now=...)` is pure: given the resolved DAG, the
+run's current status and what the executors and triggerer report, it returns a `RunPlan` — the new
+status and the actions the controller carries out (launch tries, kill attempts, create/delete
+triggers, emit events) and when to wake next. It never touches Kubernetes nor reads the clock.
 
 INTERFACE FILE: the types below are the contract with the controller.
 """
@@ -20,7 +20,7 @@ from zonda.invocations import TaskResult
 from zonda.models import DagRunStatus, Deferral, RunType, TaskInstanceState
 
 
-class AttemptPhase(str, enum.Enum):
+class AttemptPhase(enum.StrEnum):
     PENDING = "pending"  # created, not running yet (pod Pending, process starting)
     RUNNING = "running"
     SUCCEEDED = "succeeded"  # exited 0
@@ -104,8 +104,8 @@ class RunPlan:
 
 
 __all__ = [
-    "AttemptPhase", "ObservedAttempt", "ObservedTrigger", "Observation", "RunPlan", "RunEvent",
-    "TaskLaunch", "TriggerRequest", "RunType", "decide",
+    "AttemptPhase", "Observation", "ObservedAttempt", "ObservedTrigger", "RunEvent", "RunPlan",
+    "RunType", "TaskLaunch", "TriggerRequest", "decide",
 ]
 
 
@@ -117,8 +117,11 @@ def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRun
     `status` is the run's current status and `observed` what the executors and the triggerer
     report; `logical_date` (the retry jitter's seed) and `data_interval_end` (LatestOnlyOperator's
     window) default to the status's. Returns the new status and the actions to carry out. Calling it
-    again with the returned status and the same observation changes nothing and launches nothing.
-    See `zonda._decide_runs` for the order of the steps.
+    again with the returned status and the same observation changes nothing and launches nothing;
+    only idempotent actions repeat (kills, trigger deletions, and creating the trigger of a deferred
+    task instance the triggerer does not report yet, which is a harmless 409 if it exists).
+    An attempt is matched to its task instance by name (`TaskInstanceStatus.pod_name`), so a report
+    of an older attempt never moves the current one. See `zonda._decide_runs` for the steps.
     """
     from zonda._decide_runs import RunPass  # the implementation imports this module's types
 
