@@ -1,0 +1,90 @@
+"""Cron-*triggered* runs: like POSIX cron, a run starts at each firing, not one period later."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pendulum import DateTime
+
+from zonda.timetables._cron import CronMixin, TimezoneLike, encode_timezone, parse_timezone
+from zonda.timetables._deltas import Delta, decode_delta, encode_delta
+from zonda.timetables.base import (
+    AirflowTimetableInvalid,
+    DagRunInfo,
+    DataInterval,
+    TimeRestriction,
+    Timetable,
+    coerce_utc,
+    utcnow,
+)
+
+__all__ = ["CronTriggerTimetable"]
+
+
+class CronTriggerTimetable(CronMixin, Timetable):
+    """Runs at each firing of ``cron``; the data interval is the ``interval`` just before it (default empty).
+
+    Unlike ``CronDataIntervalTimetable``, the cron expression says *when to run*, not what data a run covers.
+    With catchup off, the most recent firing that has already passed is still run (Airflow 2.x behaviour).
+    Firing instants follow the daylight-saving semantics of :mod:`zonda.timetables._cron`.
+    """
+
+    def __init__(
+        self,
+        cron: str,
+        *,
+        timezone: TimezoneLike,
+        interval: Delta = dt.timedelta(),
+    ) -> None:
+        super().__init__(cron, timezone)
+        if isinstance(interval, dt.timedelta) and interval < dt.timedelta(0):
+            raise AirflowTimetableInvalid(f"interval must not be negative, not {interval!r}")
+        self._interval = interval
+
+    @classmethod
+    def deserialize(cls, data: dict[str, Any]) -> Timetable:
+        return cls(
+            data["expression"],
+            timezone=parse_timezone(data["timezone"]),
+            interval=decode_delta(data.get("interval", 0.0)),
+        )
+
+    def serialize(self) -> dict[str, Any]:
+        return {
+            "expression": self._expression,
+            "timezone": encode_timezone(self._timezone),
+            "interval": encode_delta(self._interval),
+        }
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, CronTriggerTimetable):
+            return NotImplemented
+        return bool(super().__eq__(other) and self._interval == other._interval)
+
+    def infer_manual_data_interval(self, *, run_after: DateTime) -> DataInterval:
+        return DataInterval(coerce_utc(run_after - self._interval), coerce_utc(run_after))
+
+    def next_dagrun_info(
+        self,
+        *,
+        last_automated_data_interval: DataInterval | None,
+        restriction: TimeRestriction,
+    ) -> DagRunInfo | None:
+        if restriction.catchup:
+            if last_automated_data_interval is not None:
+                next_start_time = self._get_next(last_automated_data_interval.end)
+            elif restriction.earliest is None:
+                return None  # Don't know where to catch up from, give up.
+            else:
+                next_start_time = self._align_to_next(restriction.earliest)
+        else:
+            start_time_candidates = [self._align_to_prev(utcnow())]
+            if last_automated_data_interval is not None:
+                start_time_candidates.append(self._get_next(last_automated_data_interval.end))
+            if restriction.earliest is not None:
+                start_time_candidates.append(self._align_to_next(restriction.earliest))
+            next_start_time = max(start_time_candidates)
+        if restriction.latest is not None and restriction.latest < next_start_time:
+            return None
+        return DagRunInfo.interval(coerce_utc(next_start_time - self._interval), next_start_time)
