@@ -101,9 +101,12 @@ class Cluster:
             raise ClusterError(f"no CRDs found in {REPO_ROOT / 'crds'}")
         for path in paths:
             self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *[
-            f"crd/{name}" for name in ("dags.zonda.dev", "dagruns.zonda.dev", "triggers.zonda.dev")
-        ])
+        self.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            *[f"crd/{name}" for name in ("dags.zonda.dev", "dagruns.zonda.dev", "triggers.zonda.dev")],
+        )
 
     def memory_rss_mib(self) -> dict[str, float]:
         """Resident memory of each control-plane process (for the notes' figures)."""
@@ -156,9 +159,14 @@ def _write_kubeconfig(path: Path, server: str, ca_file: Path | None, token: str)
     path.write_text(json.dumps(config, indent=2))
 
 
-def _wait_healthy(url: str, ca_file: Path, token: str, process: subprocess.Popen[bytes], log_file: Path,
-                  timeout: float = 90) -> None:
-    context = ssl.create_default_context(cafile=str(ca_file)) if ca_file.exists() else ssl._create_unverified_context()
+def _wait_healthy(
+    url: str, ca_file: Path, token: str, process: subprocess.Popen[bytes], log_file: Path, timeout: float = 90
+) -> None:
+    context = (
+        ssl.create_default_context(cafile=str(ca_file))
+        if ca_file.exists()
+        else ssl._create_unverified_context()
+    )
     deadline = time.monotonic() + timeout
     last_error = ""
     while time.monotonic() < deadline:
@@ -192,22 +200,34 @@ def _node_manifest(name: str) -> dict[str, object]:
             "name": name,
             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
             "labels": {
-                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
                 "type": "kwok",
             },
         },
         "status": {
             "allocatable": resources,
             "capacity": resources,
-            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake",
-                         "kernelVersion": "", "osImage": "", "containerRuntimeVersion": "", "kubeProxyVersion": "",
-                         "bootID": "", "machineID": "", "systemUUID": ""},
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "fake",
+                "kernelVersion": "",
+                "osImage": "",
+                "containerRuntimeVersion": "",
+                "kubeProxyVersion": "",
+                "bootID": "",
+                "machineID": "",
+                "systemUUID": "",
+            },
         },
     }
 
 
-def start_local_cluster(workdir: Path | None = None, *, bin_dir: Path | None = None,
-                        install_crds: bool = True) -> Cluster:
+def start_local_cluster(
+    workdir: Path | None = None, *, bin_dir: Path | None = None, install_crds: bool = True
+) -> Cluster:
     """Start etcd, the apiserver (RBAC on), controller-manager, scheduler and kwok; return when usable."""
     t0 = time.monotonic()
     bin_dir = bin_dir or binaries_dir()
@@ -224,66 +244,120 @@ def start_local_cluster(workdir: Path | None = None, *, bin_dir: Path | None = N
     def spawn(name: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
         log_file = workdir / f"{name}.log"
         with log_file.open("wb") as out:
-            proc = subprocess.Popen([str(bin_dir / name), *args], stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True, cwd=workdir)
+            proc = subprocess.Popen(
+                [str(bin_dir / name), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=workdir,
+            )
         cluster.processes[name] = proc
         return proc
 
     try:
         etcd_client, etcd_peer = free_port(), free_port()
-        spawn("etcd", [
-            "--name=zonda", f"--data-dir={workdir / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
-            f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
-            f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
-            f"--initial-cluster=zonda=http://127.0.0.1:{etcd_peer}",
-            "--unsafe-no-fsync=true", "--log-level=warn", "--quota-backend-bytes=4294967296",
-        ])
+        spawn(
+            "etcd",
+            [
+                "--name=zonda",
+                f"--data-dir={workdir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-cluster=zonda=http://127.0.0.1:{etcd_peer}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+                "--quota-backend-bytes=4294967296",
+            ],
+        )
         api_port = free_port()
         server = f"https://127.0.0.1:{api_port}"
-        apiserver = spawn("kube-apiserver", [
-            f"--etcd-servers=http://127.0.0.1:{etcd_client}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
-            f"--cert-dir={certs}", f"--token-auth-file={workdir / 'tokens.csv'}",
-            "--authorization-mode=Node,RBAC",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={sa_key}", f"--service-account-signing-key-file={sa_key}",
-            "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true",
-            "--enable-priority-and-fairness=false", "--profiling=false", "--v=1",
-            # Fake nodes have no kubelet to clear the not-ready taint this plugin adds at creation.
-            "--disable-admission-plugins=TaintNodesByCondition",
-            "--event-ttl=2h", "--shutdown-delay-duration=0s", "--shutdown-watch-termination-grace-period=0s",
-        ])
+        apiserver = spawn(
+            "kube-apiserver",
+            [
+                f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={certs}",
+                f"--token-auth-file={workdir / 'tokens.csv'}",
+                "--authorization-mode=Node,RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={sa_key}",
+                f"--service-account-signing-key-file={sa_key}",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--allow-privileged=true",
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+                "--v=1",
+                # Fake nodes have no kubelet to clear the not-ready taint this plugin adds at creation.
+                "--disable-admission-plugins=TaintNodesByCondition",
+                "--event-ttl=2h",
+                "--shutdown-delay-duration=0s",
+                "--shutdown-watch-termination-grace-period=0s",
+            ],
+        )
         # The apiserver generates a self-signed serving certificate (CA is the cert itself).
         ca_file = certs / "apiserver.crt"
         _wait_healthy(server, ca_file, ADMIN_TOKEN, apiserver, workdir / "kube-apiserver.log")
         _write_kubeconfig(cluster.kubeconfig, server, ca_file, ADMIN_TOKEN)
         kubeconfig = str(cluster.kubeconfig)
-        spawn("kube-controller-manager", [
-            f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false",
-            "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-            f"--service-account-private-key-file={sa_key}", f"--root-ca-file={ca_file}",
-            "--use-service-account-credentials=false", "--controllers=*,-nodeipam,-nodelifecycle",
-            "--concurrent-gc-syncs=5", "--v=1",
-        ])
-        spawn("kube-scheduler", [
-            f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false",
-            "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--v=1",
-        ])
-        spawn("kwok", [
-            f"--kubeconfig={kubeconfig}", "--manage-all-nodes=true",
-            f"--config={DATA_DIR / 'kwok-stages.yaml'}", f"--server-address=127.0.0.1:{free_port()}",
-            "--node-ip=10.244.0.1", "--cidr=10.244.0.0/16",
-        ])
+        spawn(
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                f"--service-account-private-key-file={sa_key}",
+                f"--root-ca-file={ca_file}",
+                "--use-service-account-credentials=false",
+                "--controllers=*,-nodeipam,-nodelifecycle",
+                "--concurrent-gc-syncs=5",
+                "--v=1",
+            ],
+        )
+        spawn(
+            "kube-scheduler",
+            [
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                "--v=1",
+            ],
+        )
+        spawn(
+            "kwok",
+            [
+                f"--kubeconfig={kubeconfig}",
+                "--manage-all-nodes=true",
+                f"--config={DATA_DIR / 'kwok-stages.yaml'}",
+                f"--server-address=127.0.0.1:{free_port()}",
+                "--node-ip=10.244.0.1",
+                "--cidr=10.244.0.0/16",
+            ],
+        )
         nodes = [_node_manifest(f"kwok-node-{i}") for i in range(NODE_COUNT)]
-        cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+        cluster.kubectl(
+            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes})
+        )
         if install_crds:
             cluster.install_crds()
-        _wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", "default", check=False)
-                  .returncode == 0, "the default ServiceAccount (controller-manager)", cluster)
+        _wait_for(
+            lambda: (
+                cluster.kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode
+                == 0
+            ),
+            "the default ServiceAccount (controller-manager)",
+            cluster,
+        )
         log(f"control plane ready at {server} in {time.monotonic() - t0:.1f}s (workdir {workdir})")
         return cluster
     except BaseException:
@@ -299,7 +373,9 @@ def _wait_for(predicate: object, what: str, cluster: Cluster, timeout: float = 6
             return
         for name, proc in cluster.processes.items():
             if proc.poll() is not None and cluster.workdir is not None:
-                raise ClusterError(f"{name} exited ({proc.returncode}): {_tail(cluster.workdir / f'{name}.log')}")
+                raise ClusterError(
+                    f"{name} exited ({proc.returncode}): {_tail(cluster.workdir / f'{name}.log')}"
+                )
         time.sleep(0.2)
     raise ClusterError(f"timed out after {timeout}s waiting for {what}")
 
@@ -331,8 +407,10 @@ def connect_cluster(mode: str | None = None) -> Iterator[Cluster]:
         name = f"zonda-{os.getpid()}"
         workdir = Path(tempfile.mkdtemp(prefix="zonda-kind-"))
         kubeconfig = workdir / "kubeconfig"
-        subprocess.run(["kind", "create", "cluster", "--name", name, "--kubeconfig", str(kubeconfig), "--wait",
-                        "120s"], check=True)
+        subprocess.run(
+            ["kind", "create", "cluster", "--name", name, "--kubeconfig", str(kubeconfig), "--wait", "120s"],
+            check=True,
+        )
         try:
             cluster = Cluster(kubeconfig=kubeconfig, bin_dir=binaries_dir(), kind="kind", workdir=workdir)
             cluster.install_crds()
@@ -351,13 +429,18 @@ def connect_cluster(mode: str | None = None) -> Iterator[Cluster]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m controller.devcluster", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m controller.devcluster",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start the local control plane and keep it running until Ctrl-C")
     up.add_argument("--kubeconfig-out", type=Path, help="copy the admin kubeconfig here")
     up.add_argument("--workdir", type=Path)
-    sub.add_parser("build", help="build (or find cached) the control-plane binaries and print their directory")
+    sub.add_parser(
+        "build", help="build (or find cached) the control-plane binaries and print their directory"
+    )
     args = parser.parse_args(argv)
     if args.command == "build":
         print(binaries_dir())

@@ -8,7 +8,7 @@ callers must act on are translated into three exceptions: `NotFound`, `AlreadyEx
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -71,10 +71,16 @@ class Kube:
     @classmethod
     async def connect(cls, kubeconfig: str | None = None) -> Kube:
         """In-cluster credentials inside a Pod, else the kubeconfig (`$KUBECONFIG` or ~/.kube/config)."""
-        if kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ and not os.environ.get("KUBECONFIG"):
-            config.load_incluster_config()
+        if (
+            kubeconfig is None
+            and "KUBERNETES_SERVICE_HOST" in os.environ
+            and not os.environ.get("KUBECONFIG")
+        ):
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
             return cls(client.ApiClient())
-        api_client = await config.new_client_from_config(config_file=kubeconfig or os.environ.get("KUBECONFIG"))
+        api_client = await config.new_client_from_config(
+            config_file=kubeconfig or os.environ.get("KUBECONFIG")
+        )
         return cls(api_client)
 
     async def close(self) -> None:
@@ -94,7 +100,9 @@ class Kube:
 
     async def get_custom(self, plural: str, namespace: str, name: str) -> Body | None:
         try:
-            obj: Body = await self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+            obj: Body = await self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, name
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -137,7 +145,13 @@ class Kube:
             patch["metadata"] = {"resourceVersion": resource_version}
         try:
             obj: Body = await self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                patch,
+                _content_type=MERGE_PATCH,  # type: ignore[call-arg]
             )
         except ApiException as exc:
             raise _translate(exc) from exc
@@ -158,7 +172,13 @@ class Kube:
         """Merge-patch metadata (the controller never patches a user's `spec`)."""
         try:
             obj: Body = await self.custom.patch_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                patch,
+                _content_type=MERGE_PATCH,  # type: ignore[call-arg]
             )
         except ApiException as exc:
             raise _translate(exc) from exc
@@ -192,8 +212,8 @@ class Kube:
             if namespace is None
             else self.custom.list_namespaced_custom_object
         )
-        args: tuple[str, ...] = (GROUP, VERSION, plural) if namespace is None else (
-            GROUP, VERSION, namespace, plural
+        args: tuple[str, ...] = (
+            (GROUP, VERSION, plural) if namespace is None else (GROUP, VERSION, namespace, plural)
         )
         kwargs: dict[str, Any] = {"timeout_seconds": timeout_seconds, "allow_watch_bookmarks": False}
         if label_selector:
@@ -213,15 +233,17 @@ class Kube:
 
     async def create_pod(self, namespace: str, body: Body) -> Body:
         try:
-            return self._plain(await self.core.create_namespaced_pod(namespace, body))
+            created = await self.core.create_namespaced_pod(namespace, body)  # type: ignore[arg-type]
+            return self._plain(created)
         except ApiException as exc:
             raise _translate(exc) from exc
 
     async def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> bool:
         try:
-            await self.core.delete_namespaced_pod(
-                name, namespace, grace_period_seconds=grace_period_seconds, propagation_policy="Background"
-            )
+            options: dict[str, Any] = {"propagation_policy": "Background"}
+            if grace_period_seconds is not None:
+                options["grace_period_seconds"] = grace_period_seconds
+            await self.core.delete_namespaced_pod(name, namespace, **options)
         except ApiException as exc:
             if exc.status == 404:
                 return False
@@ -238,7 +260,10 @@ class Kube:
 
     async def pod_logs(self, namespace: str, name: str, *, container: str | None = None) -> str:
         try:
-            logs: str = await self.core.read_namespaced_pod_log(name, namespace, container=container)
+            if container:
+                logs: str = await self.core.read_namespaced_pod_log(name, namespace, container=container)
+            else:
+                logs = await self.core.read_namespaced_pod_log(name, namespace)
         except ApiException as exc:
             raise _translate(exc) from exc
         return logs
@@ -255,7 +280,8 @@ class Kube:
 
     async def create_lease(self, namespace: str, body: Body) -> Body:
         try:
-            return self._plain(await self.coordination.create_namespaced_lease(namespace, body))
+            created = await self.coordination.create_namespaced_lease(namespace, body)  # type: ignore[arg-type]
+            return self._plain(created)
         except ApiException as exc:
             raise _translate(exc) from exc
 
@@ -263,7 +289,11 @@ class Kube:
         """Replace with the body's resourceVersion: `Conflict` if someone else wrote it first."""
         try:
             return self._plain(
-                await self.coordination.replace_namespaced_lease(body["metadata"]["name"], namespace, body)
+                await self.coordination.replace_namespaced_lease(
+                    body["metadata"]["name"],
+                    namespace,
+                    body,  # type: ignore[arg-type]
+                )
             )
         except ApiException as exc:
             raise _translate(exc) from exc
@@ -279,7 +309,13 @@ class Kube:
     # -------------------------------------------------------------------------------------- events
 
     async def emit_event(
-        self, involved: Body, *, reason: str, message: str, warning: bool = False, component: str = "zonda"
+        self,
+        involved: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        warning: bool = False,
+        component: str = "zonda",
     ) -> None:
         """Post a core/v1 Event about `involved` (what `kubectl describe` shows). Best effort."""
         meta = involved["metadata"]
@@ -306,7 +342,7 @@ class Kube:
             "reportingInstance": os.environ.get("HOSTNAME", component),
         }
         try:
-            await self.core.create_namespaced_event(meta["namespace"], event)
+            await self.core.create_namespaced_event(meta["namespace"], event)  # type: ignore[arg-type]
         except ApiException as exc:  # events are advisory: never fail a reconcile for one
             if exc.status not in (403, 404, 409, 422):
                 raise _translate(exc) from exc

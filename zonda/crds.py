@@ -17,7 +17,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from zonda.models import GROUP, VERSION, DagRunSpec, DagRunStatus, DagSpec, DagStatus, TriggerSpec, TriggerStatus
+from zonda.models import (
+    GROUP,
+    VERSION,
+    DagRunSpec,
+    DagRunStatus,
+    DagSpec,
+    DagStatus,
+    TriggerSpec,
+    TriggerStatus,
+)
 
 Schema = dict[str, Any]
 _DROP = {"title", "default", "format_", "examples"}
@@ -43,13 +52,13 @@ def _structural(node: Any, defs: dict[str, Schema]) -> Any:
         return {"x-kubernetes-preserve-unknown-fields": True, **_keep_doc(rest)}
     out: Schema = {}
     for key, value in node.items():
-        if key in _DROP or key == "additionalProperties" and value is False:
+        if key in _DROP or (key == "additionalProperties" and value is False):
             continue
         if key == "format" and value not in ("date-time", "int32", "int64", "double", "float"):
             continue
         if key == "properties":
             out[key] = {name: _structural(prop, defs) for name, prop in value.items()}
-        elif key == "items" or key == "additionalProperties" and isinstance(value, dict):
+        elif key == "items" or (key == "additionalProperties" and isinstance(value, dict)):
             out[key] = _structural(value, defs)
         elif key == "enum":
             out[key] = value
@@ -58,8 +67,10 @@ def _structural(node: Any, defs: dict[str, Schema]) -> Any:
             out["enum"] = [value]
         else:
             out[key] = value
-    if out.get("type") == "object" and "properties" not in out and (
-        "additionalProperties" not in out or out["additionalProperties"] in ({}, True)
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and ("additionalProperties" not in out or out["additionalProperties"] in ({}, True))
     ):
         out.pop("additionalProperties", None)
         out["x-kubernetes-preserve-unknown-fields"] = True
@@ -97,8 +108,9 @@ def _column(name: str, path: str, type_: str = "string", priority: int = 0, desc
     return column
 
 
-def _crd(kind: str, plural: str, short: str, spec: Schema, status: Schema, columns: list[Schema],
-         description: str) -> Schema:
+def _crd(
+    kind: str, plural: str, short: str, spec: Schema, status: Schema, columns: list[Schema], description: str
+) -> Schema:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -107,28 +119,39 @@ def _crd(kind: str, plural: str, short: str, spec: Schema, status: Schema, colum
             "group": GROUP,
             "scope": "Namespaced",
             "names": {
-                "kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(),
-                "shortNames": [short], "categories": ["zonda"],
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short],
+                "categories": ["zonda"],
             },
-            "versions": [{
-                "name": VERSION,
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [*columns, _column("Age", ".metadata.creationTimestamp", "date")],
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "description": description,
-                    "required": ["spec"],
-                    "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
-                        "metadata": {"type": "object"},
-                        "spec": spec,
-                        "status": status,
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        *columns,
+                        _column("Age", ".metadata.creationTimestamp", "date"),
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": description,
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": spec,
+                                "status": status,
+                            },
+                        }
                     },
-                }},
-            }],
+                }
+            ],
         },
     }
 
@@ -136,24 +159,34 @@ def _crd(kind: str, plural: str, short: str, spec: Schema, status: Schema, colum
 def generate() -> dict[str, Schema]:
     """Every CRD, by file name."""
     dag_spec = _with_lists_keyed_by_id(schema_for(DagSpec), "tasks", "taskGroups")
-    dag_spec["x-kubernetes-validations"] = [{
-        "rule": "!(has(self.schedule) && has(self.timetable))",
-        "message": "set either schedule or timetable, not both",
-    }]
+    dag_spec["x-kubernetes-validations"] = [
+        {
+            "rule": "!(has(self.schedule) && has(self.timetable))",
+            "message": "set either schedule or timetable, not both",
+        }
+    ]
     dag = _crd(
-        "DAG", "dags", "dag", dag_spec, schema_for(DagStatus),
+        "DAG",
+        "dags",
+        "dag",
+        dag_spec,
+        schema_for(DagStatus),
         [
             _column("Schedule", ".spec.schedule"),
             _column("Paused", ".spec.paused", "boolean"),
             _column("Next Run", ".status.nextRunAfter", "date", description="When the next run is due"),
             _column("Active Runs", ".status.activeRuns", "integer"),
             _column("Last Run State", ".status.lastRunState"),
-            _column("Valid", ".status.conditions[?(@.type==\"Valid\")].status", priority=1),
+            _column("Valid", '.status.conditions[?(@.type=="Valid")].status', priority=1),
         ],
         "A DAG: tasks, their dependencies, and when to run them (Airflow's DAG).",
     )
     dagrun = _crd(
-        "DagRun", "dagruns", "dr", schema_for(DagRunSpec), schema_for(DagRunStatus),
+        "DagRun",
+        "dagruns",
+        "dr",
+        schema_for(DagRunSpec),
+        schema_for(DagRunStatus),
         [
             _column("DAG", ".spec.dagName"),
             _column("State", ".status.state"),
@@ -165,7 +198,11 @@ def generate() -> dict[str, Schema]:
         "One run of a DAG over a data interval, with the state of every task instance.",
     )
     trigger = _crd(
-        "Trigger", "triggers", "trig", schema_for(TriggerSpec), schema_for(TriggerStatus),
+        "Trigger",
+        "triggers",
+        "trig",
+        schema_for(TriggerSpec),
+        schema_for(TriggerStatus),
         [
             _column("Classpath", ".spec.classpath"),
             _column("DagRun", ".spec.dagRun"),

@@ -49,7 +49,7 @@ class TaskInvocation(CrdModel):
     next_kwargs: JsonObject | None = None  # includes `event` when resuming after a deferral
 
 
-class TaskOutcome(str, enum.Enum):
+class TaskOutcome(enum.StrEnum):
     SUCCESS = "success"
     FAILED = "failed"  # retried while tries remain
     FAILED_NO_RETRY = "failed_no_retry"  # AirflowFailException, sensor timeout

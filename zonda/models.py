@@ -39,7 +39,10 @@ class CrdModel(BaseModel):
     """camelCase on the wire, snake_case in Python; unknown fields are errors, not silently dropped."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
         use_enum_values=False,
     )
 
@@ -48,7 +51,7 @@ class CrdModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-class TriggerRule(str, enum.Enum):
+class TriggerRule(enum.StrEnum):
     """Airflow's trigger rules, with Airflow's names and values."""
 
     ALL_SUCCESS = "all_success"
@@ -65,7 +68,7 @@ class TriggerRule(str, enum.Enum):
     ALWAYS = "always"
 
 
-class WeightRule(str, enum.Enum):
+class WeightRule(enum.StrEnum):
     """How a task's effective priority weight is computed (Airflow's `weight_rule`)."""
 
     DOWNSTREAM = "downstream"
@@ -73,7 +76,7 @@ class WeightRule(str, enum.Enum):
     ABSOLUTE = "absolute"
 
 
-class TaskInstanceState(str, enum.Enum):
+class TaskInstanceState(enum.StrEnum):
     """Airflow's task-instance states. `NONE` is Airflow's ``None`` (not yet considered)."""
 
     NONE = "none"
@@ -92,19 +95,24 @@ class TaskInstanceState(str, enum.Enum):
 
 
 FINISHED_TI_STATES = frozenset(
-    {TaskInstanceState.SUCCESS, TaskInstanceState.FAILED, TaskInstanceState.SKIPPED,
-     TaskInstanceState.UPSTREAM_FAILED, TaskInstanceState.REMOVED}
+    {
+        TaskInstanceState.SUCCESS,
+        TaskInstanceState.FAILED,
+        TaskInstanceState.SKIPPED,
+        TaskInstanceState.UPSTREAM_FAILED,
+        TaskInstanceState.REMOVED,
+    }
 )
 
 
-class DagRunState(str, enum.Enum):
+class DagRunState(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     SUCCESS = "success"
     FAILED = "failed"
 
 
-class RunType(str, enum.Enum):
+class RunType(enum.StrEnum):
     MANUAL = "manual"
     SCHEDULED = "scheduled"
     BACKFILL = "backfill"
@@ -267,7 +275,9 @@ class TaskInstanceStatus(CrdModel):
     follow_task_ids: list[str] | None = Field(
         default=None, description="A branch task's chosen downstream ids."
     )
-    next_try_at: datetime | None = Field(default=None, description="When an up_for_retry/reschedule task runs.")
+    next_try_at: datetime | None = Field(
+        default=None, description="When an up_for_retry/reschedule task runs."
+    )
     first_try_start: datetime | None = Field(default=None, description="Start of a sensor's first poke.")
     deferral: Deferral | None = None
     deferral_count: int = 0
@@ -309,7 +319,7 @@ class TriggerSpec(CrdModel):
     shard: int = Field(ge=0, description="Which triggerer shard (and Lease) owns this trigger.")
 
 
-class TriggerState(str, enum.Enum):
+class TriggerState(enum.StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     FIRED = "fired"

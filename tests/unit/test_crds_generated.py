@@ -16,7 +16,9 @@ def test_committed_crds_equal_the_ones_the_models_generate() -> None:
     committed = sorted(p.name for p in (REPO / "crds").glob("*.yaml"))
     assert committed == sorted(generated), "run: python -m zonda.crds crds/"
     for name, crd in generated.items():
-        assert (REPO / "crds" / name).read_text() == crds.render(crd), f"{name} is stale: python -m zonda.crds crds/"
+        assert (REPO / "crds" / name).read_text() == crds.render(crd), (
+            f"{name} is stale: python -m zonda.crds crds/"
+        )
 
 
 def test_schemas_are_structural() -> None:

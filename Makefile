@@ -1,0 +1,32 @@
+# The two commands of the README: `make up` (Zonda's main job on a local control plane) and
+# `make test` (every test, both tiers). Each installs what it needs first.
+PYTHON ?= python3
+PIP_FLAGS ?= --quiet --disable-pip-version-check
+
+.PHONY: install binaries up test unit cluster lint crds bench
+
+install:
+	$(PYTHON) -m pip install $(PIP_FLAGS) -e ".[test]"
+
+binaries:
+	bash hack/build-cluster-binaries.sh
+
+up: install binaries
+	$(PYTHON) -m controller.cli up
+
+test: install binaries
+	$(PYTHON) -m pytest tests -p no:cacheprovider
+
+unit: install
+	$(PYTHON) -m pytest tests/unit -q
+
+cluster: install binaries
+	$(PYTHON) -m pytest tests/cluster
+
+lint: install
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m mypy
+
+crds:
+	$(PYTHON) -m zonda.crds crds
+	cp crds/*.yaml helm/zonda/crds/

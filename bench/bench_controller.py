@@ -1,0 +1,175 @@
+"""Benchmark: how fast the controller reacts, and how many API writes a task instance costs.
+
+    python bench/bench_controller.py [--runs 3] [--chain 20] [--fanout 20]
+
+Starts the local control plane (or uses $KUBECONFIG with --existing), runs `zonda controller` with
+the Kubernetes executor against kwok nodes, triggers runs of a DAG with a chain of `--chain` tasks
+and a fan-out of `--fanout` tasks, and prints:
+
+- upstream done -> downstream pod created: for every chain edge, the time between the bench's watch
+  seeing the upstream pod Succeeded and seeing the downstream pod ADDED (one clock, ms resolution);
+- API writes per task instance, from the apiserver's own `apiserver_request_total` counters
+  (POST/PUT/PATCH/DELETE by resource), before and after.
+
+It prints numbers; it asserts nothing (performance is measured here, not in tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from controller.devcluster import ADMIN_TOKEN, Cluster, connect_cluster
+from controller.kube import Kube
+from tests.cluster.zonda_processes import apply, controller, trigger, wait_run_finished
+
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
+_METRIC = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
+
+
+def api_writes(cluster: Cluster) -> dict[str, float]:
+    """Write requests served so far, by resource[/subresource], read from the apiserver's /metrics."""
+    config = json.loads(cluster.kubeconfig.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    import ssl
+
+    request = urllib.request.Request(f"{server}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    with urllib.request.urlopen(request, context=ssl._create_unverified_context(), timeout=10) as response:
+        text = response.read().decode()
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _METRIC.match(line)
+        if not match:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group("labels")))
+        if labels.get("verb") not in WRITE_VERBS:
+            continue
+        key = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+        totals[key] = totals.get(key, 0) + float(match.group("value"))
+    return totals
+
+
+def dag(chain: int, fanout: int) -> dict[str, object]:
+    def task(task_id: str, upstream: list[str]) -> dict[str, object]:
+        return {
+            "id": task_id,
+            "dependsOn": upstream,
+            "container": {"image": "busybox"},
+            "podOverride": {"metadata": {"annotations": {"kwok.zonda.dev/duration-ms": "100"}}},
+        }
+
+    tasks = [task("c0", [])]
+    tasks += [task(f"c{i}", [f"c{i - 1}"]) for i in range(1, chain)]
+    tasks += [task(f"f{i}", ["c0"]) for i in range(fanout)]
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "bench"},
+        "spec": {"schedule": None, "maxActiveTasks": 64, "tasks": tasks},
+    }
+
+
+async def watch_pods(
+    kube: Kube, namespace: str, seen: dict[str, dict[str, float]], stop: asyncio.Event
+) -> None:
+    from kubernetes_asyncio import watch
+
+    stream = watch.Watch()
+    async with stream.stream(kube.core.list_namespaced_pod, namespace, timeout_seconds=600) as events:
+        async for event in events:
+            pod = event["object"]
+            now = time.monotonic()
+            run = pod.metadata.labels.get("zonda.dev/dagrun")
+            key = f"{run}/{pod.metadata.annotations.get('zonda.dev/task-id')}"
+            record = seen.setdefault(key, {})
+            if event["type"] == "ADDED":
+                record.setdefault("added", now)
+            if pod.status and pod.status.phase == "Succeeded":
+                record.setdefault("succeeded", now)
+            if stop.is_set():
+                break
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--chain", type=int, default=20)
+    parser.add_argument("--fanout", type=int, default=20)
+    parser.add_argument("--existing", action="store_true", help="use $KUBECONFIG instead of a local cluster")
+    args = parser.parse_args()
+    with (
+        connect_cluster("existing" if args.existing else "local") as cluster,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        namespace = f"bench-{int(time.time())}"
+        cluster.kubectl("create", "namespace", namespace)
+        apply(cluster, namespace, dag(args.chain, args.fanout))
+        seen: dict[str, dict[str, float]] = {}
+
+        async def run() -> list[str]:
+            kube = await Kube.connect(str(cluster.kubeconfig))
+            stop = asyncio.Event()
+            watcher = asyncio.create_task(watch_pods(kube, namespace, seen, stop))
+            await asyncio.sleep(0.5)
+            names = []
+            with controller(cluster, namespace, Path(tmp), extra=["--workers", "4"]):
+                before = api_writes(cluster)
+                for _ in range(args.runs):
+                    names.append(await asyncio.to_thread(trigger, cluster, namespace, "bench"))
+                    await asyncio.sleep(0.01)
+                for name in names:
+                    await asyncio.to_thread(wait_run_finished, cluster, namespace, name, 300)
+                after = api_writes(cluster)
+            stop.set()
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            await kube.close()
+            task_instances = args.runs * (args.chain + args.fanout)
+            print(f"\nAPI writes per task instance ({task_instances} task instances, {args.runs} runs):")
+            total = 0.0
+            for resource in sorted(set(after) | set(before)):
+                delta = after.get(resource, 0) - before.get(resource, 0)
+                if delta:
+                    total += delta
+                    print(f"  {resource:24s} {delta / task_instances:6.2f}  ({delta:.0f} writes)")
+            print(f"  {'all':24s} {total / task_instances:6.2f}")
+            return names
+
+        names = asyncio.run(run())
+        gaps = []
+        for name in names:
+            label = name[:63]
+            for i in range(1, args.chain):
+                up, down = seen.get(f"{label}/c{i - 1}", {}), seen.get(f"{label}/c{i}", {})
+                if "succeeded" in up and "added" in down:
+                    gaps.append((down["added"] - up["succeeded"]) * 1000)
+        if gaps:
+            print(f"\nupstream done -> downstream pod created, {len(gaps)} chain edges:")
+            print(
+                f"  p50 {statistics.median(gaps):7.1f} ms   p99 {percentile(gaps, 0.99):7.1f} ms   "
+                f"max {max(gaps):7.1f} ms   mean {statistics.fmean(gaps):7.1f} ms"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,462 @@
+"""`zonda` (also `kubectl zonda`): run the controller and the triggerer, and operate DAG runs.
+
+zonda up                       the main job on a local control plane (see the README)
+zonda controller / triggerer   the two long-running components (what the Helm chart runs)
+zonda trigger DAG              start a manual run
+zonda clear RUN / mark RUN TASK STATE / logs RUN TASK
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from controller import logs as zonda_logs
+from controller.kube import DAGRUNS, DAGS, AlreadyExists, Conflict, Kube, KubeError
+from zonda.models import API_VERSION, TaskInstanceState
+
+STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
+
+
+def _namespace(namespace: str | None) -> str:
+    return namespace or os.environ.get("POD_NAMESPACE") or "default"
+
+
+def _run(coro: Any) -> Any:
+    try:
+        return asyncio.run(coro)
+    except KubeError as exc:
+        raise click.ClickException(str(exc.reason)) from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="zonda")
+def main() -> None:
+    """Zonda: Airflow-style DAG orchestration, native to Kubernetes."""
+
+
+# ------------------------------------------------------------------------------- components
+
+
+@main.command()
+@click.option("--namespace", "-n", "namespaces", multiple=True, help="Namespace to watch (repeatable).")
+@click.option("--all-namespaces", "-A", is_flag=True, help="Watch every namespace (cluster-wide).")
+@click.option(
+    "--executor", type=click.Choice(["kubernetes", "local"]), default="kubernetes", show_default=True
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    default=STATE_DIR,
+    show_default=True,
+    help="Local executor: where tries keep their logs and results.",
+)
+@click.option("--parallelism", type=int, default=8, show_default=True, help="Local executor: tries at once.")
+@click.option("--workers", type=int, default=4, show_default=True, help="Reconciles at once.")
+@click.option(
+    "--trigger-shards",
+    type=int,
+    default=int(os.environ.get("ZONDA_TRIGGER_SHARDS", "16")),
+    show_default=True,
+    help="Must equal the triggerer's --shards.",
+)
+@click.option("--task-image", envvar="ZONDA_TASK_IMAGE", default="zonda:latest", show_default=True)
+@click.option("--task-service-account", envvar="ZONDA_TASK_SERVICE_ACCOUNT", default=None)
+@click.option("--task-resources", envvar="ZONDA_TASK_RESOURCES", default=None, help="JSON resources.")
+@click.option("--metrics-port", type=int, default=None)
+@click.option("--health-port", type=int, default=None)
+@click.option(
+    "--peering",
+    "leader_lease",
+    default=None,
+    help="Name of the Lease for leader election between replicas (off when absent).",
+)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
+def controller(
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    executor: str,
+    state_dir: Path,
+    parallelism: int,
+    workers: int,
+    trigger_shards: int,
+    task_image: str,
+    task_service_account: str | None,
+    task_resources: str | None,
+    metrics_port: int | None,
+    health_port: int | None,
+    leader_lease: str | None,
+    kubeconfig: str | None,
+    log_format: str,
+) -> None:
+    """Run the controller: schedule DAGs, run task instances, move them through Airflow's states."""
+    from controller.operator import ControllerSettings, run_controller
+    from controller.pods import PodDefaults
+
+    zonda_logs.configure(log_format)
+    if not namespaces and not all_namespaces:
+        namespaces = (_namespace(None),)
+    pull_secrets = json.loads(os.environ.get("ZONDA_TASK_IMAGE_PULL_SECRETS", "[]") or "[]")
+    settings = ControllerSettings(
+        namespaces=[] if all_namespaces else list(namespaces),
+        executor=executor,
+        state_dir=state_dir,
+        parallelism=parallelism,
+        workers=workers,
+        trigger_shards=trigger_shards,
+        pod_defaults=PodDefaults(
+            image=task_image,
+            service_account=task_service_account,
+            resources=json.loads(task_resources) if task_resources else {},
+            image_pull_secrets=tuple(pull_secrets),
+        ),
+        metrics_port=metrics_port,
+        health_port=health_port,
+        leader_election=leader_lease is not None,
+        leader_lease=leader_lease or "zonda-controller-leader",
+        leader_namespace=os.environ.get("POD_NAMESPACE"),
+        kubeconfig=kubeconfig,
+    )
+    run_controller(settings)
+
+
+@main.command()
+@click.option("--namespace", "-n", default=None, help="Namespace whose Triggers to run.")
+@click.option(
+    "--shards", type=int, default=int(os.environ.get("ZONDA_TRIGGER_SHARDS", "16")), show_default=True
+)
+@click.option("--capacity", type=int, default=1000, show_default=True, help="Triggers per replica at most.")
+@click.option("--identity", default=None, help="Replica identity (default: pod name or host-pid).")
+@click.option("--lease-duration", type=float, default=15.0, show_default=True)
+@click.option("--renew-every", type=float, default=5.0, show_default=True)
+@click.option("--metrics-port", type=int, default=None)
+@click.option("--health-port", type=int, default=None)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
+def triggerer(
+    namespace: str | None,
+    shards: int,
+    capacity: int,
+    identity: str | None,
+    lease_duration: float,
+    renew_every: float,
+    metrics_port: int | None,
+    health_port: int | None,
+    kubeconfig: str | None,
+    log_format: str,
+) -> None:
+    """Run a triggerer replica: the deferred tasks' asyncio triggers, sharded by Leases."""
+    from controller.triggerer.runtime import run_triggerer
+
+    zonda_logs.configure(log_format)
+    identity = identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        async with await Kube.connect(kubeconfig) as kube:
+            await run_triggerer(
+                kube,
+                namespace=_namespace(namespace),
+                shards=shards,
+                capacity=capacity,
+                identity=identity,
+                lease_duration=lease_duration,
+                renew_every=renew_every,
+                health_port=health_port,
+                metrics_port=metrics_port,
+                stop=stop,
+            )
+
+    asyncio.run(serve())
+
+
+@main.command("run-task", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def run_task(args: tuple[str, ...]) -> None:
+    """Execute one task-instance try (what task pods run; reads ZONDA_TASK_INVOCATION)."""
+    from controller import runner
+
+    sys.exit(runner.main(list(args)))
+
+
+@main.command()
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "kubernetes"]),
+    default="local",
+    show_default=True,
+    help="local runs task code for real; kubernetes runs kwok-simulated pods.",
+)
+@click.option(
+    "--example",
+    "examples",
+    multiple=True,
+    default=("example_deferrable", "example_bash"),
+    show_default=True,
+    help="Example DAG(s) from examples/dags to apply and trigger.",
+)
+@click.option("--exit-when-done", is_flag=True, help="Stop once the example runs finish (for CI).")
+def up(executor: str, examples: tuple[str, ...], exit_when_done: bool) -> None:
+    """Start a local control plane, the controller and the triggerer, and run example DAGs."""
+    from controller import local_up
+
+    sys.exit(local_up.main(executor=executor, examples=list(examples), exit_when_done=exit_when_done))
+
+
+# ----------------------------------------------------------------------------------- operate
+
+
+@main.command()
+@click.argument("dag")
+@click.option("--namespace", "-n", default=None)
+@click.option("--conf", default="{}", help="JSON object passed as dag_run.conf.")
+@click.option("--logical-date", default=None, help="ISO 8601 (default: now).")
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+def trigger(
+    dag: str, namespace: str | None, conf: str, logical_date: str | None, kubeconfig: str | None
+) -> None:
+    """Create a manual DagRun of DAG (Airflow's `dags trigger`)."""
+    try:
+        conf_obj = json.loads(conf)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--conf") from exc
+    if not isinstance(conf_obj, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--conf")
+    when = datetime.fromisoformat(logical_date) if logical_date else datetime.now(UTC)
+    if when.tzinfo is None:
+        raise click.BadParameter(
+            "needs a timezone, e.g. 2026-01-01T00:00:00+00:00", param_hint="--logical-date"
+        )
+    ns = _namespace(namespace)
+
+    async def create() -> str:
+        from zonda.scheduling import dagrun_name
+
+        async with await Kube.connect(kubeconfig) as kube:
+            if await kube.get_custom(DAGS, ns, dag) is None:
+                raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
+            name = dagrun_name(dag, when, "manual")
+            body = {
+                "apiVersion": API_VERSION,
+                "kind": "DagRun",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "dagName": dag,
+                    "runType": "manual",
+                    "logicalDate": when.isoformat(),
+                    "conf": conf_obj,
+                },
+            }
+            try:
+                await kube.create_custom(DAGRUNS, ns, body)
+            except AlreadyExists as exc:
+                raise click.ClickException(
+                    f"a run for {dag} at {when.isoformat()} exists already: {name}"
+                ) from exc
+            return name
+
+    click.echo(f"dagrun.zonda.dev/{_run(create())} created")
+
+
+async def _edit_run_status(kube: Kube, namespace: str, run_name: str, edit: Any) -> dict[str, Any]:
+    """Read-modify-write the run's status with its resourceVersion; retry when the controller wrote first."""
+    for _ in range(10):
+        run = await kube.get_custom(DAGRUNS, namespace, run_name)
+        if run is None:
+            raise click.ClickException(f"DagRun {run_name!r} not found in namespace {namespace}")
+        status = run.setdefault("status", {})
+        edit(run, status)
+        try:
+            result: dict[str, Any] = await kube.replace_custom_status(DAGRUNS, namespace, run)
+            return result
+        except Conflict:
+            await asyncio.sleep(0.2)
+    raise click.ClickException("the run kept changing under us; try again")
+
+
+def _task_graph(run: dict[str, Any]) -> dict[str, set[str]]:
+    from zonda.dags import resolve_dag
+    from zonda.models import DagSpec
+
+    spec = DagSpec.model_validate(run["status"]["dagSpec"])
+    dag = resolve_dag(run["spec"]["dagName"], spec)
+    return {task_id: set(task.upstream) for task_id, task in dag.tasks.items()}
+
+
+def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(start), list(start)
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+@main.command()
+@click.argument("run_name")
+@click.option("--task", "-t", "tasks", multiple=True, help="Task id to clear (default: all).")
+@click.option("--downstream", "-d", is_flag=True, help="Also clear their downstream tasks.")
+@click.option("--upstream", "-u", is_flag=True, help="Also clear their upstream tasks.")
+@click.option("--namespace", "-n", default=None)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+def clear(
+    run_name: str,
+    tasks: tuple[str, ...],
+    downstream: bool,
+    upstream: bool,
+    namespace: str | None,
+    kubeconfig: str | None,
+) -> None:
+    """Clear task instances so they run again (Airflow's `tasks clear`)."""
+    ns = _namespace(namespace)
+    cleared: list[str] = []
+
+    def edit(run: dict[str, Any], status: dict[str, Any]) -> None:
+        tis: dict[str, Any] = status.get("taskInstances") or {}
+        if not status.get("dagSpec"):
+            raise click.ClickException("the run has not started yet: nothing to clear")
+        ups = _task_graph(run)
+        downs: dict[str, set[str]] = {}
+        for task_id, parents in ups.items():
+            for parent in parents:
+                downs.setdefault(parent, set()).add(task_id)
+        unknown = [t for t in tasks if t not in ups]
+        if unknown:
+            raise click.ClickException(f"no such task(s) in {run_name}: {', '.join(unknown)}")
+        chosen = set(tasks) if tasks else set(ups)
+        if downstream:
+            chosen |= _closure(chosen, downs)
+        if upstream:
+            chosen |= _closure(chosen, ups)
+        cleared[:] = sorted(chosen)
+        for task_id in chosen:
+            ti = tis.get(task_id)
+            if ti is None:
+                continue
+            retries = ti.get("maxTries") or 0
+            tis[task_id] = {
+                "state": TaskInstanceState.NONE.value,
+                "tryNumber": ti.get("tryNumber", 0),
+                "maxTries": ti.get("tryNumber", 0) + retries,
+                "reason": "cleared by a user",
+            }
+        status["taskInstances"] = tis
+        status["state"] = "queued"
+        status.pop("endDate", None)
+
+    async def go() -> None:
+        async with await Kube.connect(kubeconfig) as kube:
+            await _edit_run_status(kube, ns, run_name, edit)
+
+    _run(go())
+    click.echo(f"cleared {len(cleared)} task instance(s) of {run_name}: {', '.join(cleared)}")
+
+
+@main.command()
+@click.argument("run_name")
+@click.argument("task_id")
+@click.argument("state", type=click.Choice(["success", "failed", "skipped"]))
+@click.option("--namespace", "-n", default=None)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+def mark(run_name: str, task_id: str, state: str, namespace: str | None, kubeconfig: str | None) -> None:
+    """Set a task instance's state by hand (Airflow's "mark success/failed")."""
+    ns = _namespace(namespace)
+
+    def edit(run: dict[str, Any], status: dict[str, Any]) -> None:
+        tis = status.get("taskInstances") or {}
+        if task_id not in tis:
+            raise click.ClickException(f"no task instance {task_id!r} in {run_name}")
+        tis[task_id]["state"] = state
+        tis[task_id]["reason"] = f"marked {state} by a user"
+        tis[task_id]["endDate"] = datetime.now(UTC).isoformat()
+        tis[task_id].pop("nextTryAt", None)
+        if status.get("state") in ("success", "failed"):
+            status["state"] = "running"  # the controller settles the run again
+            status.pop("endDate", None)
+
+    async def go() -> None:
+        async with await Kube.connect(kubeconfig) as kube:
+            await _edit_run_status(kube, ns, run_name, edit)
+
+    _run(go())
+    click.echo(f"{run_name} {task_id} marked {state}")
+
+
+def _local_attempt_logs(run_dir: Path, task_id: str, try_number: int) -> list[str]:
+    """The local executor's logs of one try, oldest attempt first (resumptions are attempts too)."""
+    parts = []
+    for record in sorted(run_dir.glob("*/attempt.json"), key=lambda p: p.stat().st_mtime):
+        attempt = json.loads(record.read_text())
+        if attempt["task_id"] == task_id and attempt["try_number"] == try_number:
+            log_file = record.parent / "log"
+            parts.append(log_file.read_text(errors="replace") if log_file.exists() else "")
+    return parts
+
+
+@main.command("logs")
+@click.argument("run_name")
+@click.argument("task_id")
+@click.option("--try", "try_number", type=int, default=None, help="Try number (default: the latest).")
+@click.option("--namespace", "-n", default=None)
+@click.option("--state-dir", type=click.Path(path_type=Path), default=STATE_DIR)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+def logs_command(
+    run_name: str,
+    task_id: str,
+    try_number: int | None,
+    namespace: str | None,
+    state_dir: Path,
+    kubeconfig: str | None,
+) -> None:
+    """Print a task instance's log (its pod's, or the local executor's log file)."""
+
+    ns = _namespace(namespace)
+
+    async def fetch() -> str:
+        async with await Kube.connect(kubeconfig) as kube:
+            run = await kube.get_custom(DAGRUNS, ns, run_name)
+            if run is None:
+                raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
+            ti = ((run.get("status") or {}).get("taskInstances") or {}).get(task_id)
+            if ti is None:
+                raise click.ClickException(f"no task instance {task_id!r} in {run_name}")
+            number = try_number or ti.get("tryNumber") or 1
+            # A try that deferred or rescheduled has one attempt per resumption: show them all, in order.
+            parts = _local_attempt_logs(state_dir / run["metadata"]["uid"], task_id, number)
+            if not parts:
+                selector = f"zonda.dev/dagrun-uid={run['metadata']['uid']},zonda.dev/try={number}"
+                pods = [
+                    p
+                    for p in await kube.list_pods(ns, selector)
+                    if p["metadata"].get("annotations", {}).get("zonda.dev/task-id") == task_id
+                ]
+                for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
+                    try:
+                        parts.append(await kube.pod_logs(ns, pod["metadata"]["name"], container="base"))
+                    except KubeError as exc:
+                        parts.append(f"(no log for pod {pod['metadata']['name']}: {exc.reason})\n")
+            if not parts:
+                raise click.ClickException(f"no log for try {number} of {task_id} in {run_name}")
+            return "".join(parts)
+
+    click.echo(str(_run(fetch())), nl=False)
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        main()

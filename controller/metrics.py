@@ -1,0 +1,44 @@
+"""Prometheus metrics of the controller (the triggerer has its own in controller/triggerer/metrics.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from zonda.models import DagRunStatus
+
+DAG_RUNS = Gauge("zonda_dag_runs", "DagRuns by state, as last reconciled", ["namespace", "state"])
+TASK_INSTANCES = Gauge("zonda_task_instances", "Task instances by state", ["namespace", "state"])
+SCHEDULING_DELAY = Histogram(
+    "zonda_scheduling_delay_seconds",
+    "run_after -> DagRun created, and upstream done -> downstream pod created",
+    ["kind"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+)
+PODS_CREATED = Counter("zonda_task_attempts_created_total", "Task pods (or local processes) started")
+PODS_DELETED = Counter("zonda_task_attempts_deleted_total", "Task pods (or local processes) stopped")
+API_ERRORS = Counter("zonda_api_errors_total", "Kubernetes API errors seen by the controller", ["kind"])
+RECONCILES = Counter("zonda_reconciles_total", "Reconcile passes", ["kind"])
+
+_run_states: dict[tuple[str, str], tuple[str, dict[str, int]]] = {}
+
+
+def record_run(run: Mapping[str, Any], status: DagRunStatus) -> None:
+    """Keep the per-state gauges equal to the sum over the runs this controller has seen."""
+    meta = run["metadata"]
+    key = (meta["namespace"], meta["name"])
+    counts: dict[str, int] = {}
+    for ti in status.task_instances.values():
+        counts[ti.state.value] = counts.get(ti.state.value, 0) + 1
+    state = status.state.value if status.state else "queued"
+    previous = _run_states.get(key)
+    if previous is not None:
+        DAG_RUNS.labels(meta["namespace"], previous[0]).dec()
+        for ti_state, count in previous[1].items():
+            TASK_INSTANCES.labels(meta["namespace"], ti_state).dec(count)
+    DAG_RUNS.labels(meta["namespace"], state).inc()
+    for ti_state, count in counts.items():
+        TASK_INSTANCES.labels(meta["namespace"], ti_state).inc(count)
+    _run_states[key] = (state, counts)

@@ -1,0 +1,221 @@
+"""The controller process: kopf watches, our work queue reconciles.
+
+kopf gives us login, watch streams (with re-listing and back-off), namespaces, and a liveness
+probe. Its handlers here are thin: they note what changed and enqueue a key; the reconcilers in
+`controller.reconcilers` do the work. Only `on.event` handlers are used, so kopf stores nothing on
+our objects (no finalizers, no annotations): GitOps tools see no drift, and deleting a DAG never
+waits for a controller that is down.
+
+One replica acts at a time: with `--leader-election`, the work queue is gated by a Lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import kopf
+from prometheus_client import start_http_server
+
+from controller import leader, metrics
+from controller.executors import LABEL_DAGRUN_UID, Executor, KubernetesExecutor, LocalExecutor
+from controller.kube import Kube
+from controller.pods import PodDefaults
+from controller.reconcilers import FINISHED_RUN_STATES, Reconcilers
+from zonda.models import GROUP, VERSION
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ControllerSettings:
+    namespaces: list[str] = field(default_factory=list)  # empty: cluster-wide
+    executor: str = "kubernetes"  # kubernetes | local
+    state_dir: Path = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
+    parallelism: int = 8
+    workers: int = 4
+    trigger_shards: int = 16
+    pod_defaults: PodDefaults = field(default_factory=PodDefaults)
+    metrics_port: int | None = None
+    health_port: int | None = None
+    leader_election: bool = False
+    leader_lease: str = "zonda-controller-leader"
+    leader_namespace: str | None = None
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    kubeconfig: str | None = None
+
+
+@dataclass
+class _State:
+    settings: ControllerSettings
+    kube: Kube | None = None
+    reconcilers: Reconcilers | None = None
+    queue: Any = None
+    executor: Executor | None = None
+    elector: leader.LeaderElector | None = None
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+_state: _State | None = None
+
+
+def _get() -> _State:
+    assert _state is not None, "the controller is not started"
+    return _state
+
+
+async def _reconcile(key: Hashable) -> datetime | None:
+    assert isinstance(key, tuple)
+    kind, namespace, name = key
+    reconcilers = _get().reconcilers
+    assert reconcilers is not None
+    metrics.RECONCILES.labels(kind).inc()
+    if kind == "dag":
+        return await reconcilers.reconcile_dag(namespace, name)
+    return await reconcilers.reconcile_run(namespace, name)
+
+
+def _enqueue(kind: str, namespace: str, name: str) -> None:
+    state = _state
+    if state is not None and state.queue is not None:
+        state.queue.add((kind, namespace, name))
+
+
+@kopf.on.startup()
+async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+    from controller.workqueue import WorkQueue
+
+    state = _get()
+    settings.posting.enabled = False  # our reconcilers post the Events users read
+    settings.scanning.disabled = True  # no cluster-wide CRD/namespace scans: least privilege
+    settings.watching.server_timeout = 300
+    # kopf waits for a quiet window before calling handlers (0.1 s by default); ours only enqueue a
+    # key and the queue deduplicates bursts, so the window would only add latency.
+    settings.batching.batch_window = 0.005
+    settings.networking.request_timeout = 60
+    state.kube = await Kube.connect(state.settings.kubeconfig)
+    if state.settings.executor == "local":
+        state.executor = LocalExecutor(
+            state.settings.state_dir,
+            parallelism=state.settings.parallelism,
+            on_exit=lambda ns, run: _enqueue("run", ns, run),
+        )
+    else:
+        state.executor = KubernetesExecutor(state.kube, state.settings.pod_defaults)
+    state.reconcilers = Reconcilers(state.kube, state.executor, trigger_shards=state.settings.trigger_shards)
+    state.queue = WorkQueue(_reconcile, workers=state.settings.workers)
+    if state.settings.leader_election:
+        namespace = state.settings.leader_namespace or (state.settings.namespaces or ["default"])[0]
+        state.queue.pause()
+        state.elector = leader.LeaderElector(
+            state.kube,
+            namespace=namespace,
+            name=state.settings.leader_lease,
+            identity=state.settings.identity,
+            on_started_leading=state.queue.resume,
+            on_stopped_leading=state.queue.pause,
+        )
+        state.tasks.append(asyncio.create_task(state.elector.run(), name="leader-election"))
+    state.queue.start()
+    if isinstance(state.executor, LocalExecutor):
+        state.executor.adopt()
+    if state.settings.metrics_port:
+        start_http_server(state.settings.metrics_port)
+    logger.info(
+        "zonda controller started (executor=%s, namespaces=%s)",
+        state.settings.executor,
+        state.settings.namespaces or "all",
+    )
+
+
+@kopf.on.cleanup()
+async def _cleanup(**_: Any) -> None:
+    state = _get()
+    if state.queue is not None:
+        await state.queue.stop()
+    for task in state.tasks:
+        task.cancel()
+    if state.elector is not None:
+        await state.elector.release()
+    if isinstance(state.executor, LocalExecutor):
+        await state.executor.close()
+    if state.kube is not None:
+        await state.kube.close()
+
+
+@kopf.on.login()
+def _login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    if _state is not None and _state.settings.kubeconfig:
+        os.environ["KUBECONFIG"] = _state.settings.kubeconfig
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
+@kopf.on.event(GROUP, VERSION, "dags")
+def _on_dag(**event: Any) -> None:
+    if event["type"] != "DELETED":
+        _enqueue("dag", event["namespace"], event["name"])
+
+
+@kopf.on.event(GROUP, VERSION, "dagruns")
+def _on_dagrun(**event: Any) -> None:
+    type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
+    state = _state
+    if state is None or state.reconcilers is None:
+        return
+    dag_name = (body.get("spec") or {}).get("dagName")
+    if type == "DELETED":
+        state.reconcilers.index.remove(namespace, name)
+        if dag_name:
+            _enqueue("dag", namespace, dag_name)
+        return
+    previous = state.reconcilers.index.update(body)
+    _enqueue("run", namespace, name)
+    new_state = (body.get("status") or {}).get("state")
+    if dag_name and (previous is None or previous.state != new_state):
+        _enqueue("dag", namespace, dag_name)  # a run started or finished: maxActiveRuns, last run state
+        if new_state in FINISHED_RUN_STATES:
+            # dependsOnPast / maxActiveTasks: the DAG's other unfinished runs may proceed now
+            for other, summary in state.reconcilers.index.of_dag(namespace, dag_name).items():
+                if summary.state not in FINISHED_RUN_STATES and other != name:
+                    _enqueue("run", namespace, other)
+
+
+@kopf.on.event("", "v1", "pods", labels={LABEL_DAGRUN_UID: kopf.PRESENT})
+def _on_task_pod(**event: Any) -> None:
+    body, namespace = event["body"], event["namespace"]
+    for owner in body.get("metadata", {}).get("ownerReferences") or []:
+        if owner.get("kind") == "DagRun":
+            _enqueue("run", namespace, owner["name"])
+
+
+@kopf.on.event(GROUP, VERSION, "triggers")
+def _on_trigger(**event: Any) -> None:
+    body, namespace = event["body"], event["namespace"]
+    run_name = (body.get("spec") or {}).get("dagRun")
+    if run_name:
+        _enqueue("run", namespace, run_name)
+
+
+def run_controller(settings: ControllerSettings) -> None:
+    """Run until SIGINT/SIGTERM (kopf handles the signals)."""
+    global _state
+    _state = _State(settings=settings)
+    if settings.kubeconfig:
+        os.environ["KUBECONFIG"] = settings.kubeconfig
+    liveness = f"http://0.0.0.0:{settings.health_port}/healthz" if settings.health_port else None
+    # Our logging (controller.logs) stays in charge; kopf's per-handler chatter is not news.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    logging.getLogger("kopf.activities").setLevel(logging.WARNING)
+    kopf.run(
+        standalone=True,
+        clusterwide=not settings.namespaces,
+        namespaces=settings.namespaces,
+        liveness_endpoint=liveness,
+    )

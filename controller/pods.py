@@ -1,0 +1,261 @@
+"""Task pods: a pure builder (no client) and a pure reader of what a pod says about its try.
+
+Argo's shape: `build_task_pod` only builds a manifest from its inputs (snapshot-testable);
+submission lives in `controller.executors`. `observe_pod` turns a pod's status into the core's
+`ObservedAttempt`, parsing the runner's `TaskResult` from the container's termination message.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from zonda.dags import ResolvedTask
+from zonda.decisions import AttemptPhase, ObservedAttempt
+from zonda.invocations import INVOCATION_ENV, TaskInvocation, TaskResult
+from zonda.models import API_VERSION
+
+LABEL_DAG = "zonda.dev/dag"
+LABEL_DAGRUN = "zonda.dev/dagrun"
+LABEL_TASK = "zonda.dev/task"
+LABEL_TRY = "zonda.dev/try"
+ANNOTATION_TASK_ID = "zonda.dev/task-id"  # labels cannot hold every task id (dots are fine, length not)
+ANNOTATION_LOGICAL_DATE = "zonda.dev/logical-date"
+BASE_CONTAINER = "base"  # Airflow's name for the task's container in pod_override
+CONTAINER_OPERATORS = frozenset({"KubernetesPodOperator"})
+
+
+@dataclass(frozen=True)
+class PodDefaults:
+    """What the chart (or the CLI) sets for every task pod; a task's own fields win."""
+
+    image: str = "zonda:latest"
+    image_pull_policy: str | None = None
+    service_account: str | None = None
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    env: tuple[Mapping[str, Any], ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    image_pull_secrets: tuple[Any, ...] = ()  # names or {"name": ...} objects
+
+
+def label_value(text: str) -> str:
+    """A valid label value (≤ 63 chars, alphanumeric ends) for ids that may be longer or odd."""
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:63]
+    return cleaned.strip("-_.") or "x"
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    """Dicts merge key by key; `containers` lists merge by container name; anything else is replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            if (
+                key in ("containers", "initContainers")
+                and isinstance(value, list)
+                and isinstance(merged.get(key), list)
+            ):
+                merged[key] = _merge_named(merged[key], value)
+            else:
+                merged[key] = deep_merge(merged.get(key), value) if key in merged else copy.deepcopy(value)
+        return merged
+    return copy.deepcopy(override)
+
+
+def _merge_named(base: list[Any], override: list[Any]) -> list[Any]:
+    by_name = {item.get("name"): index for index, item in enumerate(base) if isinstance(item, dict)}
+    merged = list(base)
+    for item in override:
+        index = by_name.get(item.get("name")) if isinstance(item, dict) else None
+        if index is None:
+            merged.append(copy.deepcopy(item))
+        else:
+            merged[index] = deep_merge(merged[index], item)
+    return merged
+
+
+def is_container_task(task: ResolvedTask) -> bool:
+    return task.operator is None or task.operator in CONTAINER_OPERATORS
+
+
+def _container_from_kpo_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """KubernetesPodOperator's argument names mapped to a container (image, cmds, arguments, env_vars)."""
+    container: dict[str, Any] = {}
+    if "image" in args:
+        container["image"] = args["image"]
+    if "cmds" in args:
+        container["command"] = list(args["cmds"])
+    if "arguments" in args:
+        container["args"] = list(args["arguments"])
+    env_vars = args.get("env_vars")
+    if isinstance(env_vars, Mapping):
+        container["env"] = [{"name": k, "value": str(v)} for k, v in env_vars.items()]
+    elif isinstance(env_vars, list):
+        container["env"] = list(env_vars)
+    if "container_resources" in args:
+        container["resources"] = dict(args["container_resources"])
+    return container
+
+
+def build_task_pod(
+    *,
+    invocation: TaskInvocation,
+    task: ResolvedTask,
+    namespace: str,
+    name: str,
+    owner: Mapping[str, Any],
+    defaults: PodDefaults,
+) -> dict[str, Any]:
+    """The Pod for one task-instance try: runner pod for operators, the user's container otherwise."""
+    base: dict[str, Any] = {"name": BASE_CONTAINER, "image": defaults.image}
+    if defaults.image_pull_policy:
+        base["imagePullPolicy"] = defaults.image_pull_policy
+    if defaults.resources:
+        base["resources"] = copy.deepcopy(dict(defaults.resources))
+    if is_container_task(task):
+        base["terminationMessagePolicy"] = "FallbackToLogsOnError"
+        if task.operator in CONTAINER_OPERATORS:
+            base = deep_merge(base, _container_from_kpo_args(task.args))
+        base = deep_merge(base, dict(task.container))
+    else:
+        base["command"] = ["python", "-m", "controller.runner"]
+        base["terminationMessagePolicy"] = "File"
+        base = deep_merge(base, {k: v for k, v in task.container.items() if k not in ("command", "args")})
+        env = [e for e in base.get("env", []) if e.get("name") != INVOCATION_ENV]
+        env.append({"name": INVOCATION_ENV, "value": invocation.model_dump_json(by_alias=True)})
+        base["env"] = env
+    if defaults.env:
+        names = {e.get("name") for e in base.get("env", [])}
+        base["env"] = [*base.get("env", []), *(dict(e) for e in defaults.env if e.get("name") not in names)]
+
+    labels = {
+        **defaults.labels,
+        "app.kubernetes.io/managed-by": "zonda",
+        LABEL_DAG: label_value(invocation.dag_name),
+        LABEL_DAGRUN: label_value(invocation.run_name),
+        LABEL_TASK: label_value(invocation.task_id),
+        LABEL_TRY: str(invocation.try_number),
+    }
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": {
+                ANNOTATION_TASK_ID: invocation.task_id,
+                ANNOTATION_LOGICAL_DATE: invocation.logical_date.isoformat(),
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "DagRun",
+                    "name": owner["metadata"]["name"],
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [base],
+        },
+    }
+    if defaults.service_account:
+        pod["spec"]["serviceAccountName"] = defaults.service_account
+    if defaults.image_pull_secrets:
+        pod["spec"]["imagePullSecrets"] = [
+            s if isinstance(s, Mapping) else {"name": str(s)} for s in defaults.image_pull_secrets
+        ]
+    if task.pod_override:
+        pod = deep_merge(pod, dict(task.pod_override))
+    return pod
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def parse_result(message: str | None) -> tuple[TaskResult | None, str | None]:
+    """The runner's result from a termination message, or (None, why not)."""
+    if not message or not message.strip():
+        return None, None
+    try:
+        return TaskResult.model_validate(json.loads(message)), None
+    except (ValueError, ValidationError) as exc:
+        return None, f"unreadable task result ({type(exc).__name__}): {message[:200]}"
+
+
+def observe_pod(pod: Mapping[str, Any], *, task_id: str, try_number: int) -> ObservedAttempt:
+    """What a pod says about its try. Deleted/evicted pods are FAILED with the reason as message."""
+    meta = pod.get("metadata", {})
+    status = pod.get("status") or {}
+    phase = status.get("phase", "Pending")
+    name = meta.get("name", "")
+    container = next(
+        (c for c in status.get("containerStatuses") or [] if c.get("name") == BASE_CONTAINER),
+        (status.get("containerStatuses") or [None])[0],
+    )
+    state = (container or {}).get("state") or {}
+    terminated = state.get("terminated")
+    started_at = _parse_time(status.get("startTime"))
+    if terminated is not None and phase in ("Succeeded", "Failed"):
+        exit_code = int(terminated.get("exitCode", 1))
+        result, problem = parse_result(terminated.get("message"))
+        reason = terminated.get("reason")
+        message = problem or (None if exit_code == 0 else f"container exited {exit_code} ({reason})")
+        return ObservedAttempt(
+            task_id=task_id,
+            try_number=try_number,
+            name=name,
+            phase=AttemptPhase.SUCCEEDED if phase == "Succeeded" else AttemptPhase.FAILED,
+            result=result,
+            exit_code=exit_code,
+            message=message,
+            started_at=_parse_time(terminated.get("startedAt")) or started_at,
+            finished_at=_parse_time(terminated.get("finishedAt")),
+        )
+    if phase == "Failed":  # evicted, node lost, deadline exceeded: no container result
+        reason = status.get("reason") or "PodFailed"
+        return ObservedAttempt(
+            task_id=task_id,
+            try_number=try_number,
+            name=name,
+            phase=AttemptPhase.FAILED,
+            message=f"{reason}: {status.get('message', 'the pod failed without a container result')}",
+            started_at=started_at,
+        )
+    if meta.get("deletionTimestamp"):
+        return ObservedAttempt(
+            task_id=task_id,
+            try_number=try_number,
+            name=name,
+            phase=AttemptPhase.MISSING,
+            message="the pod is being deleted",
+            started_at=started_at,
+        )
+    if phase == "Running":
+        running_since = _parse_time((state.get("running") or {}).get("startedAt")) or started_at
+        return ObservedAttempt(
+            task_id=task_id,
+            try_number=try_number,
+            name=name,
+            phase=AttemptPhase.RUNNING,
+            started_at=running_since,
+        )
+    waiting = state.get("waiting") or {}
+    return ObservedAttempt(
+        task_id=task_id,
+        try_number=try_number,
+        name=name,
+        phase=AttemptPhase.PENDING,
+        message=waiting.get("reason"),
+    )

@@ -1,0 +1,119 @@
+"""A keyed work queue with precise delayed wake-ups, on which the controller's reconcilers run.
+
+Why not kopf timers/daemons: they put a finalizer on every object (left behind when the controller
+is down, so deleting a DAG would hang) and poll at fixed intervals. kopf's event handlers only
+enqueue keys here; workers reconcile one key at a time (never the same key twice at once), and a
+reconciler asks to be woken at an exact time (`wake_at`) with `loop.call_at`, so a run due at 12:00:00
+is created at 12:00:00, not at the next poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from datetime import UTC, datetime
+
+logger = logging.getLogger(__name__)
+
+Reconcile = Callable[[Hashable], Awaitable[datetime | None]]
+
+
+class WorkQueue:
+    """Deduplicating queue: a key waiting once is processed once, however many times it was added."""
+
+    def __init__(self, reconcile: Reconcile, *, workers: int = 4, retry_delay: float = 1.0) -> None:
+        self._reconcile = reconcile
+        self._workers = workers
+        self._retry_delay = retry_delay
+        self._queue: asyncio.Queue[Hashable] = asyncio.Queue()
+        self._waiting: set[Hashable] = set()  # in the queue, not yet picked
+        self._active: set[Hashable] = set()  # being reconciled now
+        self._dirty: set[Hashable] = set()  # added again while active: run once more afterwards
+        self._timers: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._gate: asyncio.Event = asyncio.Event()  # set while this replica may act (leader)
+        self._gate.set()
+
+    def add(self, key: Hashable) -> None:
+        if key in self._active:
+            self._dirty.add(key)
+            return
+        if key not in self._waiting:
+            self._waiting.add(key)
+            self._queue.put_nowait(key)
+
+    def add_at(self, key: Hashable, when: datetime) -> None:
+        """Reconcile `key` at `when` (earliest wins if several wake-ups are asked for)."""
+        loop = asyncio.get_running_loop()
+        delay = (when - datetime.now(UTC)).total_seconds()
+        deadline = loop.time() + max(0.0, delay)
+        existing = self._timers.get(key)
+        if existing is not None:
+            if existing[0] <= deadline:
+                return
+            existing[1].cancel()
+        handle = loop.call_at(deadline, self._fire, key)
+        self._timers[key] = (deadline, handle)
+
+    def _fire(self, key: Hashable) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    def pause(self) -> None:
+        self._gate.clear()
+
+    def resume(self) -> None:
+        self._gate.set()
+
+    def start(self) -> None:
+        for index in range(self._workers):
+            self._tasks.append(asyncio.create_task(self._work(), name=f"reconcile-worker-{index}"))
+
+    async def stop(self) -> None:
+        for _, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _work(self) -> None:
+        while True:
+            key = await self._queue.get()
+            await self._gate.wait()
+            self._waiting.discard(key)
+            self._active.add(key)
+            try:
+                wake_at = await self._reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("reconciling %s failed; retrying in %.1fs", key, self._retry_delay)
+                self._schedule_retry(key)
+            else:
+                if wake_at is not None:
+                    self.add_at(key, wake_at)
+            finally:
+                self._active.discard(key)
+                if key in self._dirty:
+                    self._dirty.discard(key)
+                    self.add(key)
+
+    def _schedule_retry(self, key: Hashable) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._retry_delay
+        existing = self._timers.get(key)
+        if existing is not None and existing[0] <= deadline:
+            return
+        if existing is not None:
+            existing[1].cancel()
+        self._timers[key] = (deadline, loop.call_at(deadline, self._fire, key))
+
+    @property
+    def pending(self) -> int:
+        return len(self._waiting) + len(self._active)
