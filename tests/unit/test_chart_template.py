@@ -132,7 +132,7 @@ def table(namespace: str, rows: dict[tuple[str, str], str]) -> set[Grant]:
 
 CONTROLLER_RULES = {
     ("zonda.dev", "dags"): "get list watch",
-    ("zonda.dev", "dags/status"): "patch",
+    ("zonda.dev", "dags/status"): "patch update",
     ("zonda.dev", "dagruns"): "get list watch create delete",
     ("zonda.dev", "dagruns/status"): "patch update",
     ("zonda.dev", "triggers"): "get list watch create delete",

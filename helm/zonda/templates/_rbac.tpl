@@ -13,7 +13,7 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
   verbs: ["get", "list", "watch"]
 - apiGroups: ["zonda.dev"]
   resources: ["dags/status"]
-  verbs: ["patch"]
+  verbs: ["patch", "update"]
 - apiGroups: ["zonda.dev"]
   resources: ["dagruns"]
   verbs: ["get", "list", "watch", "create", "delete"]
