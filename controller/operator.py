@@ -26,7 +26,7 @@ from prometheus_client import start_http_server
 
 from controller import leader, metrics
 from controller.executors import LABEL_DAGRUN_UID, Executor, KubernetesExecutor, LocalExecutor
-from controller.kube import Kube
+from controller.kube import DAGRUNS, DAGS, Kube
 from controller.pods import PodDefaults
 from controller.reconcilers import FINISHED_RUN_STATES, Reconcilers
 from zonda.models import GROUP, VERSION
@@ -159,7 +159,11 @@ def _login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 @kopf.on.event(GROUP, VERSION, "dags")
 def _on_dag(**event: Any) -> None:
-    if event["type"] != "DELETED":
+    state = _state
+    if state is None or state.reconcilers is None or event["type"] == "DELETED":
+        return
+    version = event["body"].get("metadata", {}).get("resourceVersion")
+    if not state.reconcilers.is_own_write(DAGS, event["namespace"], event["name"], version):
         _enqueue("dag", event["namespace"], event["name"])
 
 
@@ -176,7 +180,10 @@ def _on_dagrun(**event: Any) -> None:
             _enqueue("dag", namespace, dag_name)
         return
     previous = state.reconcilers.index.update(body)
-    _enqueue("run", namespace, name)
+    if not state.reconcilers.is_own_write(
+        DAGRUNS, namespace, name, body.get("metadata", {}).get("resourceVersion")
+    ):
+        _enqueue("run", namespace, name)
     new_state = (body.get("status") or {}).get("state")
     if dag_name and (previous is None or previous.state != new_state):
         _enqueue("dag", namespace, dag_name)  # a run started or finished: maxActiveRuns, last run state

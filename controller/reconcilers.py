@@ -130,6 +130,7 @@ class Reconcilers:
     executor: Executor
     trigger_shards: int = 16
     index: RunIndex = field(default_factory=RunIndex)
+    own_writes: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------------ DAGs
 
@@ -601,12 +602,25 @@ class Reconcilers:
             "spec": obj["spec"],
             "status": dict(new),
         }
+        meta = obj["metadata"]
         try:
-            await self.kube.replace_custom_status(plural, obj["metadata"]["namespace"], body)
+            written = await self.kube.replace_custom_status(plural, meta["namespace"], body)
         except Conflict:
             metrics.API_ERRORS.labels("conflict").inc()
             return False
+        self.own_writes[(plural, meta["namespace"], meta["name"])] = written["metadata"]["resourceVersion"]
         return True
+
+    def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
+        """True for the watch event of a status we just wrote: it needs no reconcile of its own.
+
+        Each pass already settles everything its decision implies, and asks to be woken for the rest;
+        re-reading our own write would only cost three API reads per task-instance change.
+        """
+        return (
+            resource_version is not None
+            and self.own_writes.get((plural, namespace, name)) == resource_version
+        )
 
 
 def _parse_status(model: Any, raw: Mapping[str, Any] | None) -> Any:

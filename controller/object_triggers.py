@@ -1,0 +1,228 @@
+"""A Kubernetes-native trigger: wait until an object has a condition, or a field has a value.
+
+`ObjectConditionTrigger` polls one object through the triggerer's API connection: it fires when
+``.status.conditions[type=<condition>].status == "True"`` (what ``kubectl wait --for=condition=X``
+checks) or when the dotted `field_path` equals `value` (``kubectl wait --for=jsonpath=...``), e.g. a
+Job's ``status.succeeded == 1``.
+
+It lives in `controller` because it talks to the API. Reading an arbitrary kind needs a generic GET
+that `controller.kube.Kube` does not have, so `get_object` (with API discovery of the plural) is here,
+on top of `kube.api_client`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from controller.kube import Kube, KubeError
+from zonda.triggers import BaseTrigger, TriggerEvent
+
+#: The triggerer's API connection; triggers started by it inherit it. Outside a triggerer (a test, a
+#: script) `ObjectConditionTrigger` connects by itself and closes the connection in `cleanup()`.
+current_kube: contextvars.ContextVar[Kube | None] = contextvars.ContextVar("zonda_current_kube", default=None)
+
+#: HTTP statuses after which polling goes on: the apiserver is busy or briefly unreachable.
+_TRANSIENT = frozenset({0, 429, 500, 502, 503, 504})
+
+_resources: dict[tuple[str, str], tuple[str, bool]] = {}
+
+
+async def _get_json(kube: Kube, path: str) -> Any:
+    try:
+        return await kube.api_client.call_api(
+            path,
+            "GET",
+            header_params={"Accept": "application/json"},
+            response_types_map={200: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise KubeError(int(error.status or 0), str(error.body or error.reason)) from error
+
+
+def _group_path(api_version: str) -> str:
+    return "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+
+
+async def resolve_resource(kube: Kube, api_version: str, kind_or_plural: str) -> tuple[str, bool]:
+    """(plural, namespaced) of a kind (``Job``) or plural (``jobs``) in `api_version`, by discovery."""
+    key = (api_version, kind_or_plural)
+    if key not in _resources:
+        listing = await _get_json(kube, _group_path(api_version))
+        for resource in (listing or {}).get("resources", []):
+            if "/" in resource["name"]:
+                continue  # a subresource such as jobs/status
+            if kind_or_plural in (resource["kind"], resource["name"]):
+                _resources[key] = (resource["name"], bool(resource.get("namespaced")))
+                break
+        else:
+            raise LookupError(f"The API has no resource {kind_or_plural!r} in {api_version!r}")
+    return _resources[key]
+
+
+async def get_object(
+    kube: Kube, api_version: str, kind_or_plural: str, namespace: str | None, name: str
+) -> dict[str, Any] | None:
+    """Any object by apiVersion, kind (or plural), namespace and name; None if it does not exist."""
+    plural, namespaced = await resolve_resource(kube, api_version, kind_or_plural)
+    scope = f"/namespaces/{namespace}" if namespaced and namespace else ""
+    obj: dict[str, Any] | None = await _get_json(kube, f"{_group_path(api_version)}{scope}/{plural}/{name}")
+    return obj
+
+
+def field_value(obj: Mapping[str, Any], field_path: str) -> Any:
+    """The value at a dotted path (``status.succeeded``; a number indexes a list), None if absent."""
+    current: Any = obj
+    for part in field_path.strip(".").split("."):
+        if isinstance(current, Mapping):
+            current = current.get(part)
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return None
+    return current
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def values_equal(actual: Any, expected: Any) -> bool:
+    """Equal as JSON values, or as text the way ``kubectl wait --for=jsonpath`` compares them.
+
+    The text comparison lets a YAML author write ``value: 1`` or ``value: "1"`` alike.
+    """
+    if actual is None or expected is None:
+        return actual is expected
+    if isinstance(expected, datetime) and isinstance(actual, str):
+        try:
+            return datetime.fromisoformat(actual.replace("Z", "+00:00")) == expected
+        except ValueError:
+            return False
+    if isinstance(actual, bool) or isinstance(expected, bool):  # True == 1 in Python, not in YAML
+        return _as_text(actual) == _as_text(expected)
+    if actual == expected:
+        return True
+    return not isinstance(actual, dict | list) and _as_text(actual) == _as_text(expected)
+
+
+def condition_status(obj: Mapping[str, Any], condition: str) -> str | None:
+    """The `status` of condition `condition` in ``.status.conditions``, None if absent."""
+    for entry in field_value(obj, "status.conditions") or []:
+        if isinstance(entry, Mapping) and entry.get("type") == condition:
+            status = entry.get("status")
+            return None if status is None else str(status)
+    return None
+
+
+def match_object(
+    obj: Mapping[str, Any], *, condition: str | None, field_path: str | None, value: Any
+) -> dict[str, Any] | None:
+    """What the event reports if `obj` satisfies the wait, else None. Purely computational."""
+    if condition is not None:
+        status = condition_status(obj, condition)
+        return {"condition": condition, "status": status} if status == "True" else None
+    assert field_path is not None
+    actual = field_value(obj, field_path)
+    ready = actual is not None if value is None else values_equal(actual, value)
+    return {"fieldPath": field_path, "value": actual} if ready else None
+
+
+class ObjectConditionTrigger(BaseTrigger):
+    """Fire once the object has `condition` True, or its `field_path` equals `value`.
+
+    :param api_version: e.g. ``batch/v1``, ``v1``, ``zonda.dev/v1alpha1``.
+    :param kind: the kind (``Job``) or plural (``jobs``).
+    :param condition: a condition type (``Complete``, ``Ready``...); exclusive with `field_path`.
+    :param field_path: a dotted path such as ``status.succeeded``; compared with `value`, or, when
+        `value` is None, satisfied as soon as the field is present (e.g. ``status.loadBalancer.ingress``).
+    :param poll_interval: seconds between reads. A missing object is waited for, not an error.
+    """
+
+    def __init__(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        condition: str | None = None,
+        field_path: str | None = None,
+        value: Any = None,
+        poll_interval: float = 5.0,
+    ) -> None:
+        super().__init__()
+        if (condition is None) == (field_path is None):
+            raise ValueError("Pass exactly one of `condition` and `field_path`")
+        self.api_version = api_version
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
+        self.condition = condition
+        self.field_path = field_path
+        self.value = value
+        self.poll_interval = float(poll_interval)
+        self._own_kube: Kube | None = None
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            "controller.object_triggers.ObjectConditionTrigger",
+            {
+                "api_version": self.api_version,
+                "kind": self.kind,
+                "name": self.name,
+                "namespace": self.namespace,
+                "condition": self.condition,
+                "field_path": self.field_path,
+                "value": self.value,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        kube = current_kube.get()
+        if kube is None:
+            kube = self._own_kube = await Kube.connect()
+        while True:
+            try:
+                obj = await get_object(kube, self.api_version, self.kind, self.namespace, self.name)
+            except KubeError as error:
+                if error.status not in _TRANSIENT:
+                    raise
+                self.log.warning("Reading %s %s failed, retrying: %s", self.kind, self.name, error)
+                obj = None
+            matched = (
+                None
+                if obj is None
+                else match_object(obj, condition=self.condition, field_path=self.field_path, value=self.value)
+            )
+            if matched is not None:
+                # Only what any replica would see alike: no resourceVersion, so duplicates compare equal.
+                yield TriggerEvent(
+                    {
+                        "apiVersion": self.api_version,
+                        "kind": self.kind,
+                        "namespace": self.namespace,
+                        "name": self.name,
+                        **matched,
+                    }
+                )
+                return
+            await asyncio.sleep(self.poll_interval)
+
+    async def cleanup(self) -> None:
+        if self._own_kube is not None:
+            own, self._own_kube = self._own_kube, None
+            await own.close()

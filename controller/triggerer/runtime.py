@@ -1,0 +1,736 @@
+"""A triggerer replica: hold shard Leases, run the shards' triggers, write each first event once.
+
+Four loops share one asyncio event loop:
+- leases: every `renew_every` seconds renew held shard Leases and the member Lease, read all Leases,
+  and acquire or release shards as `shards.plan_shards` says; a Lease not renewed within its duration
+  (or taken by someone else) is lost, and its shard's triggers are cancelled at once;
+- triggers: list+watch the Trigger resources of the held shards (label selector), start a task per
+  pending trigger, cancel the task of a deleted trigger (its `cleanup()` always runs);
+- writer: turn each first event (or failure) into the Trigger's status — after re-reading the shard's
+  Lease (fencing) and with a resourceVersion precondition, skipping Triggers already fired or failed,
+  so a trigger that ran in two replicas during a partition is written exactly once;
+- watchdog: measure event-loop lag and name the triggers that block it.
+
+Exactly once rests on the status write, not on running each trigger once: during a failover a trigger
+may run in two replicas, but only the first write of `state: fired` succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import enum
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from controller.kube import TRIGGERS, Conflict, Kube, KubeError, NotFound
+from controller.object_triggers import current_kube
+from controller.triggerer.health import (
+    LoopWatchdog,
+    SlowSteps,
+    TimedSteps,
+    describe_culprits,
+    serve_http,
+)
+from controller.triggerer.leases import (
+    MEMBER_KIND,
+    Holding,
+    LeaseKeeper,
+    LeaseObserver,
+    LeaseRecord,
+    member_lease_name,
+)
+from controller.triggerer.metrics import CONTENT_TYPE_LATEST, TriggererMetrics
+from controller.triggerer.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
+from zonda.models import GROUP, VERSION, TriggerState, TriggerStatus
+from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
+
+log = logging.getLogger(__name__)
+
+FINISHED_STATES = frozenset({TriggerState.FIRED.value, TriggerState.FAILED.value})
+#: Events written per batch; one Lease read per shard per batch is the fencing cost.
+WRITE_BATCH = 500
+#: Concurrent status writes (the API client's connection pool is the real limit).
+WRITE_CONCURRENCY = 32
+#: Batches being written at once.
+WRITE_PIPELINE = 4
+#: A member Lease silent this many lease durations belongs to a replica long gone: delete it.
+STALE_MEMBER_DURATIONS = 10
+
+
+class WriteResult(enum.StrEnum):
+    WRITTEN = "written"
+    ALREADY_FINISHED = "already_finished"  # another write (a duplicate event) got there first
+    GONE = "gone"  # the Trigger was deleted: its task instance stopped waiting
+
+
+@dataclasses.dataclass
+class Outcome:
+    """A trigger's result waiting to be written into its status."""
+
+    name: str
+    shard: int
+    status: dict[str, Any]
+    resource_version: str | None
+    #: Monotonic time the event was yielded (for the fire-latency benchmark).
+    produced_at: float
+
+
+@dataclasses.dataclass
+class RunningTrigger:
+    name: str
+    shard: int
+    resource_version: str | None
+    task: asyncio.Task[None] | None = None
+
+
+async def write_outcome(
+    kube: Kube, namespace: str, name: str, status: Mapping[str, Any], resource_version: str | None
+) -> WriteResult:
+    """Write `status` into Trigger `name` unless it already fired or failed.
+
+    The merge patch carries `metadata.resourceVersion`, so it applies only to the version we last saw;
+    on a conflict we re-read, and stop if someone else finished it meanwhile.
+    """
+    version = resource_version
+    for _ in range(5):
+        if version is None:
+            current = await kube.get_custom(TRIGGERS, namespace, name)
+            if current is None:
+                return WriteResult.GONE
+            if (current.get("status") or {}).get("state") in FINISHED_STATES:
+                return WriteResult.ALREADY_FINISHED
+            version = current["metadata"]["resourceVersion"]
+        try:
+            await kube.patch_custom_status(TRIGGERS, namespace, name, dict(status), resource_version=version)
+        except NotFound:
+            return WriteResult.GONE
+        except Conflict:
+            version = None
+            continue
+        return WriteResult.WRITTEN
+    raise Conflict(409, f"Trigger {name} kept changing while its event was being written")
+
+
+async def list_triggers(
+    kube: Kube, namespace: str, label_selector: str
+) -> tuple[list[dict[str, Any]], str | None]:
+    """List Triggers with the list's resourceVersion, to start a watch exactly there.
+
+    `Kube.list_custom` returns the items only; this calls the API client `Kube` exposes.
+    """
+    try:
+        result = await kube.custom.list_namespaced_custom_object(
+            GROUP, VERSION, namespace, TRIGGERS, label_selector=label_selector
+        )
+    except ApiException as error:
+        raise KubeError(int(error.status or 0), str(error.reason)) from error
+    items: list[dict[str, Any]] = result.get("items", [])
+    return items, (result.get("metadata") or {}).get("resourceVersion")
+
+
+async def first_event(trigger: BaseTrigger) -> TriggerEvent | None:
+    """Run `trigger` until its first event (None if it returns without one), then close `run()`."""
+    events = trigger.run()
+    if not inspect.isasyncgen(events):
+        if inspect.iscoroutine(events):
+            events.close()  # never awaited: close it so Python does not warn about it
+        raise TypeError(
+            f"{type(trigger).__name__}.run() must be an async generator that yields TriggerEvents "
+            f"(got {type(events).__name__}: did it return the event instead of yielding it?)"
+        )
+    try:
+        async for event in events:
+            if not isinstance(event, TriggerEvent):
+                raise TypeError(f"run() yielded {event!r}, not a TriggerEvent")
+            return event
+        return None
+    finally:
+        await events.aclose()
+
+
+@dataclasses.dataclass(frozen=True)
+class TriggerResult:
+    """How a trigger's run ended: its first event, or why it failed."""
+
+    event: TriggerEvent | None = None
+    failure: str | None = None
+
+
+async def drive_trigger(
+    trigger: BaseTrigger,
+    *,
+    deliver: Callable[[TriggerResult], None],
+    report_step: Callable[[float], None] = lambda seconds: None,
+    name: str = "",
+) -> None:
+    """Run `trigger` to its first event and `deliver` the result; always await `cleanup()` after.
+
+    Airflow's semantics: an exception or a return without an event fails the trigger (and so the task
+    instance), cancellation is not a failure and delivers nothing, and `cleanup()` errors are logged
+    and otherwise ignored. The result is delivered before `cleanup()`, so a slow cleanup does not
+    delay the event.
+    """
+    try:
+        try:
+            event = await TimedSteps(first_event(trigger), report_step)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.exception("Trigger %s failed", name or trigger)
+            deliver(TriggerResult(failure=f"Trigger failure: {type(error).__name__}: {error}"))
+        else:
+            if event is None:
+                log.error("Trigger %s exited without sending an event", name or trigger)
+                deliver(
+                    TriggerResult(
+                        failure="Trigger exited without sending an event. Dependent tasks will be failed."
+                    )
+                )
+            else:
+                deliver(TriggerResult(event=event))
+    finally:
+        try:
+            await trigger.cleanup()
+        except Exception:  # Airflow ignores cleanup errors; at least log them
+            log.exception("cleanup() of trigger %s failed", name or trigger)
+
+
+def _shard_of(obj: Mapping[str, Any]) -> int | None:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    try:
+        return int(labels[SHARD_LABEL])
+    except (KeyError, ValueError):
+        shard = (obj.get("spec") or {}).get("shard")
+        return shard if isinstance(shard, int) else None
+
+
+class Triggerer:
+    """One triggerer replica. `await run()` until `stop` is set, then it hands its shards over.
+
+    :param shards: the number of shards; every replica and the controller must agree on it.
+    :param capacity: Airflow's triggerer capacity, the most triggers it aims to run: once it runs that
+        many it takes no further shard (see `shards.shard_capacity`).
+    """
+
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        namespace: str,
+        shards: int,
+        capacity: int,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_every: float = 5.0,
+        stop: asyncio.Event | None = None,
+        metrics: TriggererMetrics | None = None,
+        watchdog_interval: float = 0.5,
+        block_threshold: float = 0.2,
+        unhealthy_lag: float = 5.0,
+    ) -> None:
+        if shards < 1 or capacity < 0:
+            raise ValueError("shards must be at least 1 and capacity non-negative")
+        if renew_every >= lease_duration:
+            raise ValueError("renew_every must be shorter than lease_duration, or every lease lapses")
+        self.kube = kube
+        self.namespace = namespace
+        self.shard_count = shards
+        self.capacity = capacity
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_every = renew_every
+        self.stop = stop or asyncio.Event()
+        self.metrics = metrics or TriggererMetrics()
+        self.unhealthy_lag = unhealthy_lag
+        self.keeper = LeaseKeeper(kube, namespace=namespace, identity=identity, lease_duration=lease_duration)
+        self.observer = LeaseObserver()
+        self.holdings: dict[int, Holding] = {}
+        self.running: dict[str, RunningTrigger] = {}
+        self.awaiting_write: set[str] = set()
+        self.finished: set[str] = set()
+        self.outcomes: asyncio.Queue[Outcome] = asyncio.Queue()
+        self.slow_steps = SlowSteps(minimum_seconds=min(0.05, block_threshold / 2))
+        self.watchdog = LoopWatchdog(
+            interval=watchdog_interval,
+            threshold=block_threshold,
+            describe=lambda: describe_culprits(self.slow_steps, self.running),
+            on_sample=self.metrics.loop_lag.set,
+            on_block=lambda lag: self.metrics.blocked_loop.inc(),
+        )
+        #: Monotonic time the lease loop last completed a cycle (health).
+        self.last_lease_cycle: float | None = None
+        #: Seconds from "event yielded" to "status written", for the benchmark.
+        self.fire_latencies: list[float] = []
+        self._shards_changed = asyncio.Event()
+        self._write_slots = asyncio.Semaphore(WRITE_CONCURRENCY)
+        self._started_at = time.monotonic()
+
+    # ----------------------------------------------------------------------------------- lifecycle
+
+    async def run(self) -> None:
+        """Run until `stop` is set, then shut down gracefully (cancel triggers, release Leases)."""
+        current_kube.set(self.kube)
+        loops = [
+            asyncio.create_task(self._keep_leases(), name="triggerer leases"),
+            asyncio.create_task(self._follow_triggers(), name="triggerer watch"),
+            asyncio.create_task(self._write_outcomes(), name="triggerer writer"),
+            asyncio.create_task(self.watchdog.run(), name="triggerer watchdog"),
+        ]
+        try:
+            stopped = asyncio.create_task(self.stop.wait())
+            done, _ = await asyncio.wait([stopped, *loops], return_when=asyncio.FIRST_COMPLETED)
+            for task in done - {stopped}:
+                task.result()  # a loop died: raise its error rather than limp on
+            stopped.cancel()
+        finally:
+            await self._shut_down(loops)
+
+    async def _shut_down(self, loops: list[asyncio.Task[Any]]) -> None:
+        leases, watch, writer, watchdog = loops
+        grace = min(5.0, self.lease_duration / 2)
+        self.stop.set()
+        # Let a lease cycle in flight finish, so no Lease it acquires goes unrecorded (and unreleased).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(leases), grace)
+        for task in (leases, watch):
+            task.cancel()
+        await asyncio.gather(leases, watch, return_exceptions=True)
+        trigger_tasks = [trigger.task for trigger in self.running.values() if trigger.task is not None]
+        for task in trigger_tasks:
+            task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*trigger_tasks, return_exceptions=True), grace)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.outcomes.join(), grace)  # events already yielded get written
+        writer.cancel()
+        await asyncio.gather(writer, return_exceptions=True)
+        holdings = list(self.holdings.values())
+        self.holdings.clear()
+        self.metrics.shards_held.set(0)
+        await asyncio.gather(*(self.keeper.release(holding) for holding in holdings), return_exceptions=True)
+        with contextlib.suppress(KubeError, OSError):
+            await self.keeper.delete(member_lease_name(self.identity))
+        watchdog.cancel()
+        await asyncio.gather(watchdog, return_exceptions=True)
+        log.info("Triggerer %s stopped; released shards %s", self.identity, sorted(h.shard for h in holdings))
+
+    # -------------------------------------------------------------------------------------- leases
+
+    async def _keep_leases(self) -> None:
+        """Renew and rebalance every `renew_every` seconds; returns (between cycles) once stopping."""
+        while not self.stop.is_set():
+            try:
+                await self._lease_cycle()
+                self.last_lease_cycle = time.monotonic()
+            except (KubeError, OSError, TimeoutError) as error:
+                log.warning("Lease cycle failed (retrying in %.1fs): %s", self.renew_every, error)
+            self._drop_lapsed_holdings()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), self.renew_every)
+
+    async def _lease_cycle(self) -> None:
+        held = list(self.holdings.values())
+        renewals = await asyncio.gather(
+            *(self.keeper.renew(holding) for holding in held), return_exceptions=True
+        )
+        for holding, renewal in zip(held, renewals, strict=True):
+            if renewal is None:
+                self._lose(holding.shard, "its Lease now belongs to another replica")
+            elif isinstance(renewal, BaseException):
+                log.warning("Could not renew shard %d: %s", holding.shard, renewal)
+            elif holding.shard in self.holdings:
+                self.holdings[holding.shard] = renewal
+
+        records = await self.keeper.list_records()
+        now = time.monotonic()
+        for record in records:
+            self.observer.observe(record, now)
+        self.observer.forget_except({record.name for record in records})
+        own_member = member_lease_name(self.identity)
+        members = [r for r in records if r.labels.get("zonda.dev/lease-kind") == MEMBER_KIND]
+        my_capacity = shard_capacity(
+            running_triggers=len(self.running),
+            trigger_capacity=self.capacity,
+            held_shards=len(self.holdings),
+            shard_count=self.shard_count,
+        )
+        own_record = next((record for record in members if record.name == own_member), None)
+        await self.keeper.advertise(own_record, shard_capacity=my_capacity)
+        await self._delete_stale_members(members, own_member, now)
+
+        shard_records = {
+            r.shard: r for r in records if r.shard is not None and 0 <= r.shard < self.shard_count
+        }
+        holders = {
+            shard: self._holder(shard, shard_records.get(shard), now) for shard in range(self.shard_count)
+        }
+        capacities = {
+            holder: record.capacity if record.capacity is not None else self.shard_count
+            for record in members
+            if (holder := self.observer.live_holder(record, now)) is not None and holder != self.identity
+        }
+        plan = plan_shards(
+            identity=self.identity,
+            shard_count=self.shard_count,
+            capacity=my_capacity,
+            holders=holders,
+            capacities=capacities,
+        )
+        for shard in plan.release:
+            released = self.holdings.get(shard)
+            if released is not None:
+                self._lose(shard, "rebalancing: another replica is below its fair share")
+                await self.keeper.release(released)
+        if plan.acquire and not self.stop.is_set():
+            acquired = await asyncio.gather(
+                *(self.keeper.acquire(shard, shard_records.get(shard)) for shard in plan.acquire),
+                return_exceptions=True,
+            )
+            for shard, acquisition in zip(plan.acquire, acquired, strict=True):
+                if isinstance(acquisition, Holding):
+                    self.holdings[shard] = acquisition
+                    self._shards_changed.set()
+                elif isinstance(acquisition, BaseException):
+                    log.warning("Could not acquire shard %d: %s", shard, acquisition)
+        self.metrics.shards_held.set(len(self.holdings))
+
+    def _holder(self, shard: int, record: LeaseRecord | None, now: float) -> str | None:
+        if shard in self.holdings:
+            return self.identity
+        if record is None:
+            return None
+        holder = self.observer.live_holder(record, now)
+        # A Lease naming us that we do not hold is a previous process of ours: take it over.
+        return None if holder == self.identity else holder
+
+    async def _delete_stale_members(self, members: Iterable[LeaseRecord], own: str, now: float) -> None:
+        for record in members:
+            silent = self.observer.silent_for(record, now)
+            if record.name != own and silent >= STALE_MEMBER_DURATIONS * max(record.duration_seconds, 1.0):
+                with contextlib.suppress(KubeError):
+                    await self.keeper.delete(record.name)
+
+    def _drop_lapsed_holdings(self) -> None:
+        now = time.monotonic()
+        for holding in list(self.holdings.values()):
+            if not holding.is_current(now):
+                self._lose(holding.shard, f"not renewed for {now - holding.renewed_at:.1f}s")
+
+    def _lose(self, shard: int, reason: str) -> None:
+        """Forget shard `shard` and cancel its triggers now: someone else may already run them."""
+        if self.holdings.pop(shard, None) is None:
+            return
+        doomed = [trigger for trigger in self.running.values() if trigger.shard == shard]
+        log.warning("Gave up shard %d (%s); stopping its %d triggers", shard, reason, len(doomed))
+        for trigger in doomed:
+            if trigger.task is not None:
+                trigger.task.cancel()
+        self.metrics.shards_held.set(len(self.holdings))
+        self._shards_changed.set()
+
+    # ------------------------------------------------------------------------------------ triggers
+
+    async def _follow_triggers(self) -> None:
+        """Watch the held shards' Triggers; restart the watch whenever the held set changes."""
+        while True:
+            self._shards_changed.clear()
+            shards = frozenset(self.holdings)
+            watch = asyncio.create_task(self._watch_shards(shards)) if shards else None
+            changed = asyncio.create_task(self._shards_changed.wait())
+            waiting: set[asyncio.Task[Any]] = {changed} if watch is None else {changed, watch}
+            try:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in waiting:
+                    task.cancel()
+                await asyncio.gather(*waiting, return_exceptions=True)
+            if watch is not None and watch in done and not watch.cancelled() and watch.exception():
+                log.warning("Trigger watch failed, restarting: %s", watch.exception())
+                await asyncio.sleep(1.0)
+
+    async def _watch_shards(self, shards: frozenset[int]) -> None:
+        selector = shard_selector(shards)
+        version: str | None = None
+        while True:
+            if version is None:
+                items, version = await list_triggers(self.kube, self.namespace, selector)
+                self._reconcile(shards, items)
+            try:
+                async for kind, obj in self._watch(selector, version):
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                    if kind == "DELETED":
+                        self._forget(obj["metadata"]["name"])
+                    elif kind in ("ADDED", "MODIFIED"):
+                        self._observe_trigger(obj)
+            except KubeError as error:
+                if error.status != 410:
+                    raise
+                version = None  # too old to resume: list again
+
+    def _watch(self, selector: str, version: str | None) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        return self.kube.watch_custom(
+            TRIGGERS, self.namespace, label_selector=selector, resource_version=version
+        )
+
+    def _reconcile(self, shards: frozenset[int], items: list[dict[str, Any]]) -> None:
+        present = {obj["metadata"]["name"] for obj in items}
+        for name in [name for name, trigger in self.running.items() if trigger.shard in shards]:
+            if name not in present:
+                self._forget(name)  # deleted while we were not watching
+        self.finished &= present
+        for obj in items:
+            self._observe_trigger(obj)
+
+    def _observe_trigger(self, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        shard = _shard_of(obj)
+        if shard is None or shard not in self.holdings:
+            return
+        version = obj["metadata"].get("resourceVersion")
+        if (obj.get("status") or {}).get("state") in FINISHED_STATES:
+            self.finished.add(name)
+            self._cancel(name)  # fired elsewhere (a failover duplicate): stop our copy
+            return
+        if name in self.running:
+            self.running[name].resource_version = version
+            return
+        if name in self.finished or name in self.awaiting_write:
+            return
+        self._start(name, shard, obj.get("spec") or {}, version)
+
+    def _forget(self, name: str) -> None:
+        """The Trigger was deleted (its task instance no longer waits): cancel it, forget it."""
+        self._cancel(name)
+        self.finished.discard(name)
+
+    def _cancel(self, name: str) -> None:
+        trigger = self.running.get(name)
+        if trigger is not None and trigger.task is not None:
+            trigger.task.cancel()
+
+    def _start(self, name: str, shard: int, spec: Mapping[str, Any], version: str | None) -> None:
+        record = RunningTrigger(name=name, shard=shard, resource_version=version)
+        try:
+            trigger = load_trigger(spec["classpath"], spec.get("kwargs") or {})
+        except Exception as error:  # a bad classpath or kwargs fails the trigger, as in Airflow
+            log.error("Trigger %s could not be loaded: %s", name, error)
+            self._enqueue(record, self._failed(shard, f"Trigger could not be loaded: {error}"))
+            return
+        trigger.trigger_id = name
+        record.task = asyncio.create_task(self._run_trigger(record, trigger), name=f"trigger {name}")
+        self.running[name] = record
+        self.metrics.running_triggers.labels(shard=str(shard)).inc()
+
+    async def _run_trigger(self, record: RunningTrigger, trigger: BaseTrigger) -> None:
+        def deliver(result: TriggerResult) -> None:
+            if result.event is not None:
+                self._enqueue(record, self._fired(record.shard, result.event))
+            else:
+                self._enqueue(record, self._failed(record.shard, result.failure or "Trigger failed"))
+
+        try:
+            await drive_trigger(
+                trigger, deliver=deliver, report_step=self.slow_steps.reporter(record.name), name=record.name
+            )
+        finally:
+            if self.running.get(record.name) is record:
+                del self.running[record.name]
+                self.metrics.running_triggers.labels(shard=str(record.shard)).dec()
+
+    def _token(self, shard: int) -> str | None:
+        holding = self.holdings.get(shard)
+        return None if holding is None else holding.fencing_token(self.identity)
+
+    def _fired(self, shard: int, event: TriggerEvent) -> dict[str, Any]:
+        try:
+            payload = to_json_safe(event.payload, path="event")
+        except TypeError as error:
+            return self._failed(shard, f"Trigger event payload cannot be stored: {error}")
+        return TriggerStatus(
+            state=TriggerState.FIRED,
+            event=payload,
+            fired_at=datetime.now(UTC),
+            holder=self.identity,
+            fencing_token=self._token(shard),
+        ).to_wire()
+
+    def _failed(self, shard: int, message: str) -> dict[str, Any]:
+        return TriggerStatus(
+            state=TriggerState.FAILED, message=message, holder=self.identity, fencing_token=self._token(shard)
+        ).to_wire()
+
+    def _enqueue(self, record: RunningTrigger, status: dict[str, Any]) -> None:
+        self.awaiting_write.add(record.name)
+        self.outcomes.put_nowait(
+            Outcome(
+                name=record.name,
+                shard=record.shard,
+                status=status,
+                resource_version=record.resource_version,
+                produced_at=time.monotonic(),
+            )
+        )
+
+    # -------------------------------------------------------------------------------------- writer
+
+    async def _write_outcomes(self) -> None:
+        """Drain the outcome queue in batches, several batches in flight at once, so that an event
+        never waits for a whole earlier batch (its Lease reads, then its writes) to finish."""
+        batches = asyncio.Semaphore(WRITE_PIPELINE)
+        in_flight: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                await batches.acquire()
+                batch = [await self.outcomes.get()]
+                while len(batch) < WRITE_BATCH and not self.outcomes.empty():
+                    batch.append(self.outcomes.get_nowait())
+                task = asyncio.create_task(self._write_batch_retrying(batch, batches))
+                in_flight.add(task)
+                task.add_done_callback(in_flight.discard)
+        finally:
+            for task in in_flight:
+                task.cancel()
+            await asyncio.gather(*in_flight, return_exceptions=True)
+
+    async def _write_batch_retrying(self, batch: list[Outcome], batches: asyncio.Semaphore) -> None:
+        try:
+            await self._write_batch(batch)
+        except (KubeError, OSError, TimeoutError) as error:
+            log.warning("Could not verify Leases for %d events, retrying: %s", len(batch), error)
+            await asyncio.sleep(1.0)
+            for outcome in batch:
+                self.outcomes.put_nowait(outcome)
+        finally:
+            for _ in batch:
+                self.outcomes.task_done()
+            batches.release()
+
+    async def _write_batch(self, batch: list[Outcome]) -> None:
+        fenced = await self._verify_shards({outcome.shard for outcome in batch})
+        limit = self._write_slots
+
+        async def write(outcome: Outcome) -> None:
+            if outcome.shard not in fenced:
+                self.awaiting_write.discard(outcome.name)  # the new holder runs it again
+                self.metrics.fenced_writes.inc()
+                log.warning("Not writing %s: shard %d's Lease is no longer ours", outcome.name, outcome.shard)
+                return
+            async with limit:
+                try:
+                    result = await write_outcome(
+                        self.kube, self.namespace, outcome.name, outcome.status, outcome.resource_version
+                    )
+                except (KubeError, OSError, TimeoutError) as error:
+                    log.warning("Writing %s failed, retrying: %s", outcome.name, error)
+                    await asyncio.sleep(1.0)
+                    self.outcomes.put_nowait(outcome)
+                    return
+            self.awaiting_write.discard(outcome.name)
+            if result is WriteResult.GONE:
+                return
+            self.finished.add(outcome.name)
+            if result is WriteResult.ALREADY_FINISHED:
+                self.metrics.duplicate_events.inc()
+                log.info("Dropped a duplicate event for %s: it had already fired or failed", outcome.name)
+            elif outcome.status.get("state") == TriggerState.FIRED.value:
+                self.metrics.events_fired.inc()
+                self.fire_latencies.append(time.monotonic() - outcome.produced_at)
+            else:
+                self.metrics.triggers_failed.inc()
+
+        await asyncio.gather(*(write(outcome) for outcome in batch))
+
+    async def _verify_shards(self, shards: set[int]) -> set[int]:
+        """The shards whose Lease, re-read now, is still ours with the transitions we acquired it with."""
+
+        async def verify(shard: int) -> bool:
+            holding = self.holdings.get(shard)
+            if holding is None:
+                return False
+            if await self.keeper.verify(holding):
+                return True
+            self._lose(shard, "fencing check failed: the Lease changed hands")
+            return False
+
+        results = await asyncio.gather(*(verify(shard) for shard in shards), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result  # cannot tell: let the batch be retried rather than dropped
+        return {shard for shard, result in zip(shards, results, strict=True) if result is True}
+
+    # -------------------------------------------------------------------------------------- health
+
+    def health_problems(self) -> list[str]:
+        """Why this replica is unhealthy (empty when healthy)."""
+        now = time.monotonic()
+        problems = []
+        lag = self.watchdog.worst_lag(since=now - 10 * self.watchdog.interval, now=now)
+        if lag > self.unhealthy_lag:
+            problems.append(f"event loop lagged {lag:.2f}s (limit {self.unhealthy_lag:.2f}s)")
+        stale_after = max(self.lease_duration, 3 * self.renew_every)
+        last = self.last_lease_cycle if self.last_lease_cycle is not None else self._started_at
+        if now - last > stale_after:
+            problems.append(f"lease loop has not completed a cycle for {now - last:.1f}s")
+        return problems
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        problems = self.health_problems()
+        if problems:
+            return web.Response(status=500, text="unhealthy: " + "; ".join(problems) + "\n")
+        return web.Response(text=f"ok: {len(self.holdings)} shards, {len(self.running)} triggers running\n")
+
+    async def metrics_page(self, request: web.Request) -> web.Response:
+        body = self.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def run_triggerer(
+    kube: Kube,
+    *,
+    namespace: str,
+    shards: int,
+    capacity: int,
+    identity: str,
+    lease_duration: float = 15,
+    renew_every: float = 5,
+    health_port: int | None,
+    metrics_port: int | None,
+    stop: asyncio.Event,
+    bind_host: str = "0.0.0.0",
+) -> None:
+    """Run one triggerer replica until `stop` is set (the CLI sets it on SIGTERM/SIGINT)."""
+    triggerer = Triggerer(
+        kube,
+        namespace=namespace,
+        shards=shards,
+        capacity=capacity,
+        identity=identity,
+        lease_duration=lease_duration,
+        renew_every=renew_every,
+        stop=stop,
+    )
+    servers: list[web.AppRunner] = []
+    try:
+        if health_port is not None:
+            runner, port = await serve_http({"/healthz": triggerer.healthz}, host=bind_host, port=health_port)
+            servers.append(runner)
+            log.info("Health endpoint on %s:%d/healthz", bind_host, port)
+        if metrics_port is not None:
+            runner, port = await serve_http(
+                {"/metrics": triggerer.metrics_page}, host=bind_host, port=metrics_port
+            )
+            servers.append(runner)
+            log.info("Metrics on %s:%d/metrics", bind_host, port)
+        await triggerer.run()
+    finally:
+        for runner in servers:
+            await runner.cleanup()
