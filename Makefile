@@ -26,6 +26,7 @@ cluster: install binaries
 lint: install
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
+	hadolint Dockerfile
 
 crds:
 	$(PYTHON) -m zonda.crds crds
