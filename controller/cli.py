@@ -167,7 +167,7 @@ def triggerer(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        async with await Kube.connect(kubeconfig) as kube:
+        async with await Kube.connect(kubeconfig, component="zonda-triggerer") as kube:
             await run_triggerer(
                 kube,
                 namespace=_namespace(namespace),
@@ -246,7 +246,7 @@ def trigger(
     async def create() -> str:
         from zonda.scheduling import dagrun_name
 
-        async with await Kube.connect(kubeconfig) as kube:
+        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
             if await kube.get_custom(DAGS, ns, dag) is None:
                 raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
             name = dagrun_name(dag, when, "manual")
@@ -360,7 +360,7 @@ def clear(
         status.pop("endDate", None)
 
     async def go() -> None:
-        async with await Kube.connect(kubeconfig) as kube:
+        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
             await _edit_run_status(kube, ns, run_name, edit)
 
     _run(go())
@@ -390,7 +390,7 @@ def mark(run_name: str, task_id: str, state: str, namespace: str | None, kubecon
             status.pop("endDate", None)
 
     async def go() -> None:
-        async with await Kube.connect(kubeconfig) as kube:
+        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
             await _edit_run_status(kube, ns, run_name, edit)
 
     _run(go())
@@ -428,7 +428,7 @@ def logs_command(
     ns = _namespace(namespace)
 
     async def fetch() -> str:
-        async with await Kube.connect(kubeconfig) as kube:
+        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
             run = await kube.get_custom(DAGRUNS, ns, run_name)
             if run is None:
                 raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")

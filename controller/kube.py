@@ -7,6 +7,7 @@ callers must act on are translated into three exceptions: `NotFound`, `AlreadyEx
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
@@ -48,6 +49,13 @@ class Conflict(KubeError):
     """The object changed since it was read (resourceVersion precondition failed)."""
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("zonda")
+    except importlib.metadata.PackageNotFoundError:
+        return "dev"
+
+
 def _translate(exc: ApiException) -> KubeError:
     reason = str(exc.body or exc.reason)
     if exc.status == 404:
@@ -69,18 +77,23 @@ class Kube:
         self.coordination = client.CoordinationV1Api(api_client)
 
     @classmethod
-    async def connect(cls, kubeconfig: str | None = None) -> Kube:
-        """In-cluster credentials inside a Pod, else the kubeconfig (`$KUBECONFIG` or ~/.kube/config)."""
+    async def connect(cls, kubeconfig: str | None = None, *, component: str = "zonda") -> Kube:
+        """In-cluster credentials inside a Pod, else the kubeconfig (`$KUBECONFIG` or ~/.kube/config).
+
+        `component` becomes the User-Agent, which is what `managedFields` and audit logs show.
+        """
         if (
             kubeconfig is None
             and "KUBERNETES_SERVICE_HOST" in os.environ
             and not os.environ.get("KUBECONFIG")
         ):
             config.load_incluster_config()  # type: ignore[no-untyped-call]
-            return cls(client.ApiClient())
-        api_client = await config.new_client_from_config(
-            config_file=kubeconfig or os.environ.get("KUBECONFIG")
-        )
+            api_client = client.ApiClient()
+        else:
+            api_client = await config.new_client_from_config(
+                config_file=kubeconfig or os.environ.get("KUBECONFIG")
+            )
+        api_client.user_agent = f"{component}/{_version()}"
         return cls(api_client)
 
     async def close(self) -> None:

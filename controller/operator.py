@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import kopf
+from aiohttp import web
 from prometheus_client import start_http_server
 
 from controller import leader, metrics
@@ -29,6 +30,7 @@ from controller.executors import LABEL_DAGRUN_UID, Executor, KubernetesExecutor,
 from controller.kube import DAGRUNS, DAGS, Kube
 from controller.pods import PodDefaults
 from controller.reconcilers import FINISHED_RUN_STATES, Reconcilers
+from controller.triggerer.health import serve_http
 from zonda.models import GROUP, VERSION
 
 logger = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ class _State:
     executor: Executor | None = None
     elector: leader.LeaderElector | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    http: list[web.AppRunner] = field(default_factory=list)
 
 
 _state: _State | None = None
@@ -100,7 +103,7 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
     # key and the queue deduplicates bursts, so the window would only add latency.
     settings.batching.batch_window = 0.005
     settings.networking.request_timeout = 60
-    state.kube = await Kube.connect(state.settings.kubeconfig)
+    state.kube = await Kube.connect(state.settings.kubeconfig, component="zonda-controller")
     if state.settings.executor == "local":
         state.executor = LocalExecutor(
             state.settings.state_dir,
@@ -124,6 +127,11 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         )
         state.tasks.append(asyncio.create_task(state.elector.run(), name="leader-election"))
     state.queue.start()
+    if state.settings.health_port:
+        runner, _port = await serve_http(
+            {"/healthz": _healthz, "/readyz": _readyz}, host="0.0.0.0", port=state.settings.health_port
+        )
+        state.http.append(runner)
     if isinstance(state.executor, LocalExecutor):
         state.executor.adopt()
     if state.settings.metrics_port:
@@ -135,9 +143,29 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
     )
 
 
+async def _healthz(request: web.Request) -> web.Response:
+    """Liveness: the event loop answers (this handler runs) and every reconcile worker is alive."""
+    state = _get()
+    dead = [t.get_name() for t in (state.queue.tasks if state.queue else []) if t.done()]
+    if dead:
+        return web.Response(status=500, text=f"reconcile workers stopped: {', '.join(dead)}\n")
+    return web.Response(text=f"ok: {state.queue.pending if state.queue else 0} keys queued\n")
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    """Readiness: started and connected. A standby replica is ready too (it takes over on failover)."""
+    state = _get()
+    if state.reconcilers is None:
+        return web.Response(status=503, text="starting\n")
+    leading = state.elector is None or state.elector.leading
+    return web.Response(text="ok: leading\n" if leading else "ok: standby\n")
+
+
 @kopf.on.cleanup()
 async def _cleanup(**_: Any) -> None:
     state = _get()
+    for runner in state.http:
+        await runner.cleanup()
     if state.queue is not None:
         await state.queue.stop()
     for task in state.tasks:
@@ -216,7 +244,6 @@ def run_controller(settings: ControllerSettings) -> None:
     _state = _State(settings=settings)
     if settings.kubeconfig:
         os.environ["KUBECONFIG"] = settings.kubeconfig
-    liveness = f"http://0.0.0.0:{settings.health_port}/healthz" if settings.health_port else None
     # Our logging (controller.logs) stays in charge; kopf's per-handler chatter is not news.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("kopf.activities").setLevel(logging.WARNING)
@@ -224,5 +251,4 @@ def run_controller(settings: ControllerSettings) -> None:
         standalone=True,
         clusterwide=not settings.namespaces,
         namespaces=settings.namespaces,
-        liveness_endpoint=liveness,
     )

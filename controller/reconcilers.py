@@ -546,7 +546,8 @@ class Reconcilers:
             for u in task.upstream
             if u in status.task_instances and status.task_instances[u].end_date
         ]
-        if upstream_done:
+        first_start = launch.try_number == 1 and ti.next_method is None and ti.first_try_start is None
+        if upstream_done and first_start:  # retries, resumptions and pokes wait on purpose: not a delay
             gap = (utcnow() - max(d for d in upstream_done if d is not None)).total_seconds()
             metrics.SCHEDULING_DELAY.labels("upstream_done_to_pod_created").observe(max(0.0, gap))
 

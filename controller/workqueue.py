@@ -115,5 +115,9 @@ class WorkQueue:
         self._timers[key] = (deadline, loop.call_at(deadline, self._fire, key))
 
     @property
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return list(self._tasks)
+
+    @property
     def pending(self) -> int:
         return len(self._waiting) + len(self._active)

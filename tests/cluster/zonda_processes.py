@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,21 @@ EXAMPLES = REPO_ROOT / "examples" / "dags"
 
 
 class ZondaProcess:
-    def __init__(self, name: str, args: list[str], cluster: Cluster, log_dir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        cluster: Cluster,
+        log_dir: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.args = args
         self.cluster = cluster
         self.log_path = log_dir / f"{name}.log"
+        #: Added to (and winning over) the cluster's environment, e.g. POD_NAMESPACE or KUBECONFIG.
+        self.env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> ZondaProcess:
@@ -39,7 +49,7 @@ class ZondaProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self.cluster.env(),
+                env={**self.cluster.env(), **self.env},
                 cwd=REPO_ROOT,
                 start_new_session=True,
             )

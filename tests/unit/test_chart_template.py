@@ -155,7 +155,7 @@ TRIGGERER_LEASES = {("coordination.k8s.io", "leases"): "get list watch create up
 
 
 def controller_grants(namespaces: Iterable[str]) -> set[Grant]:
-    grants = table(RELEASE_NAMESPACE, CONTROLLER_LEASES) | table("*", CRD_READ)
+    grants = table(RELEASE_NAMESPACE, CONTROLLER_LEASES)
     for namespace in namespaces:
         grants |= table(namespace, CONTROLLER_RULES)
     return grants
@@ -194,11 +194,11 @@ RBAC_CASES = [
         id="cluster-wide mode grants the same rules in every namespace plus reading namespaces",
     ),
     pytest.param(
-        {"rbac": {"readCustomResourceDefinitions": False}},
-        controller_grants([RELEASE_NAMESPACE]) - table("*", CRD_READ),
+        {"rbac": {"readCustomResourceDefinitions": True}},
+        controller_grants([RELEASE_NAMESPACE]) | table("*", CRD_READ),
         triggerer_grants([RELEASE_NAMESPACE]),
         set(),
-        id="a namespaced install can be left with no cluster-scoped permission at all",
+        id="reading CRDs, cluster-wide, is granted only when asked for",
     ),
     pytest.param(
         {"triggerer": {"extraRules": [JOB_READ_RULE]}},
@@ -306,8 +306,8 @@ def test_default_install_renders_every_kind_it_needs(helm: Path, tmp_path: Path)
     kinds = sorted(m["kind"] for m in render(helm, tmp_path))
     assert {kind: kinds.count(kind) for kind in set(kinds)} == {
         "Deployment": 2, "ServiceAccount": 3, "Service": 2, "PodDisruptionBudget": 2,
-        "Role": 4, "RoleBinding": 4, "ClusterRole": 1, "ClusterRoleBinding": 1,
-    }
+        "Role": 4, "RoleBinding": 4,
+    }, "a default (namespaced) install has nothing cluster-scoped"
 
 
 def test_the_controller_runs_with_leader_election_probes_and_json_logs(helm: Path, tmp_path: Path) -> None:
