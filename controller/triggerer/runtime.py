@@ -56,12 +56,10 @@ from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
 log = logging.getLogger(__name__)
 
 FINISHED_STATES = frozenset({TriggerState.FIRED.value, TriggerState.FAILED.value})
-#: Events written per batch; one Lease read per shard per batch is the fencing cost.
-WRITE_BATCH = 500
+#: Triggers started between two yields to the event loop when a list is reconciled.
+RECONCILE_CHUNK = 100
 #: Concurrent status writes (the API client's connection pool is the real limit).
 WRITE_CONCURRENCY = 32
-#: Batches being written at once.
-WRITE_PIPELINE = 4
 #: A member Lease silent this many lease durations belongs to a replica long gone: delete it.
 STALE_MEMBER_DURATIONS = 10
 
@@ -272,6 +270,7 @@ class Triggerer:
         self.fire_latencies: list[float] = []
         self._shards_changed = asyncio.Event()
         self._write_slots = asyncio.Semaphore(WRITE_CONCURRENCY)
+        self._lease_reads: dict[int, tuple[float, asyncio.Task[bool]]] = {}
         self._started_at = time.monotonic()
 
     # ----------------------------------------------------------------------------------- lifecycle
@@ -463,7 +462,7 @@ class Triggerer:
         while True:
             if version is None:
                 items, version = await list_triggers(self.kube, self.namespace, selector)
-                self._reconcile(shards, items)
+                await self._reconcile(shards, items)
             try:
                 async for kind, obj in self._watch(selector, version):
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
@@ -481,14 +480,18 @@ class Triggerer:
             TRIGGERS, self.namespace, label_selector=selector, resource_version=version
         )
 
-    def _reconcile(self, shards: frozenset[int], items: list[dict[str, Any]]) -> None:
+    async def _reconcile(self, shards: frozenset[int], items: list[dict[str, Any]]) -> None:
+        """Make the running set match a fresh list; yields to the loop now and then, so that starting
+        10,000 triggers does not stall the ones already running."""
         present = {obj["metadata"]["name"] for obj in items}
         for name in [name for name, trigger in self.running.items() if trigger.shard in shards]:
             if name not in present:
                 self._forget(name)  # deleted while we were not watching
         self.finished &= present
-        for obj in items:
+        for index, obj in enumerate(items):
             self._observe_trigger(obj)
+            if index % RECONCILE_CHUNK == RECONCILE_CHUNK - 1:
+                await asyncio.sleep(0)
 
     def _observe_trigger(self, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -583,17 +586,13 @@ class Triggerer:
     # -------------------------------------------------------------------------------------- writer
 
     async def _write_outcomes(self) -> None:
-        """Drain the outcome queue in batches, several batches in flight at once, so that an event
-        never waits for a whole earlier batch (its Lease reads, then its writes) to finish."""
-        batches = asyncio.Semaphore(WRITE_PIPELINE)
+        """Write outcomes as they come, up to `WRITE_CONCURRENCY` at once."""
         in_flight: set[asyncio.Task[None]] = set()
         try:
             while True:
-                await batches.acquire()
-                batch = [await self.outcomes.get()]
-                while len(batch) < WRITE_BATCH and not self.outcomes.empty():
-                    batch.append(self.outcomes.get_nowait())
-                task = asyncio.create_task(self._write_batch_retrying(batch, batches))
+                await self._write_slots.acquire()
+                outcome = await self.outcomes.get()
+                task = asyncio.create_task(self._write_one(outcome))
                 in_flight.add(task)
                 task.add_done_callback(in_flight.discard)
         finally:
@@ -601,71 +600,66 @@ class Triggerer:
                 task.cancel()
             await asyncio.gather(*in_flight, return_exceptions=True)
 
-    async def _write_batch_retrying(self, batch: list[Outcome], batches: asyncio.Semaphore) -> None:
+    async def _write_one(self, outcome: Outcome) -> None:
         try:
-            await self._write_batch(batch)
-        except (KubeError, OSError, TimeoutError) as error:
-            log.warning("Could not verify Leases for %d events, retrying: %s", len(batch), error)
-            await asyncio.sleep(1.0)
-            for outcome in batch:
-                self.outcomes.put_nowait(outcome)
-        finally:
-            for _ in batch:
-                self.outcomes.task_done()
-            batches.release()
-
-    async def _write_batch(self, batch: list[Outcome]) -> None:
-        fenced = await self._verify_shards({outcome.shard for outcome in batch})
-        limit = self._write_slots
-
-        async def write(outcome: Outcome) -> None:
-            if outcome.shard not in fenced:
-                self.awaiting_write.discard(outcome.name)  # the new holder runs it again
+            if not await self._lease_held_since(outcome.shard, outcome.produced_at):
+                self.awaiting_write.discard(outcome.name)  # the shard's new holder runs it again
                 self.metrics.fenced_writes.inc()
                 log.warning("Not writing %s: shard %d's Lease is no longer ours", outcome.name, outcome.shard)
                 return
-            async with limit:
-                try:
-                    result = await write_outcome(
-                        self.kube, self.namespace, outcome.name, outcome.status, outcome.resource_version
-                    )
-                except (KubeError, OSError, TimeoutError) as error:
-                    log.warning("Writing %s failed, retrying: %s", outcome.name, error)
-                    await asyncio.sleep(1.0)
-                    self.outcomes.put_nowait(outcome)
-                    return
-            self.awaiting_write.discard(outcome.name)
-            if result is WriteResult.GONE:
-                return
-            self.finished.add(outcome.name)
-            if result is WriteResult.ALREADY_FINISHED:
-                self.metrics.duplicate_events.inc()
-                log.info("Dropped a duplicate event for %s: it had already fired or failed", outcome.name)
-            elif outcome.status.get("state") == TriggerState.FIRED.value:
-                self.metrics.events_fired.inc()
-                self.fire_latencies.append(time.monotonic() - outcome.produced_at)
-            else:
-                self.metrics.triggers_failed.inc()
+            result = await write_outcome(
+                self.kube, self.namespace, outcome.name, outcome.status, outcome.resource_version
+            )
+        except (KubeError, OSError, TimeoutError) as error:
+            log.warning("Writing %s failed, retrying: %s", outcome.name, error)
+            await asyncio.sleep(1.0)
+            self.outcomes.put_nowait(outcome)
+            return
+        finally:
+            self.outcomes.task_done()
+            self._write_slots.release()
+        self.awaiting_write.discard(outcome.name)
+        if result is WriteResult.GONE:
+            return
+        self.finished.add(outcome.name)
+        if result is WriteResult.ALREADY_FINISHED:
+            self.metrics.duplicate_events.inc()
+            log.info("Dropped a duplicate event for %s: it had already fired or failed", outcome.name)
+        elif outcome.status.get("state") == TriggerState.FIRED.value:
+            self.metrics.events_fired.inc()
+            self.fire_latencies.append(time.monotonic() - outcome.produced_at)
+        else:
+            self.metrics.triggers_failed.inc()
 
-        await asyncio.gather(*(write(outcome) for outcome in batch))
+    async def _lease_held_since(self, shard: int, since: float) -> bool:
+        """The fencing check: shard `shard`'s Lease, read from the API after `since`, is still ours.
 
-    async def _verify_shards(self, shards: set[int]) -> set[int]:
-        """The shards whose Lease, re-read now, is still ours with the transitions we acquired it with."""
-
-        async def verify(shard: int) -> bool:
-            holding = self.holdings.get(shard)
-            if holding is None:
-                return False
-            if await self.keeper.verify(holding):
-                return True
-            self._lose(shard, "fencing check failed: the Lease changed hands")
+        Events of one shard share reads: a read already in flight that started after `since` answers
+        for every event produced before it started, so a burst of events costs one read per shard
+        (per round trip), not one per event.
+        """
+        holding = self.holdings.get(shard)
+        if holding is None or not holding.is_current(time.monotonic()):
             return False
+        started, reading = self._lease_reads.get(shard, (float("-inf"), None))
+        failed = (
+            reading is not None
+            and reading.done()
+            and (reading.cancelled() or reading.exception() is not None)
+        )
+        if reading is None or started < since or failed:
+            started, reading = time.monotonic(), asyncio.create_task(self._read_and_check(shard))
+            self._lease_reads[shard] = (started, reading)
+        return await asyncio.shield(reading)
 
-        results = await asyncio.gather(*(verify(shard) for shard in shards), return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result  # cannot tell: let the batch be retried rather than dropped
-        return {shard for shard, result in zip(shards, results, strict=True) if result is True}
+    async def _read_and_check(self, shard: int) -> bool:
+        holding = self.holdings.get(shard)
+        if holding is None:
+            return False
+        if await self.keeper.verify(holding):
+            return True
+        self._lose(shard, "fencing check failed: the Lease changed hands")
+        return False
 
     # -------------------------------------------------------------------------------------- health
 

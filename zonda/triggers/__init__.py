@@ -1,0 +1,40 @@
+"""Triggers: Airflow's trigger authoring API (`airflow.triggers.*`), with Airflow's names.
+
+Deferrable operators hand a trigger to `BaseOperator.defer`; the triggerer (`controller.triggerer`)
+rebuilds it with `load_trigger` from a `Trigger` resource and runs it until its first event.
+"""
+
+from zonda.triggers import timezone
+from zonda.triggers.base import (
+    BaseTaskEndEvent,
+    BaseTrigger,
+    TaskFailedEvent,
+    TaskSkippedEvent,
+    TaskSuccessEvent,
+    TriggerEvent,
+    from_json_safe,
+    import_trigger_class,
+    load_trigger,
+    serialize_trigger,
+    to_json_safe,
+)
+from zonda.triggers.file import FileTrigger
+from zonda.triggers.temporal import DateTimeTrigger, TimeDeltaTrigger
+
+__all__ = [
+    "BaseTaskEndEvent",
+    "BaseTrigger",
+    "DateTimeTrigger",
+    "FileTrigger",
+    "TaskFailedEvent",
+    "TaskSkippedEvent",
+    "TaskSuccessEvent",
+    "TimeDeltaTrigger",
+    "TriggerEvent",
+    "from_json_safe",
+    "import_trigger_class",
+    "load_trigger",
+    "serialize_trigger",
+    "timezone",
+    "to_json_safe",
+]

@@ -1,0 +1,226 @@
+"""Airflow's trigger authoring API: `BaseTrigger`, `TriggerEvent`, and the task-ending events.
+
+A trigger lives twice. In the task's try, an operator builds it and hands it to `defer`; the runner
+calls `serialize()` and the controller stores the result in a `Trigger` resource (`spec.classpath`,
+`spec.kwargs`). In a triggerer replica, `load_trigger` rebuilds it from those two fields and runs its
+async generator `run()` until the first event. So `__init__` and `serialize` are written as a pair, and
+the kwargs must survive JSON: `serialize_trigger` turns datetimes into ISO 8601 strings and
+`load_trigger` turns such strings back into datetimes.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import functools
+import importlib
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping
+from datetime import date, datetime
+from typing import Any, ClassVar
+
+from zonda.models import TaskInstanceState
+
+#: An aware ISO 8601 datetime as `datetime.isoformat` writes it (offset or `Z` required, so that a
+#: date-like string that was never a datetime is left alone).
+_AWARE_ISO_DATETIME = re.compile(
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
+)
+
+
+class BaseTrigger(abc.ABC):
+    """Base class of all triggers (Airflow's `airflow.triggers.base.BaseTrigger`).
+
+    Subclasses implement `serialize` (how to rebuild them elsewhere) and the async generator `run`
+    (yield a `TriggerEvent` when the awaited condition holds, then return). `cleanup` is awaited once
+    `run` is over, however it ended: first event, cancellation (the task instance stopped waiting,
+    or the replica lost the trigger's shard) or an error.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        #: Name of the `Trigger` resource this instance runs for; set by the triggerer.
+        self.trigger_id: str | None = None
+
+    @property
+    def log(self) -> logging.Logger:
+        """This trigger class's logger (Airflow's `LoggingMixin.log`)."""
+        return logging.getLogger(f"{type(self).__module__}.{type(self).__qualname__}")
+
+    @abc.abstractmethod
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        """Return (class path, keyword arguments) that rebuild this trigger in another process."""
+        raise NotImplementedError("Triggers must implement serialize()")
+
+    @abc.abstractmethod
+    def run(self) -> AsyncIterator[TriggerEvent]:
+        """Wait asynchronously and yield events; the first one resumes the deferred task instance.
+
+        Implement it as ``async def run(self): ... yield TriggerEvent(...)``. It must `await` whenever
+        it waits: a blocking call stalls every other trigger of the replica (the triggerer logs it).
+        A trigger may run in two places at once during a failover; its events must therefore be the
+        same wherever it runs, so that the second one is recognised as a duplicate.
+        """
+        raise NotImplementedError("Triggers must implement run()")
+
+    async def cleanup(self) -> None:  # noqa: B027 - an optional hook, like Airflow's
+        """Release what `run` acquired; called after `run` ends in every case. Errors are logged only."""
+
+    def __repr__(self) -> str:
+        classpath, kwargs = self.serialize()
+        arguments = ", ".join(f"{key}={value}" for key, value in kwargs.items())
+        return f"<{classpath} {arguments}>"
+
+
+class TriggerEvent:
+    """Something a trigger fires when its condition is met; equal (and hashable) by payload.
+
+    Equality by payload is what lets duplicates drop: the same trigger running in two replicas during a
+    failover yields equal events, and only the first is ever written.
+    """
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+    def __repr__(self) -> str:
+        return f"TriggerEvent<{self.payload!r}>"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TriggerEvent):
+            return bool(other.payload == self.payload)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(_hashable(self.payload))
+
+
+class BaseTaskEndEvent(TriggerEvent):
+    """An event that ends the task instance from the triggerer instead of resuming it on a worker.
+
+    Its payload is the final state (Airflow's), so the triggerer writes ``event: "success"`` etc.
+    """
+
+    __slots__ = ("xcoms",)
+
+    task_instance_state: ClassVar[TaskInstanceState]
+
+    def __init__(self, *, xcoms: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if "payload" in kwargs:
+            raise ValueError("Param 'payload' not supported for this class.")
+        super().__init__(payload=self.task_instance_state.value)
+        self.xcoms = xcoms
+
+
+class TaskSuccessEvent(BaseTaskEndEvent):
+    """Yield this event to end the task successfully."""
+
+    __slots__ = ()
+    task_instance_state = TaskInstanceState.SUCCESS
+
+
+class TaskFailedEvent(BaseTaskEndEvent):
+    """Yield this event to end the task with failure."""
+
+    __slots__ = ()
+    task_instance_state = TaskInstanceState.FAILED
+
+
+class TaskSkippedEvent(BaseTaskEndEvent):
+    """Yield this event to end the task as skipped."""
+
+    __slots__ = ()
+    task_instance_state = TaskInstanceState.SKIPPED
+
+
+# ------------------------------------------------------------------------------------ (de)serialization
+
+
+def to_json_safe(value: Any, *, path: str = "value") -> Any:
+    """`value` as the JSON the Kubernetes API stores: aware datetimes become ISO 8601 strings.
+
+    Refuses (TypeError naming the offending path) anything JSON cannot carry faithfully, rather than
+    letting the apiserver or a later `json.dumps` fail far from the trigger that produced it.
+    """
+    if value is None or (isinstance(value, bool | int | float | str) and not isinstance(value, enum.Enum)):
+        return value
+    if isinstance(value, enum.Enum):
+        return to_json_safe(value.value, path=path)
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise TypeError(f"{path}: naive datetime {value.isoformat()!r} cannot be stored; add a timezone")
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        encoded: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{path}: mapping key {key!r} is not a string")
+            encoded[key] = to_json_safe(item, path=f"{path}[{key!r}]")
+        return encoded
+    if isinstance(value, list | tuple):
+        return [to_json_safe(item, path=f"{path}[{index}]") for index, item in enumerate(value)]
+    raise TypeError(f"{path}: {type(value).__name__} {value!r} is not JSON-serializable")
+
+
+def from_json_safe(value: Any) -> Any:
+    """Undo `to_json_safe`: strings holding an aware ISO 8601 datetime become datetimes again."""
+    if isinstance(value, str) and _AWARE_ISO_DATETIME.match(value):
+        return datetime.fromisoformat(value)
+    if isinstance(value, dict):
+        return {key: from_json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [from_json_safe(item) for item in value]
+    return value
+
+
+def serialize_trigger(trigger: BaseTrigger) -> tuple[str, dict[str, Any]]:
+    """The trigger's (classpath, kwargs) in the JSON-safe form a `Trigger` resource stores."""
+    classpath, kwargs = trigger.serialize()
+    encoded: dict[str, Any] = to_json_safe(kwargs, path="kwargs")
+    return classpath, encoded
+
+
+def load_trigger(classpath: str, kwargs: Mapping[str, Any]) -> BaseTrigger:
+    """Rebuild a trigger from a `Trigger` resource's `spec.classpath` and `spec.kwargs`.
+
+    `classpath` is ``package.module.Class`` or ``package.module:Class``. Raises ImportError when the
+    class cannot be found, TypeError when it is not a trigger or rejects the kwargs.
+    """
+    trigger_class = import_trigger_class(classpath)
+    return trigger_class(**from_json_safe(dict(kwargs)))
+
+
+@functools.cache
+def import_trigger_class(classpath: str) -> type[BaseTrigger]:
+    """The `BaseTrigger` subclass at `classpath` (cached, as Airflow's triggerer caches it)."""
+    module_name, separator, class_name = classpath.partition(":")
+    if not separator:
+        module_name, _, class_name = classpath.rpartition(".")
+    if not module_name or not class_name:
+        raise ImportError(f"{classpath!r} is not a class path such as 'package.module.Class'")
+    module = importlib.import_module(module_name)
+    try:
+        found = getattr(module, class_name)
+    except AttributeError:
+        raise ImportError(f"Module {module_name!r} has no attribute {class_name!r}") from None
+    if not (isinstance(found, type) and issubclass(found, BaseTrigger)):
+        raise TypeError(f"{classpath!r} is not a BaseTrigger subclass")
+    return found
+
+
+def _hashable(value: Any) -> Any:
+    """A hashable stand-in for `value` such that equal values give equal stand-ins."""
+    if isinstance(value, Mapping):
+        return frozenset((key, _hashable(item)) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(item) for item in value)
+    if isinstance(value, set | frozenset):
+        return frozenset(_hashable(item) for item in value)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
