@@ -132,7 +132,11 @@ def controller(
 
 
 @main.command()
-@click.option("--namespace", "-n", default=None, help="Namespace whose Triggers to run.")
+@click.option(
+    "--namespace", "-n", "namespaces", multiple=True, help="Namespace whose Triggers to run (repeatable)."
+)
+@click.option("--all-namespaces", "-A", is_flag=True, help="Run the Triggers of every namespace.")
+@click.option("--lease-namespace", default=None, help="Where the shard Leases live (default: $POD_NAMESPACE)")
 @click.option(
     "--shards", type=int, default=int(os.environ.get("ZONDA_TRIGGER_SHARDS", "16")), show_default=True
 )
@@ -145,7 +149,9 @@ def controller(
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
 @click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
 def triggerer(
-    namespace: str | None,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    lease_namespace: str | None,
     shards: int,
     capacity: int,
     identity: str | None,
@@ -170,7 +176,10 @@ def triggerer(
         async with await Kube.connect(kubeconfig, component="zonda-triggerer") as kube:
             await run_triggerer(
                 kube,
-                namespace=_namespace(namespace),
+                namespace=lease_namespace
+                or os.environ.get("POD_NAMESPACE")
+                or (namespaces or ("default",))[0],
+                watch_namespaces=[] if all_namespaces else list(namespaces or (_namespace(None),)),
                 shards=shards,
                 capacity=capacity,
                 identity=identity,

@@ -139,6 +139,24 @@ class Kube:
         items: list[Body] = result.get("items", [])
         return items
 
+    async def list_custom_with_version(
+        self, plural: str, namespace: str | None, label_selector: str | None = None
+    ) -> tuple[list[Body], str | None]:
+        """Items and the list's resourceVersion, to start a watch exactly where the list ended."""
+        try:
+            if namespace is None:
+                result = await self.custom.list_cluster_custom_object(
+                    GROUP, VERSION, plural, label_selector=label_selector or ""
+                )
+            else:
+                result = await self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, label_selector=label_selector or ""
+                )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        items: list[Body] = result.get("items", [])
+        return items, (result.get("metadata") or {}).get("resourceVersion")
+
     async def create_custom(self, plural: str, namespace: str, body: Body) -> Body:
         """Create; raises `AlreadyExists` when an object of that name exists (the idempotent case)."""
         try:
@@ -311,6 +329,16 @@ class Kube:
         except ApiException as exc:
             raise _translate(exc) from exc
 
+    async def delete_lease(self, namespace: str, name: str) -> bool:
+        """Delete; False if it was already gone."""
+        try:
+            await self.coordination.delete_namespaced_lease(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise _translate(exc) from exc
+        return True
+
     async def list_leases(self, namespace: str, label_selector: str) -> list[Body]:
         try:
             result = await self.coordination.list_namespaced_lease(namespace, label_selector=label_selector)
@@ -318,6 +346,24 @@ class Kube:
             raise _translate(exc) from exc
         items: list[Body] = self._plain(result).get("items", [])
         return items
+
+    # ------------------------------------------------------------------------------ any resource
+
+    async def get_path(self, path: str) -> Any:
+        """GET any API path as JSON (discovery documents, objects of any kind); None on 404."""
+        try:
+            return await self.api_client.call_api(
+                path,
+                "GET",
+                header_params={"Accept": "application/json"},
+                response_types_map={200: "object"},
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _translate(exc) from exc
 
     # -------------------------------------------------------------------------------------- events
 

@@ -5,9 +5,8 @@
 checks) or when the dotted `field_path` equals `value` (``kubectl wait --for=jsonpath=...``), e.g. a
 Job's ``status.succeeded == 1``.
 
-It lives in `controller` because it talks to the API. Reading an arbitrary kind needs a generic GET
-that `controller.kube.Kube` does not have, so `get_object` (with API discovery of the plural) is here,
-on top of `kube.api_client`.
+It lives in `controller` because it talks to the API (through `Kube.get_path`, with API discovery of
+the plural of an arbitrary kind).
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ import contextvars
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import Any
-
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kube import Kube, KubeError
 from zonda.triggers import BaseTrigger, TriggerEvent
@@ -34,19 +31,7 @@ _resources: dict[tuple[str, str], tuple[str, bool]] = {}
 
 
 async def _get_json(kube: Kube, path: str) -> Any:
-    try:
-        return await kube.api_client.call_api(
-            path,
-            "GET",
-            header_params={"Accept": "application/json"},
-            response_types_map={200: "object"},
-            auth_settings=["BearerToken"],
-            _return_http_data_only=True,
-        )
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise KubeError(int(error.status or 0), str(error.body or error.reason)) from error
+    return await kube.get_path(path)
 
 
 def _group_path(api_version: str) -> str:

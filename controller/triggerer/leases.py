@@ -25,9 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
-
-from controller.kube import AlreadyExists, Conflict, Kube, KubeError, NotFound
+from controller.kube import AlreadyExists, Conflict, Kube, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -403,12 +401,5 @@ class LeaseKeeper:
             log.debug("Member lease %s changed under us; renewing next cycle", name)
 
     async def delete(self, name: str) -> None:
-        """Delete a Lease (our member Lease on shutdown, a long-dead replica's member Lease).
-
-        `Kube` has no `delete_lease` yet, so this calls the coordination API it exposes.
-        """
-        try:
-            await self.kube.coordination.delete_namespaced_lease(name, self.namespace)
-        except ApiException as error:
-            if error.status != 404:
-                raise KubeError(int(error.status or 0), str(error.reason)) from error
+        """Delete a Lease (our member Lease on shutdown, a long-dead replica's member Lease)."""
+        await self.kube.delete_lease(self.namespace, name)

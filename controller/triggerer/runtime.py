@@ -24,12 +24,11 @@ import enum
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kube import TRIGGERS, Conflict, Kube, KubeError, NotFound
 from controller.object_triggers import current_kube
@@ -50,7 +49,7 @@ from controller.triggerer.leases import (
 )
 from controller.triggerer.metrics import CONTENT_TYPE_LATEST, TriggererMetrics
 from controller.triggerer.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
-from zonda.models import GROUP, VERSION, TriggerState, TriggerStatus
+from zonda.models import TriggerState, TriggerStatus
 from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
 
 log = logging.getLogger(__name__)
@@ -119,20 +118,16 @@ async def write_outcome(
 
 
 async def list_triggers(
-    kube: Kube, namespace: str, label_selector: str
+    kube: Kube, namespace: str | None, label_selector: str
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """List Triggers with the list's resourceVersion, to start a watch exactly there.
+    """List Triggers (of one namespace, or all with None) with the list's resourceVersion."""
+    return await kube.list_custom_with_version(TRIGGERS, namespace, label_selector)
 
-    `Kube.list_custom` returns the items only; this calls the API client `Kube` exposes.
-    """
-    try:
-        result = await kube.custom.list_namespaced_custom_object(
-            GROUP, VERSION, namespace, TRIGGERS, label_selector=label_selector
-        )
-    except ApiException as error:
-        raise KubeError(int(error.status or 0), str(error.reason)) from error
-    items: list[dict[str, Any]] = result.get("items", [])
-    return items, (result.get("metadata") or {}).get("resourceVersion")
+
+def trigger_key(obj: Mapping[str, Any]) -> str:
+    """`namespace/name`: Triggers of several namespaces may share a name."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
 async def first_event(trigger: BaseTrigger) -> TriggerEvent | None:
@@ -227,6 +222,7 @@ class Triggerer:
         shards: int,
         capacity: int,
         identity: str,
+        watch_namespaces: Sequence[str] | None = None,
         lease_duration: float = 15.0,
         renew_every: float = 5.0,
         stop: asyncio.Event | None = None,
@@ -240,7 +236,11 @@ class Triggerer:
         if renew_every >= lease_duration:
             raise ValueError("renew_every must be shorter than lease_duration, or every lease lapses")
         self.kube = kube
-        self.namespace = namespace
+        self.namespace = namespace  # where the Leases live
+        #: Namespaces whose Triggers this replica runs: None is every namespace.
+        self.watch_namespaces: list[str] | None = (
+            [namespace] if watch_namespaces is None else (list(watch_namespaces) or None)
+        )
         self.shard_count = shards
         self.capacity = capacity
         self.identity = identity
@@ -457,17 +457,21 @@ class Triggerer:
                 await asyncio.sleep(1.0)
 
     async def _watch_shards(self, shards: frozenset[int]) -> None:
+        namespaces: list[str | None] = list(self.watch_namespaces) if self.watch_namespaces else [None]
+        await asyncio.gather(*(self._watch_namespace(namespace, shards) for namespace in namespaces))
+
+    async def _watch_namespace(self, namespace: str | None, shards: frozenset[int]) -> None:
         selector = shard_selector(shards)
         version: str | None = None
         while True:
             if version is None:
-                items, version = await list_triggers(self.kube, self.namespace, selector)
-                await self._reconcile(shards, items)
+                items, version = await list_triggers(self.kube, namespace, selector)
+                await self._reconcile(shards, items, namespace)
             try:
-                async for kind, obj in self._watch(selector, version):
+                async for kind, obj in self._watch(namespace, selector, version):
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     if kind == "DELETED":
-                        self._forget(obj["metadata"]["name"])
+                        self._forget(trigger_key(obj))
                     elif kind in ("ADDED", "MODIFIED"):
                         self._observe_trigger(obj)
             except KubeError as error:
@@ -475,26 +479,29 @@ class Triggerer:
                     raise
                 version = None  # too old to resume: list again
 
-    def _watch(self, selector: str, version: str | None) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        return self.kube.watch_custom(
-            TRIGGERS, self.namespace, label_selector=selector, resource_version=version
-        )
+    def _watch(
+        self, namespace: str | None, selector: str, version: str | None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        return self.kube.watch_custom(TRIGGERS, namespace, label_selector=selector, resource_version=version)
 
-    async def _reconcile(self, shards: frozenset[int], items: list[dict[str, Any]]) -> None:
-        """Make the running set match a fresh list; yields to the loop now and then, so that starting
-        10,000 triggers does not stall the ones already running."""
-        present = {obj["metadata"]["name"] for obj in items}
-        for name in [name for name, trigger in self.running.items() if trigger.shard in shards]:
-            if name not in present:
-                self._forget(name)  # deleted while we were not watching
-        self.finished &= present
+    async def _reconcile(
+        self, shards: frozenset[int], items: list[dict[str, Any]], namespace: str | None = None
+    ) -> None:
+        """Make the running set match a fresh list (of `namespace`, or of all); yields to the loop now
+        and then, so that starting 10,000 triggers does not stall the ones already running."""
+        present = {trigger_key(obj) for obj in items}
+        listed = "" if namespace is None else f"{namespace}/"
+        for key in [key for key, trigger in self.running.items() if trigger.shard in shards]:
+            if key.startswith(listed) and key not in present:
+                self._forget(key)  # deleted while we were not watching
+        self.finished = {key for key in self.finished if not key.startswith(listed) or key in present}
         for index, obj in enumerate(items):
             self._observe_trigger(obj)
             if index % RECONCILE_CHUNK == RECONCILE_CHUNK - 1:
                 await asyncio.sleep(0)
 
     def _observe_trigger(self, obj: dict[str, Any]) -> None:
-        name = obj["metadata"]["name"]
+        name = trigger_key(obj)
         shard = _shard_of(obj)
         if shard is None or shard not in self.holdings:
             return
@@ -607,9 +614,8 @@ class Triggerer:
                 self.metrics.fenced_writes.inc()
                 log.warning("Not writing %s: shard %d's Lease is no longer ours", outcome.name, outcome.shard)
                 return
-            result = await write_outcome(
-                self.kube, self.namespace, outcome.name, outcome.status, outcome.resource_version
-            )
+            namespace, name = outcome.name.split("/", 1)
+            result = await write_outcome(self.kube, namespace, name, outcome.status, outcome.resource_version)
         except (KubeError, OSError, TimeoutError) as error:
             log.warning("Writing %s failed, retrying: %s", outcome.name, error)
             await asyncio.sleep(1.0)
@@ -682,6 +688,12 @@ class Triggerer:
             return web.Response(status=500, text="unhealthy: " + "; ".join(problems) + "\n")
         return web.Response(text=f"ok: {len(self.holdings)} shards, {len(self.running)} triggers running\n")
 
+    async def readyz(self, request: web.Request) -> web.Response:
+        """Ready once a first lease cycle has completed (it knows which shards it runs)."""
+        if self.last_lease_cycle is None:
+            return web.Response(status=503, text="starting: no lease cycle completed yet\n")
+        return web.Response(text=f"ok: {len(self.holdings)} shards\n")
+
     async def metrics_page(self, request: web.Request) -> web.Response:
         body = self.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -694,6 +706,7 @@ async def run_triggerer(
     shards: int,
     capacity: int,
     identity: str,
+    watch_namespaces: Sequence[str] | None = None,
     lease_duration: float = 15,
     renew_every: float = 5,
     health_port: int | None,
@@ -708,6 +721,7 @@ async def run_triggerer(
         shards=shards,
         capacity=capacity,
         identity=identity,
+        watch_namespaces=watch_namespaces,
         lease_duration=lease_duration,
         renew_every=renew_every,
         stop=stop,
@@ -715,7 +729,9 @@ async def run_triggerer(
     servers: list[web.AppRunner] = []
     try:
         if health_port is not None:
-            runner, port = await serve_http({"/healthz": triggerer.healthz}, host=bind_host, port=health_port)
+            runner, port = await serve_http(
+                {"/healthz": triggerer.healthz, "/readyz": triggerer.readyz}, host=bind_host, port=health_port
+            )
             servers.append(runner)
             log.info("Health endpoint on %s:%d/healthz", bind_host, port)
         if metrics_port is not None:

@@ -421,12 +421,6 @@ def parse_chart_command(cluster: Cluster, values: dict[str, Any], component: str
         return dict(context.params)
 
 
-TRIGGERER_NAMESPACES = pytest.mark.xfail(
-    strict=True,
-    reason="`zonda triggerer` takes one --namespace and has no --all-namespaces (controller/cli.py)",
-)
-
-
 @pytest.mark.parametrize(
     ("values", "namespaces"),
     [
@@ -434,13 +428,11 @@ TRIGGERER_NAMESPACES = pytest.mark.xfail(
         pytest.param(
             {"watch": {"namespaces": ["zonda", ELSEWHERE_TOO]}},
             {"zonda", ELSEWHERE_TOO},
-            marks=TRIGGERER_NAMESPACES,
             id="a namespace-list install acts in every listed namespace",
         ),
         pytest.param(
             {"watch": {"clusterWide": True}},
             "all",
-            marks=TRIGGERER_NAMESPACES,
             id="a cluster-wide install acts in all namespaces",
         ),
     ],

@@ -169,3 +169,28 @@ def test_a_sensor_in_reschedule_mode_frees_its_worker_between_pokes(
     assert len(pokes) >= 2, "each poke is its own short-lived attempt"
     events = cluster.kubectl("get", "events", "-n", namespace, "-o", "jsonpath={.items[*].reason}").stdout
     assert "TaskUpForReschedule" in events
+
+
+def test_one_controller_and_one_triggerer_serve_several_namespaces(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    other = f"{namespace}-b"
+    cluster.kubectl("create", "namespace", other)
+    try:
+        for ns in (namespace, other):
+            apply(cluster, ns, load_example("example_deferrable"))
+        watch = ["--namespace", namespace, "--namespace", other]
+        with (
+            controller(cluster, namespace, tmp_path, executor="local", extra=watch[2:]),
+            triggerer(cluster, namespace, tmp_path, extra=[*watch[2:], "--lease-namespace", namespace]),
+        ):
+            runs = {ns: trigger(cluster, ns, "example-deferrable") for ns in (namespace, other)}
+            for ns, run in runs.items():
+                body = wait_run_finished(cluster, ns, run, timeout=60)
+                assert body["status"]["state"] == "success", ns
+                assert body["status"]["taskInstances"]["wait"]["deferralCount"] == 1
+        leases = cluster.kubectl("get", "leases", "-n", namespace, "-o", "name").stdout
+        assert "zonda-triggerer-shard-0" in leases, "the shard Leases live in the lease namespace"
+        assert not cluster.kubectl("get", "leases", "-n", other, "-o", "name").stdout.strip()
+    finally:
+        cluster.kubectl("delete", "namespace", other, "--wait=false", check=False)

@@ -208,25 +208,13 @@ def test_both_components_answer_healthz(after_a_deferred_run: Scrapes, component
 
 # ------------------------------------------------------------------------------------ probes
 
-NO_READYZ = pytest.mark.xfail(
-    strict=True,
-    reason="the chart probes readiness at /readyz; run_triggerer's health server "
-    "(controller/triggerer/runtime.py) serves /healthz only",
-)
-
-
 @pytest.mark.parametrize(
     ("component", "probe"),
     [
         pytest.param("controller", "livenessProbe", id="the controller serves the chart's liveness probe"),
         pytest.param("controller", "readinessProbe", id="the controller serves the chart's readiness probe"),
         pytest.param("triggerer", "livenessProbe", id="the triggerer serves the chart's liveness probe"),
-        pytest.param(
-            "triggerer",
-            "readinessProbe",
-            marks=NO_READYZ,
-            id="the triggerer serves the chart's readiness probe",
-        ),
+        pytest.param("triggerer", "readinessProbe", id="the triggerer serves the chart's readiness probe"),
     ],
 )
 def test_the_components_serve_the_paths_the_chart_probes(

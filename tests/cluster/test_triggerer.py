@@ -375,9 +375,10 @@ async def test_deleting_a_trigger_cancels_it_and_runs_its_cleanup(kube: Kube, na
     async with replica(kube, namespace, "solo") as solo:
         await eventually(lambda: _now(len(solo.holdings) == 4), "the replica to hold every shard")
         await kube.create_custom(TRIGGERS, namespace, trigger_body("sleeper", SleepingTrigger("sleeper"), 4))
-        await eventually(lambda: _now("sleeper" in solo.running), "the trigger to start")
+        key = f"{namespace}/sleeper"  # running triggers are keyed by namespace/name
+        await eventually(lambda: _now(key in solo.running), "the trigger to start")
         await kube.delete_custom(TRIGGERS, namespace, "sleeper")
-        await eventually(lambda: _now("sleeper" not in solo.running), "it to stop", within=10)
+        await eventually(lambda: _now(key not in solo.running), "it to stop", within=10)
     assert SleepingTrigger.cleaned == ["sleeper"]
 
 
