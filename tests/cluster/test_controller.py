@@ -486,3 +486,31 @@ def test_clear_and_mark_from_the_cli(cluster: Cluster, namespace: str, tmp_path:
         )
     assert body["status"]["taskInstances"]["b"]["tryNumber"] == 2
     assert body["status"]["taskInstances"]["b"]["state"] == "failed"
+
+
+def test_an_undead_pod_is_deleted_when_its_task_is_marked_while_running(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    apply(cluster, namespace, dag("undead", [container_task("stuck", hold=True)]))
+    with controller(cluster, namespace, tmp_path):
+        run = trigger(cluster, namespace, "undead")
+        pod = wait_for(
+            lambda: (
+                (get(cluster, namespace, "dagrun", run).get("status") or {})
+                .get("taskInstances", {})
+                .get("stuck", {})
+                .get("podName")
+            ),
+            "the pod",
+        )
+        wait_for(
+            lambda: get(cluster, namespace, "pod", pod)["status"].get("phase") == "Running", "pod running"
+        )
+        zonda(cluster, "mark", run, "stuck", "success", "-n", namespace)
+        body = wait_run_finished(cluster, namespace, run)
+        assert body["status"]["state"] == "success"
+        wait_for(
+            lambda: cluster.kubectl("get", "pod", pod, "-n", namespace, check=False).returncode != 0,
+            "the undead pod to be deleted",
+            timeout=30,
+        )
