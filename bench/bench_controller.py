@@ -101,6 +101,71 @@ async def watch_pods(
                 break
 
 
+def measure_schedule_precision(cluster: Cluster, namespace: str, metrics_port: int, ticks: int) -> None:
+    """run_after -> DagRun created, as the controller's histogram records it (its own clock, ms)."""
+    start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
+    apply(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "DAG",
+            "metadata": {"name": "ticker"},
+            "spec": {
+                "schedule": "2s",
+                "startDate": start,
+                "catchup": False,
+                "maxActiveRuns": 64,
+                "tasks": [{"id": "e", "operator": "EmptyOperator"}],
+            },
+        },
+    )
+    deadline = time.monotonic() + ticks * 2 + 30
+    while time.monotonic() < deadline:
+        runs = [
+            r
+            for r in json.loads(cluster.kubectl("get", "dagruns", "-n", namespace, "-o", "json").stdout)[
+                "items"
+            ]
+            if r["spec"]["dagName"] == "ticker"
+        ]
+        if len(runs) >= ticks:
+            break
+        time.sleep(0.5)
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+    kind = 'kind="run_after_to_run_created"'
+    count = sum(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("zonda_scheduling_delay_seconds_count") and kind in line
+    )
+    total = sum(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("zonda_scheduling_delay_seconds_sum") and kind in line
+    )
+    buckets = [
+        (line.split('le="')[1].split('"')[0], float(line.split()[-1]))
+        for line in text.splitlines()
+        if line.startswith("zonda_scheduling_delay_seconds_bucket") and kind in line
+    ]
+    print(f"\nrun_after -> DagRun created ({count:.0f} scheduled runs of a 2s schedule):")
+    if count:
+        print(
+            f"  mean {total / count * 1000:7.1f} ms   cumulative buckets: "
+            + ", ".join(f"<={le}s: {n:.0f}" for le, n in buckets if n)
+        )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -113,6 +178,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--chain", type=int, default=20)
     parser.add_argument("--fanout", type=int, default=20)
+    parser.add_argument("--ticks", type=int, default=10, help="scheduled runs of a 2s schedule to time")
     parser.add_argument("--existing", action="store_true", help="use $KUBECONFIG instead of a local cluster")
     args = parser.parse_args()
     with (
@@ -130,7 +196,9 @@ def main() -> int:
             watcher = asyncio.create_task(watch_pods(kube, namespace, seen, stop))
             await asyncio.sleep(0.5)
             names = []
-            with controller(cluster, namespace, Path(tmp), extra=["--workers", "4"]):
+            metrics_port = free_port()
+            extra = ["--workers", "4", "--metrics-port", str(metrics_port)]
+            with controller(cluster, namespace, Path(tmp), extra=extra):
                 before = api_writes(cluster)
                 for _ in range(args.runs):
                     names.append(await asyncio.to_thread(trigger, cluster, namespace, "bench"))
@@ -138,6 +206,9 @@ def main() -> int:
                 for name in names:
                     await asyncio.to_thread(wait_run_finished, cluster, namespace, name, 300)
                 after = api_writes(cluster)
+                await asyncio.to_thread(
+                    measure_schedule_precision, cluster, namespace, metrics_port, args.ticks
+                )
             stop.set()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

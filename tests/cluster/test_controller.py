@@ -341,18 +341,19 @@ def test_catchup_creates_the_backlog_in_order_within_max_active_runs(
             maxActiveRuns=2,
         ),
     )
-    expected = int((now - start) / timedelta(minutes=15))
+    expected = int((now - start) / timedelta(minutes=15))  # one more may fall due while the test runs
     with controller(cluster, namespace, tmp_path):
         runs = wait_for(
             lambda: (
                 (r := runs_of(cluster, namespace, "backlog"))
-                and len(r) == expected
+                and len(r) >= expected
                 and all((x.get("status") or {}).get("state") == "success" for x in r)
                 and r
             ),
             f"{expected} backlog runs to succeed",
             timeout=90,
         )
+    assert len(runs) in (expected, expected + 1)
     intervals = [(r["spec"]["dataInterval"]["start"], r["spec"]["dataInterval"]["end"]) for r in runs]
     assert intervals[0][0] == iso(start).replace("Z", "+00:00") or intervals[0][0].startswith(iso(start)[:16])
     for (_, end), (next_start, _) in itertools.pairwise(intervals):
