@@ -107,6 +107,13 @@ class Cluster:
             "--timeout=60s",
             *[f"crd/{name}" for name in ("dags.zonda.dev", "dagruns.zonda.dev", "triggers.zonda.dev")],
         )
+        # Established is not served: the first list of a new resource answers 429 "storage is
+        # (re)initializing" until its watch cache is filled. Wait for that here, once.
+        deadline = time.monotonic() + 60
+        while self.kubectl("get", "dags,dagruns,triggers", "-A", check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise ClusterError("the zonda.dev resources are established but not served after 60s")
+            time.sleep(0.2)
 
     def memory_rss_mib(self) -> dict[str, float]:
         """Resident memory of each control-plane process (for the notes' figures)."""

