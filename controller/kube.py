@@ -135,18 +135,7 @@ class Kube:
     async def list_custom(
         self, plural: str, namespace: str | None, label_selector: str | None = None
     ) -> list[Body]:
-        try:
-            if namespace is None:
-                result = await self.custom.list_cluster_custom_object(
-                    GROUP, VERSION, plural, label_selector=label_selector or ""
-                )
-            else:
-                result = await self.custom.list_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural, label_selector=label_selector or ""
-                )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        items: list[Body] = result.get("items", [])
+        items, _ = await self.list_custom_with_version(plural, namespace, label_selector)
         return items
 
     async def list_custom_with_version(

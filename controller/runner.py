@@ -38,6 +38,7 @@ from zonda.exceptions import (
     AirflowTaskTerminated,
     TaskDeferred,
 )
+from zonda.imports import import_string
 from zonda.invocations import (
     DEFAULT_RESULT_PATH,
     INVOCATION_ENV,
@@ -48,7 +49,7 @@ from zonda.invocations import (
     TaskResult,
 )
 from zonda.models import Deferral
-from zonda.operators.base import BaseOperator, SkipMixin, import_string
+from zonda.operators.base import BaseOperator, SkipMixin
 from zonda.sensors.base import BaseSensorOperator
 
 #: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.

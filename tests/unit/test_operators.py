@@ -24,9 +24,10 @@ from zonda.exceptions import (
     TaskDeferralTimeout,
     TaskDeferred,
 )
+from zonda.imports import import_string
 from zonda.invocations import TaskInvocation
 from zonda.models import RunType
-from zonda.operators.base import BaseOperator, import_string
+from zonda.operators.base import BaseOperator
 from zonda.operators.bash import BashOperator
 from zonda.operators.empty import EmptyOperator
 from zonda.operators.kubernetes_pod import KubernetesPodOperator

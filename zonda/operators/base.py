@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -46,20 +45,6 @@ SCHEDULER_ARGUMENTS = frozenset(
         "doc", "doc_md", "doc_json", "doc_yaml", "doc_rst", "task_display_name",
     }
 )  # fmt: skip
-
-
-def import_string(path: str) -> Any:
-    """Import `pkg.mod:name` or `pkg.mod.name` (Airflow's `import_string`, plus the colon form)."""
-    module_name, separator, attribute = path.partition(":")
-    if not separator:
-        module_name, _, attribute = path.rpartition(".")
-    if not module_name or not attribute:
-        raise ImportError(f"{path!r} is not an import path: expected 'pkg.module:name' or 'pkg.module.name'")
-    module = importlib.import_module(module_name)
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise ImportError(f"module {module_name!r} has no attribute {attribute!r}") from None
 
 
 class DagInfo(Protocol):

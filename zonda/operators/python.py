@@ -13,7 +13,8 @@ from typing import Any
 
 from zonda.context import Context
 from zonda.exceptions import AirflowException
-from zonda.operators.base import BaseOperator, SkipMixin, import_string
+from zonda.imports import import_string
+from zonda.operators.base import BaseOperator, SkipMixin
 
 
 def resolve_python_callable(python_callable: Callable[..., Any] | str) -> Callable[..., Any]:

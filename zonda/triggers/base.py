@@ -13,20 +13,18 @@ from __future__ import annotations
 import abc
 import enum
 import functools
-import importlib
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 from datetime import date, datetime
 from typing import Any, ClassVar
 
+from zonda.imports import import_string
 from zonda.models import TaskInstanceState
 
 #: An aware ISO 8601 datetime as `datetime.isoformat` writes it (offset or `Z` required, so that a
 #: date-like string that was never a datetime is left alone).
-_AWARE_ISO_DATETIME = re.compile(
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
-)
+_AWARE_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$")
 
 
 class BaseTrigger(abc.ABC):
@@ -196,16 +194,7 @@ def load_trigger(classpath: str, kwargs: Mapping[str, Any]) -> BaseTrigger:
 @functools.cache
 def import_trigger_class(classpath: str) -> type[BaseTrigger]:
     """The `BaseTrigger` subclass at `classpath` (cached, as Airflow's triggerer caches it)."""
-    module_name, separator, class_name = classpath.partition(":")
-    if not separator:
-        module_name, _, class_name = classpath.rpartition(".")
-    if not module_name or not class_name:
-        raise ImportError(f"{classpath!r} is not a class path such as 'package.module.Class'")
-    module = importlib.import_module(module_name)
-    try:
-        found = getattr(module, class_name)
-    except AttributeError:
-        raise ImportError(f"Module {module_name!r} has no attribute {class_name!r}") from None
+    found = import_string(classpath)
     if not (isinstance(found, type) and issubclass(found, BaseTrigger)):
         raise TypeError(f"{classpath!r} is not a BaseTrigger subclass")
     return found
