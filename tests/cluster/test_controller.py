@@ -127,23 +127,27 @@ def test_restarting_the_controller_mid_run_loses_and_duplicates_nothing(
         dag(
             "restart",
             [
-                container_task("first", duration_ms=2500),
+                container_task("first", hold=True),  # runs until the test lets it finish
                 container_task("second", depends_on=["first"], duration_ms=500),
             ],
         ),
     )
     with controller(cluster, namespace, tmp_path) as proc:
         run = trigger(cluster, namespace, "restart")
-        wait_for(
-            lambda: (
-                ti_states(get(cluster, namespace, "dagrun", run)).get("first") == "running"
-                if (get(cluster, namespace, "dagrun", run).get("status") or {}).get("taskInstances")
-                else None
-            ),
-            "first task running",
-        )
+
+        def first_running() -> str | None:
+            ti = (
+                (get(cluster, namespace, "dagrun", run).get("status") or {})
+                .get("taskInstances", {})
+                .get("first")
+            )
+            return ti["podName"] if ti and ti["state"] == "running" else None
+
+        pod = wait_for(first_running, "first task running")
         proc.stop(signal.SIGKILL)
         proc.start()
+        # the task finishes while the new controller starts up
+        cluster.kubectl("annotate", "pod", pod, "-n", namespace, "kwok.zonda.dev/hold-")
         body = wait_run_finished(cluster, namespace, run)
     assert body["status"]["state"] == "success"
     assert {t: ti["tryNumber"] for t, ti in body["status"]["taskInstances"].items()} == {
