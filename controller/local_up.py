@@ -153,7 +153,7 @@ def main(
         if interrupted:
             return 130
         states = _run_states(cluster, runs)
-        print(cluster.kubectl("get", "dags").stdout, flush=True)
+        print(f"$ kubectl get dags,dagruns\n{cluster.kubectl('get', 'dags,dagruns').stdout}", flush=True)
         ok = all(state == "success" for state in states.values())
         log("all example runs succeeded" if ok else f"some runs did not succeed: {states}")
         if exit_when_done:
