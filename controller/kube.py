@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -27,6 +27,7 @@ DAGRUNS = "dagruns"
 TRIGGERS = "triggers"
 
 Body = dict[str, Any]
+T = TypeVar("T")
 
 
 class KubeError(Exception):
@@ -66,6 +67,22 @@ def _translate(exc: ApiException) -> KubeError:
             return AlreadyExists(409, reason)
         return Conflict(409, reason)
     return KubeError(int(exc.status or 0), reason)
+
+
+async def _call(awaitable: Awaitable[T]) -> T:
+    """Await an API call, turning the client's exceptions into ours."""
+    try:
+        return await awaitable
+    except ApiException as exc:
+        raise _translate(exc) from exc
+
+
+async def _unless_missing(awaitable: Awaitable[T]) -> T | None:
+    """Await an API call; None when the object does not exist (a GET or DELETE of a gone object)."""
+    try:
+        return await _call(awaitable)
+    except NotFound:
+        return None
 
 
 class Kube:
@@ -122,15 +139,9 @@ class Kube:
     # ------------------------------------------------------------------------ our custom resources
 
     async def get_custom(self, plural: str, namespace: str, name: str) -> Body | None:
-        try:
-            obj: Body = await self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, name
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise _translate(exc) from exc
-        return obj
+        return await _unless_missing(
+            self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        )
 
     async def list_custom(
         self, plural: str, namespace: str | None, label_selector: str | None = None
@@ -142,29 +153,22 @@ class Kube:
         self, plural: str, namespace: str | None, label_selector: str | None = None
     ) -> tuple[list[Body], str | None]:
         """Items and the list's resourceVersion, to start a watch exactly where the list ended."""
-        try:
-            if namespace is None:
-                result = await self.custom.list_cluster_custom_object(
-                    GROUP, VERSION, plural, label_selector=label_selector or ""
-                )
-            else:
-                result = await self.custom.list_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural, label_selector=label_selector or ""
-                )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        items: list[Body] = result.get("items", [])
-        return items, (result.get("metadata") or {}).get("resourceVersion")
+        if namespace is None:
+            call = self.custom.list_cluster_custom_object(
+                GROUP, VERSION, plural, label_selector=label_selector or ""
+            )
+        else:
+            call = self.custom.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, label_selector=label_selector or ""
+            )
+        result = await _call(call)
+        return result.get("items", []), (result.get("metadata") or {}).get("resourceVersion")
 
     async def create_custom(self, plural: str, namespace: str, body: Body) -> Body:
         """Create; raises `AlreadyExists` when an object of that name exists (the idempotent case)."""
-        try:
-            obj: Body = await self.custom.create_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, body
-            )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        return obj
+        return await _call(
+            self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
+        )
 
     async def patch_custom_status(
         self, plural: str, namespace: str, name: str, status: Body, *, resource_version: str | None = None
@@ -173,8 +177,8 @@ class Kube:
         patch: Body = {"status": status}
         if resource_version is not None:
             patch["metadata"] = {"resourceVersion": resource_version}
-        try:
-            obj: Body = await self.custom.patch_namespaced_custom_object_status(
+        return await _call(
+            self.custom.patch_namespaced_custom_object_status(
                 GROUP,
                 VERSION,
                 namespace,
@@ -183,48 +187,23 @@ class Kube:
                 patch,
                 _content_type=MERGE_PATCH,  # type: ignore[call-arg]
             )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        return obj
+        )
 
     async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
         """Replace the status of `body` (which carries its resourceVersion): optimistic, whole-status."""
         name = body["metadata"]["name"]
-        try:
-            obj: Body = await self.custom.replace_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, plural, name, body
-            )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        return obj
-
-    async def patch_custom(self, plural: str, namespace: str, name: str, patch: Body) -> Body:
-        """Merge-patch metadata (the controller never patches a user's `spec`)."""
-        try:
-            obj: Body = await self.custom.patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                plural,
-                name,
-                patch,
-                _content_type=MERGE_PATCH,  # type: ignore[call-arg]
-            )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        return obj
+        return await _call(
+            self.custom.replace_namespaced_custom_object_status(GROUP, VERSION, namespace, plural, name, body)
+        )
 
     async def delete_custom(self, plural: str, namespace: str, name: str) -> bool:
         """Delete; False if it was already gone."""
-        try:
-            await self.custom.delete_namespaced_custom_object(
+        gone = await _unless_missing(
+            self.custom.delete_namespaced_custom_object(
                 GROUP, VERSION, namespace, plural, name, propagation_policy="Background"
             )
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise _translate(exc) from exc
-        return True
+        )
+        return gone is not None
 
     async def watch_custom(
         self,
@@ -262,45 +241,28 @@ class Kube:
     # ---------------------------------------------------------------------------------------- pods
 
     async def create_pod(self, namespace: str, body: Body) -> Body:
-        try:
-            return await self._json(
-                await self.core.create_namespaced_pod(namespace, body, _preload_content=False)  # type: ignore[arg-type]
-            )
-        except ApiException as exc:
-            raise _translate(exc) from exc
+        return await self._json(
+            await _call(self.core.create_namespaced_pod(namespace, body, _preload_content=False))  # type: ignore[arg-type]
+        )
 
     async def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> bool:
-        try:
-            options: dict[str, Any] = {"propagation_policy": "Background"}
-            if grace_period_seconds is not None:
-                options["grace_period_seconds"] = grace_period_seconds
-            await self.core.delete_namespaced_pod(name, namespace, **options)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise _translate(exc) from exc
-        return True
+        options: dict[str, Any] = {"propagation_policy": "Background"}
+        if grace_period_seconds is not None:
+            options["grace_period_seconds"] = grace_period_seconds
+        return await _unless_missing(self.core.delete_namespaced_pod(name, namespace, **options)) is not None
 
     async def list_pods(self, namespace: str, label_selector: str) -> list[Body]:
-        try:
-            result = await self._json(
-                await self.core.list_namespaced_pod(
-                    namespace, label_selector=label_selector, _preload_content=False
-                )
-            )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        items: list[Body] = result.get("items", [])
+        response = await _call(
+            self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False)
+        )
+        items: list[Body] = (await self._json(response)).get("items", [])
         return items
 
     async def pod_logs(self, namespace: str, name: str, *, container: str | None = None) -> str:
-        try:
-            if container:
-                logs: str = await self.core.read_namespaced_pod_log(name, namespace, container=container)
-            else:
-                logs = await self.core.read_namespaced_pod_log(name, namespace)
-        except ApiException as exc:
-            raise _translate(exc) from exc
+        if container:
+            logs: str = await _call(self.core.read_namespaced_pod_log(name, namespace, container=container))
+        else:
+            logs = await _call(self.core.read_namespaced_pod_log(name, namespace))
         return logs
 
     # -------------------------------------------------------------------------------------- leases
@@ -308,55 +270,41 @@ class Kube:
     async def get_lease(self, namespace: str, name: str) -> Body | None:
         try:
             return await self._json(
-                await self.coordination.read_namespaced_lease(name, namespace, _preload_content=False)
+                await _call(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False))
             )
         except NotFound:
             return None
-        except ApiException as exc:
-            raise _translate(exc) from exc
 
     async def create_lease(self, namespace: str, body: Body) -> Body:
-        try:
-            return await self._json(
-                await self.coordination.create_namespaced_lease(namespace, body, _preload_content=False)  # type: ignore[arg-type]
-            )
-        except ApiException as exc:
-            raise _translate(exc) from exc
+        return await self._json(
+            await _call(self.coordination.create_namespaced_lease(namespace, body, _preload_content=False))  # type: ignore[arg-type]
+        )
 
     async def replace_lease(self, namespace: str, body: Body) -> Body:
         """Replace with the body's resourceVersion: `Conflict` if someone else wrote it first."""
-        try:
-            return await self._json(
-                await self.coordination.replace_namespaced_lease(
-                    body["metadata"]["name"],
+        name = body["metadata"]["name"]
+        return await self._json(
+            await _call(
+                self.coordination.replace_namespaced_lease(
+                    name,
                     namespace,
                     body,  # type: ignore[arg-type]
                     _preload_content=False,
                 )
             )
-        except ApiException as exc:
-            raise _translate(exc) from exc
+        )
 
     async def delete_lease(self, namespace: str, name: str) -> bool:
         """Delete; False if it was already gone."""
-        try:
-            await self.coordination.delete_namespaced_lease(name, namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise _translate(exc) from exc
-        return True
+        return await _unless_missing(self.coordination.delete_namespaced_lease(name, namespace)) is not None
 
     async def list_leases(self, namespace: str, label_selector: str) -> list[Body]:
-        try:
-            result = await self._json(
-                await self.coordination.list_namespaced_lease(
-                    namespace, label_selector=label_selector, _preload_content=False
-                )
+        response = await _call(
+            self.coordination.list_namespaced_lease(
+                namespace, label_selector=label_selector, _preload_content=False
             )
-        except ApiException as exc:
-            raise _translate(exc) from exc
-        items: list[Body] = result.get("items", [])
+        )
+        items: list[Body] = (await self._json(response)).get("items", [])
         return items
 
     # ------------------------------------------------------------------------------ any resource

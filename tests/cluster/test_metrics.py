@@ -232,9 +232,10 @@ def test_the_components_serve_the_paths_the_chart_probes(
     start = controller if component == "controller" else triggerer
     options = {"executor": "local"} if component == "controller" else {}
     with serving(start, cluster, namespace, tmp_path, **options) as running:
+        # the kubelet retries probes: a starting component may answer 503 first, but must reach 200
         status, text = wait_for(
-            lambda: (answer := http_get(running.health_port, http["path"]))[0] and answer,
-            f"the {component}'s health server to answer",
+            lambda: (answer := http_get(running.health_port, http["path"]))[0] == 200 and answer,
+            f"the {component}'s {http['path']} to answer 200",
             timeout=20,
         )
     assert status == 200, f"GET {http['path']} -> {status}: {text}"
