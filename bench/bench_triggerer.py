@@ -71,10 +71,17 @@ def trigger_body(name: str, moment: datetime) -> dict[str, Any]:
     classpath, kwargs = serialize_trigger(DateTimeTrigger(moment))
     shard = shard_for(name, SHARDS)
     return {
-        "apiVersion": API_VERSION, "kind": "Trigger",
+        "apiVersion": API_VERSION,
+        "kind": "Trigger",
         "metadata": {"name": name, "labels": {SHARD_LABEL: str(shard)}},
-        "spec": {"classpath": classpath, "kwargs": kwargs, "dagRun": "bench", "taskId": name, "tryNumber": 1,
-                 "shard": shard},
+        "spec": {
+            "classpath": classpath,
+            "kwargs": kwargs,
+            "dagRun": "bench",
+            "taskId": name,
+            "tryNumber": 1,
+            "shard": shard,
+        },
     }
 
 
@@ -156,15 +163,22 @@ async def bench_one_replica(kube: Kube, count: int, fire_rate: float) -> None:
         moments = {body["metadata"]["name"]: body["spec"]["kwargs"]["moment"] for body in bodies}
         created_in = await create_all(kube, namespace, bodies)
         del bodies
-        print(f"created {count} Trigger resources in {created_in:.1f}s ({count / created_in:.0f}/s: "
-              "about the apiserver's write capacity here)")
+        print(
+            f"created {count} Trigger resources in {created_in:.1f}s ({count / created_in:.0f}/s: "
+            "about the apiserver's write capacity here)"
+        )
 
         watch = FireWatch(kube, namespace)
         watch.start()
         gc.collect()
         triggerer = Triggerer(
-            kube, namespace=namespace, shards=SHARDS, capacity=count * 2, identity="bench",
-            lease_duration=15, renew_every=5,
+            kube,
+            namespace=namespace,
+            shards=SHARDS,
+            capacity=count * 2,
+            identity="bench",
+            lease_duration=15,
+            renew_every=5,
         )
         rss_idle = rss_mib()
         started = time.monotonic()
@@ -174,8 +188,10 @@ async def bench_one_replica(kube: Kube, count: int, fire_rate: float) -> None:
             gc.collect()
             rss_running = rss_mib()
             seconds_left = (first_due - datetime.now(UTC)).total_seconds()
-            print(f"replica running all {count} triggers {took:.1f}s after start "
-                  f"({seconds_left:.1f}s before the first is due)")
+            print(
+                f"replica running all {count} triggers {took:.1f}s after start "
+                f"({seconds_left:.1f}s before the first is due)"
+            )
             await until(lambda: len(watch.seen) >= count, lead + window + 120, "every trigger to fire")
         finally:
             triggerer.stop.set()
@@ -188,20 +204,41 @@ async def bench_one_replica(kube: Kube, count: int, fire_rate: float) -> None:
         print(f"event-loop lag          {summary(lags)}  ({len(lags)} ticks)")
         print(f"fire latency due->seen  {summary(latencies)}")
         print(f"event->status written   {summary(triggerer.fire_latencies)}")
-        print(f"RSS {rss_idle:.0f} MiB idle -> {rss_running:.0f} MiB running: "
-              f"{(rss_running - rss_idle) * 1024 / count:.2f} KiB per trigger")
-        print(f"events written {counter(triggerer, 'events_fired')}, "
-              f"duplicates dropped {counter(triggerer, 'duplicate_events')}")
+        print(
+            f"RSS {rss_idle:.0f} MiB idle -> {rss_running:.0f} MiB running: "
+            f"{(rss_running - rss_idle) * 1024 / count:.2f} KiB per trigger"
+        )
+        print(
+            f"events written {counter(triggerer, 'events_fired')}, "
+            f"duplicates dropped {counter(triggerer, 'duplicate_events')}"
+        )
 
 
-def start_replica(
-    kubeconfig: str, namespace: str, identity: str, log_dir: Path
-) -> subprocess.Popen[bytes]:
+def start_replica(kubeconfig: str, namespace: str, identity: str, log_dir: Path) -> subprocess.Popen[bytes]:
     log = (log_dir / f"bench-{identity}.log").open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "controller.triggerer", "--kubeconfig", kubeconfig, "--namespace", namespace,
-         "--identity", identity, "--shards", str(SHARDS), "--lease-duration", "3", "--renew-every", "1"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO_ROOT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "controller.triggerer",
+            "--kubeconfig",
+            kubeconfig,
+            "--namespace",
+            namespace,
+            "--identity",
+            identity,
+            "--shards",
+            str(SHARDS),
+            "--lease-duration",
+            "3",
+            "--renew-every",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+        start_new_session=True,
     )
 
 
@@ -210,10 +247,13 @@ async def bench_failover(kube: Kube, kubeconfig: str, count: int, log_dir: Path)
     async with fresh_namespace(kube, "bench-failover") as namespace:
         replicas = {name: start_replica(kubeconfig, namespace, name, log_dir) for name in ("a", "b")}
         try:
+
             async def split() -> bool:
                 holders = [
-                    ((await kube.get_lease(namespace, shard_lease_name(shard))) or {}).get("spec", {})
-                    .get("holderIdentity") for shard in range(SHARDS)
+                    ((await kube.get_lease(namespace, shard_lease_name(shard))) or {})
+                    .get("spec", {})
+                    .get("holderIdentity")
+                    for shard in range(SHARDS)
                 ]
                 return holders.count("a") == holders.count("b") == SHARDS // 2
 
