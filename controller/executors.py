@@ -48,8 +48,6 @@ class Executor(Protocol):
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None: ...
 
-    async def logs(self, namespace: str, run_uid: str, attempt_name: str) -> str: ...
-
 
 class KubernetesExecutor:
     name = "kubernetes"
@@ -87,9 +85,6 @@ class KubernetesExecutor:
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
         await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name, grace_period_seconds=5)
-
-    async def logs(self, namespace: str, run_uid: str, attempt_name: str) -> str:
-        return await self.kube.pod_logs(namespace, attempt_name, container=pods.BASE_CONTAINER)
 
 
 class LocalExecutor:
@@ -289,12 +284,6 @@ class LocalExecutor:
                 os.killpg(int((attempt / "pid").read_text()), signal.SIGTERM)
         elif task is not None:
             task.cancel()
-        if not (attempt / "exit_code").exists() and (attempt / "pid").exists():
-            await asyncio.sleep(0)
-
-    async def logs(self, namespace: str, run_uid: str, attempt_name: str) -> str:
-        log = self._attempt_dir(run_uid, attempt_name) / "log"
-        return log.read_text(errors="replace") if log.exists() else ""
 
     async def close(self) -> None:
         for task in list(self._tasks.values()):

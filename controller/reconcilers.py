@@ -85,7 +85,6 @@ class RunSummary:
     dag_name: str
     logical_date: datetime | None
     state: str | None
-    run_type: str
     data_interval: tuple[datetime, datetime] | None
     running_tasks: int
     ti_states: dict[str, str]
@@ -108,7 +107,6 @@ class RunIndex:
             dag_name=spec.get("dagName", ""),
             logical_date=_time(status.get("logicalDate")),
             state=status.get("state"),
-            run_type=spec.get("runType", "manual"),
             data_interval=(start, end) if start and end else None,
             running_tasks=sum(1 for ti in tis.values() if ti.get("state") in ("queued", "running")),
             ti_states={tid: ti.get("state", "none") for tid, ti in tis.items()},
@@ -191,15 +189,19 @@ class Reconcilers:
         limit = timetable.active_runs_limit
         max_active_runs = min(spec.max_active_runs, limit) if limit else spec.max_active_runs
         next_due: scheduling.DueRun | None = None
-        while True:
-            decision = scheduling.decide_next_run(
+
+        def decide_at(moment: datetime) -> scheduling.NextRunDecision:
+            return scheduling.decide_next_run(
                 timetable,
                 last_automated_data_interval=last_interval,
                 start_date=start_date,
                 end_date=spec.end_date,
                 catchup=spec.catchup,
-                now=now,
+                now=moment,
             )
+
+        while True:
+            decision = decide_at(now)
             next_due = decision.due
             if decision.due is None:
                 wake_at = decision.wake_at
@@ -224,7 +226,9 @@ class Reconcilers:
                 pass  # created before (restart, or another controller): exactly once by name
             last_interval = decision.due.data_interval
 
-        upcoming = next_due or _peek_next(timetable, last_interval, start_date, spec, now)
+        # the run to show as next: the one due now (held back by maxActiveRuns/pause), else the one due
+        # when the loop's last decision wakes (its interval is the last one created, so it still holds)
+        upcoming = next_due or (decide_at(decision.wake_at).due if decision.wake_at else None)
         latest = max(runs, key=lambda r: r["metadata"]["creationTimestamp"], default=None)
         conds = conditions.set_condition(
             status.conditions,
@@ -683,32 +687,6 @@ def _last_automated_interval(status: DagStatus, runs: Sequence[Mapping[str, Any]
         if start and end and (best is None or end > best.end):
             best = DataInterval(pendulum.instance(start), pendulum.instance(end))
     return best
-
-
-def _peek_next(
-    timetable: Timetable, last: DataInterval | None, start_date: datetime | None, spec: DagSpec, now: datetime
-) -> scheduling.DueRun | None:
-    decision = scheduling.decide_next_run(
-        timetable,
-        last_automated_data_interval=last,
-        start_date=start_date,
-        end_date=spec.end_date,
-        catchup=spec.catchup,
-        now=now,
-    )
-    if decision.due is not None:
-        return decision.due
-    if decision.wake_at is None:
-        return None
-    later = scheduling.decide_next_run(
-        timetable,
-        last_automated_data_interval=last,
-        start_date=start_date,
-        end_date=spec.end_date,
-        catchup=spec.catchup,
-        now=decision.wake_at,
-    )
-    return later.due
 
 
 def _previous_states(
