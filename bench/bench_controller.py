@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from controller.devcluster import ADMIN_TOKEN, Cluster, connect_cluster
+from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, connect_cluster
 from controller.kube import Kube
 from tests.cluster.zonda_processes import apply, controller, trigger, wait_run_finished
 

@@ -11,7 +11,7 @@ writes their events. Reported:
 Then failover: two replicas as real processes share the shards, one is SIGKILLed just before its
 triggers are due, and we time until the last of them has fired elsewhere.
 
-A local cluster: ``python -m controller.devcluster up --kubeconfig-out /tmp/zonda.kubeconfig``.
+A local cluster: ``python -m controller.devtools.devcluster up --kubeconfig-out /tmp/zonda.kubeconfig``.
 """
 
 from __future__ import annotations

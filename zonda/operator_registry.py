@@ -30,7 +30,7 @@ BUILTIN_OPERATORS: dict[str, str] = {
     "DateTimeSensorAsync": "zonda.sensors.time.DateTimeSensorAsync",
     "TimeDeltaSensorAsync": "zonda.sensors.time.TimeDeltaSensorAsync",
     "FileSensor": "zonda.sensors.filesystem.FileSensor",
-    "WaitForObjectSensor": "controller.sensors.WaitForObjectSensor",
+    "WaitForObjectSensor": "controller.providers.kubernetes.sensors.WaitForObjectSensor",
 }
 
 #: Operators the scheduler decides by itself, without launching a Pod or a process.

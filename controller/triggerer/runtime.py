@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from controller.kube import TRIGGERS, Conflict, Kube, KubeError, NotFound
-from controller.object_triggers import current_kube
+from controller.providers.kubernetes.triggers import current_kube
 from controller.triggerer.health import (
     LoopWatchdog,
     SlowSteps,

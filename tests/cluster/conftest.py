@@ -5,7 +5,7 @@ accounts), kube-scheduler, our CRDs. What is simulated: kubelets — kwok moves 
 phases following `controller/data/kwok-stages.yaml` (exit code and termination message from pod
 annotations), so container images are never pulled or run.
 
-The cluster comes from `controller.devcluster.connect_cluster`: the local control plane by default,
+The cluster comes from `controller.devtools.devcluster.connect_cluster`: the local control plane by default,
 an existing cluster only with ZONDA_TEST_CLUSTER=existing, kind with ZONDA_TEST_CLUSTER=kind. If it
 cannot start, every test here errors (never skips): CI must not pass without this tier.
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.devcluster import Cluster, connect_cluster
+from controller.devtools.devcluster import Cluster, connect_cluster
 
 
 @pytest.fixture(scope="session")

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controller import cli
-from controller.devcluster import Cluster, free_port
+from controller.cli import main as cli
+from controller.devtools.devcluster import Cluster, free_port
 from tests.cluster.test_controller import container_task, dag
 from tests.cluster.test_helm_rbac import CHART, run_helm
 from tests.cluster.zonda_processes import (

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.devcluster import Cluster
+from controller.devtools.devcluster import Cluster
 from tests.cluster.zonda_processes import (
     apply,
     controller,

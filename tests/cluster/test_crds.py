@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from controller.devcluster import Cluster
+from controller.devtools.devcluster import Cluster
 
 VALID_DAG = {
     "apiVersion": "zonda.dev/v1alpha1",

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from controller.devcluster import Cluster
+from controller.devtools.devcluster import Cluster
 from tests.cluster.zonda_processes import (
     apply,
     controller,

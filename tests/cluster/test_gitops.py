@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from controller.devcluster import Cluster
+from controller.devtools.devcluster import Cluster
 from tests.cluster.zonda_processes import EXAMPLES, controller, get, trigger, wait_run_finished
 
 MANIFEST = EXAMPLES / "example_bash.yaml"

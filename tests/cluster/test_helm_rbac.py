@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.devcluster import Cluster
+from controller.devtools.devcluster import Cluster
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "zonda"
 RELEASE = "zonda"

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.devcluster import Cluster, free_port
+from controller.devtools.devcluster import Cluster, free_port
 from tests.cluster.test_helm_rbac import CHART, run_helm
 from tests.cluster.zonda_processes import (
     ZondaProcess,

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from controller.devcluster import REPO_ROOT, Cluster, free_port
+from controller.devtools.devcluster import REPO_ROOT, Cluster, free_port
 from controller.kube import TRIGGERS, Kube
-from controller.object_triggers import ObjectConditionTrigger
+from controller.providers.kubernetes.triggers import ObjectConditionTrigger
 from controller.triggerer.leases import shard_lease_name
 from controller.triggerer.runtime import Triggerer, WriteResult, write_outcome
 from controller.triggerer.shards import SHARD_LABEL, shard_for

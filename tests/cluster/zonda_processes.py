@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from controller.devcluster import REPO_ROOT, Cluster
+from controller.devtools.devcluster import REPO_ROOT, Cluster
 
 EXAMPLES = REPO_ROOT / "examples" / "dags"
 

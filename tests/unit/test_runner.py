@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.runner import encode_result, exit_code, fit_result
+from controller.runner.task import encode_result, exit_code, fit_result
 from zonda.invocations import RESULT_LIMIT_BYTES, TaskInvocation, TaskOutcome, TaskResult
 from zonda.models import Deferral, RunType
 

@@ -1,6 +1,6 @@
-"""When `ObjectConditionTrigger` considers an object ready (`controller.object_triggers`), as pure
-functions of the object, and how `WaitForObjectSensor` defers to it; the cluster tier runs the trigger
-against a real apiserver."""
+"""When `ObjectConditionTrigger` (`controller.providers.kubernetes.triggers`) considers an object
+ready, as pure functions of the object, and how `WaitForObjectSensor` defers to it; the cluster tier
+runs the trigger against a real apiserver."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from controller.object_triggers import ObjectConditionTrigger, field_value, match_object
-from controller.sensors import WaitForObjectSensor
+from controller.providers.kubernetes.sensors import WaitForObjectSensor
+from controller.providers.kubernetes.triggers import ObjectConditionTrigger, field_value, match_object
 from zonda.exceptions import TaskDeferred
 from zonda.triggers import load_trigger, serialize_trigger
 
@@ -103,7 +103,7 @@ def test_object_condition_trigger_round_trips_through_json() -> None:
     )
     classpath, kwargs = serialize_trigger(trigger)
     rebuilt = load_trigger(classpath, json.loads(json.dumps(kwargs)))
-    assert classpath == "controller.object_triggers.ObjectConditionTrigger"
+    assert classpath == "controller.providers.kubernetes.triggers.ObjectConditionTrigger"
     assert rebuilt.serialize() == trigger.serialize()
 
 
@@ -129,7 +129,7 @@ def test_wait_for_object_sensor_defers_to_the_trigger_with_its_timeout() -> None
     assert deferred.value.method_name == "execute_complete"
     assert deferred.value.timeout == timedelta(minutes=10)
     assert serialize_trigger(deferred.value.trigger) == (
-        "controller.object_triggers.ObjectConditionTrigger",
+        "controller.providers.kubernetes.triggers.ObjectConditionTrigger",
         {"api_version": "batch/v1", "kind": "Job", "name": "etl", "namespace": "team-a",
          "condition": "Complete", "field_path": None, "value": None, "poll_interval": 3.0},
     )

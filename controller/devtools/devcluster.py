@@ -10,7 +10,7 @@ Which cluster is used (`connect_cluster`): an existing one only when asked expli
 asked (`ZONDA_TEST_CLUSTER=kind`, needs Docker), else the local control plane. Tests never touch a
 user's cluster by accident.
 
-    python -m controller.devcluster up --kubeconfig-out /tmp/zonda.kubeconfig   # until Ctrl-C
+    python -m controller.devtools.devcluster up --kubeconfig-out /tmp/zonda.kubeconfig   # until Ctrl-C
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ADMIN_TOKEN = "zonda-local-admin-token"
 NODE_COUNT = 2
@@ -437,7 +437,7 @@ def connect_cluster(mode: str | None = None) -> Iterator[Cluster]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m controller.devcluster",
+        prog="python -m controller.devtools.devcluster",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -2,7 +2,7 @@
 
 kopf gives us login, watch streams (with re-listing and back-off), namespaces, and a liveness
 probe. Its handlers here are thin: they note what changed and enqueue a key; the reconcilers in
-`controller.reconcilers` do the work. Only `on.event` handlers are used, so kopf stores nothing on
+`controller.reconcilers.reconcilers` do the work. Only `on.event` handlers are used, so kopf stores nothing on
 our objects (no finalizers, no annotations): GitOps tools see no drift, and deleting a DAG never
 waits for a controller that is down.
 
@@ -25,11 +25,11 @@ import kopf
 from aiohttp import web
 from prometheus_client import start_http_server
 
-from controller import leader, metrics
-from controller.executors import LABEL_DAGRUN_UID, Executor, KubernetesExecutor, LocalExecutor
+from controller.app import leader, metrics
+from controller.executors.executors import LABEL_DAGRUN_UID, Executor, KubernetesExecutor, LocalExecutor
+from controller.executors.pods import PodDefaults
 from controller.kube import DAGRUNS, DAGS, Kube
-from controller.pods import PodDefaults
-from controller.reconcilers import FINISHED_RUN_STATES, Reconcilers
+from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
 from controller.triggerer.health import serve_http
 from zonda.models import GROUP, VERSION
 
@@ -93,7 +93,7 @@ def _enqueue(kind: str, namespace: str, name: str) -> None:
 
 @kopf.on.startup()
 async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-    from controller.workqueue import WorkQueue
+    from controller.app.workqueue import WorkQueue
 
     state = _get()
     settings.posting.enabled = False  # our reconcilers post the Events users read

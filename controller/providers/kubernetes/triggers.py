@@ -163,7 +163,7 @@ class ObjectConditionTrigger(BaseTrigger):
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
-            "controller.object_triggers.ObjectConditionTrigger",
+            "controller.providers.kubernetes.triggers.ObjectConditionTrigger",
             {
                 "api_version": self.api_version,
                 "kind": self.kind,

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from controller.devcluster import REPO_ROOT, Cluster, log, start_local_cluster
+from controller.devtools.devcluster import REPO_ROOT, Cluster, log, start_local_cluster
 
 FINISHED = ("success", "failed")
 
@@ -24,7 +24,7 @@ def _spawn(name: str, args: list[str], cluster: Cluster, workdir: Path) -> subpr
     log_file = workdir / f"{name}.log"
     with log_file.open("wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", *args],
+            [sys.executable, "-m", "controller.cli.main", *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -115,7 +115,7 @@ def main(
                 [
                     sys.executable,
                     "-m",
-                    "controller.cli",
+                    "controller.cli.main",
                     "trigger",
                     dag,
                     "--kubeconfig",

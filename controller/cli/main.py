@@ -101,8 +101,8 @@ def controller(
     log_format: str,
 ) -> None:
     """Run the controller: schedule DAGs, run task instances, move them through Airflow's states."""
-    from controller.operator import ControllerSettings, run_controller
-    from controller.pods import PodDefaults
+    from controller.app.main import ControllerSettings, run_controller
+    from controller.executors.pods import PodDefaults
 
     zonda_logs.configure(log_format)
     if not namespaces and not all_namespaces:
@@ -197,7 +197,7 @@ def triggerer(
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run_task(args: tuple[str, ...]) -> None:
     """Execute one task-instance try (what task pods run; reads ZONDA_TASK_INVOCATION)."""
-    from controller import runner
+    from controller.runner import task as runner
 
     sys.exit(runner.main(list(args)))
 
@@ -221,7 +221,7 @@ def run_task(args: tuple[str, ...]) -> None:
 @click.option("--exit-when-done", is_flag=True, help="Stop once the example runs finish (for CI).")
 def up(executor: str, examples: tuple[str, ...], exit_when_done: bool) -> None:
     """Start a local control plane, the controller and the triggerer, and run example DAGs."""
-    from controller import local_up
+    from controller.devtools import up as local_up
 
     sys.exit(local_up.main(executor=executor, examples=list(examples), exit_when_done=exit_when_done))
 

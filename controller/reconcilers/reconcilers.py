@@ -23,10 +23,10 @@ from typing import Any
 import pendulum
 from pydantic import ValidationError
 
-from controller import metrics
-from controller.executors import LABEL_DAGRUN_UID, Executor
+from controller.app import metrics
+from controller.executors.executors import LABEL_DAGRUN_UID, Executor
+from controller.executors.pods import LABEL_DAG, LABEL_DAGRUN, label_value
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, Conflict, Kube
-from controller.pods import LABEL_DAG, LABEL_DAGRUN, label_value
 from controller.triggerer.shards import shard_for
 from zonda import conditions, decisions, scheduling
 from zonda.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.kube import Kube
-from controller.object_triggers import ObjectConditionTrigger, get_object, match_object
+from controller.providers.kubernetes.triggers import ObjectConditionTrigger, get_object, match_object
 from zonda.context import Context
 from zonda.sensors.base import BaseSensorOperator
 

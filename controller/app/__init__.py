@@ -1,0 +1,1 @@
+"""The controller process: kopf wiring (`main`), the work queue, leader election and metrics."""

@@ -1,0 +1,5 @@
+"""`python -m controller.cli`: the zonda command line."""
+
+from controller.cli.main import main
+
+main()

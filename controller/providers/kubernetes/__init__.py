@@ -1,0 +1,1 @@
+"""Kubernetes-aware operators and triggers (`WaitForObjectSensor`, `ObjectConditionTrigger`)."""
