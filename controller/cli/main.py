@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,11 @@ import click
 
 from controller import logs as zonda_logs
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Conflict, Kube, KubeError
-from zonda.models import API_VERSION, TaskInstanceState
+from zonda import actions
+from zonda.actions import ActionResult
+from zonda.dags import ResolvedDag
+from zonda.models import API_VERSION, DagRunStatus, TaskInstanceState, TaskInstanceStatus
+from zonda.states import IllegalTransition
 
 STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
 
@@ -281,39 +286,42 @@ def trigger(
     click.echo(f"dagrun.zonda.dev/{_run(create())} created")
 
 
-async def _edit_run_status(kube: Kube, namespace: str, run_name: str, edit: Any) -> dict[str, Any]:
-    """Read-modify-write the run's status with its resourceVersion; retry when the controller wrote first."""
+async def _act_on_run(
+    kube: Kube, namespace: str, run_name: str, act: Callable[[ResolvedDag, DagRunStatus], ActionResult]
+) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
+    """Read the run, apply a pure `zonda.actions` action, write the status back with the resourceVersion
+    read (retrying when the controller wrote first), then post the action's Events on the run."""
     for _ in range(10):
         run = await kube.get_custom(DAGRUNS, namespace, run_name)
         if run is None:
             raise click.ClickException(f"DagRun {run_name!r} not found in namespace {namespace}")
-        status = run.setdefault("status", {})
-        edit(run, status)
+        status = DagRunStatus.model_validate(run.get("status") or {})
         try:
-            result: dict[str, Any] = await kube.replace_custom_status(DAGRUNS, namespace, run)
-            return result
+            result = act(actions.dag_of_run(run["spec"]["dagName"], status), status)
+        except (actions.ActionError, IllegalTransition) as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not result.changed:
+            return result, status.task_instances
+        try:
+            await kube.replace_custom_status(DAGRUNS, namespace, {**run, "status": result.status.to_wire()})
         except Conflict:
             await asyncio.sleep(0.2)
+            continue
+        for event in result.events:
+            with contextlib.suppress(KubeError):  # the status is written: a lost Event loses no state
+                await kube.emit_event(run, reason=event.reason, message=event.message, warning=event.warning)
+        return result, status.task_instances
     raise click.ClickException("the run kept changing under us; try again")
 
 
-def _task_graph(run: dict[str, Any]) -> dict[str, set[str]]:
-    from zonda.dags import resolve_dag
-    from zonda.models import DagSpec
-
-    spec = DagSpec.model_validate(run["status"]["dagSpec"])
-    dag = resolve_dag(run["spec"]["dagName"], spec)
-    return {task_id: set(task.upstream) for task_id, task in dag.tasks.items()}
-
-
-def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
-    seen, todo = set(start), list(start)
-    while todo:
-        for nxt in edges.get(todo.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
+def _report(run_name: str, verb: str, outcome: tuple[ActionResult, dict[str, TaskInstanceStatus]]) -> None:
+    result, before = outcome
+    if not result.changed:
+        click.echo(f"{run_name}: nothing to {verb}")
+        return
+    click.echo(f"{run_name}: {len(result.changed)} task instance(s) changed")
+    for line in actions.describe(result, before):
+        click.echo(f"  {line}")
 
 
 @main.command()
@@ -321,6 +329,7 @@ def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
 @click.option("--task", "-t", "tasks", multiple=True, help="Task id to clear (default: all).")
 @click.option("--downstream", "-d", is_flag=True, help="Also clear their downstream tasks.")
 @click.option("--upstream", "-u", is_flag=True, help="Also clear their upstream tasks.")
+@click.option("--only-failed", "-f", is_flag=True, help="Only failed and upstream_failed task instances.")
 @click.option("--namespace", "-n", default=None)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
 def clear(
@@ -328,82 +337,70 @@ def clear(
     tasks: tuple[str, ...],
     downstream: bool,
     upstream: bool,
+    only_failed: bool,
     namespace: str | None,
     kubeconfig: str | None,
 ) -> None:
-    """Clear task instances so they run again (Airflow's `tasks clear`)."""
+    """Clear task instances so they run again (Airflow's `tasks clear`); running ones are restarted."""
     ns = _namespace(namespace)
-    cleared: list[str] = []
 
-    def edit(run: dict[str, Any], status: dict[str, Any]) -> None:
-        tis: dict[str, Any] = status.get("taskInstances") or {}
-        if not status.get("dagSpec"):
-            raise click.ClickException("the run has not started yet: nothing to clear")
-        ups = _task_graph(run)
-        downs: dict[str, set[str]] = {}
-        for task_id, parents in ups.items():
-            for parent in parents:
-                downs.setdefault(parent, set()).add(task_id)
-        unknown = [t for t in tasks if t not in ups]
-        if unknown:
-            raise click.ClickException(f"no such task(s) in {run_name}: {', '.join(unknown)}")
-        chosen = set(tasks) if tasks else set(ups)
-        if downstream:
-            chosen |= _closure(chosen, downs)
-        if upstream:
-            chosen |= _closure(chosen, ups)
-        cleared[:] = sorted(chosen)
-        for task_id in chosen:
-            ti = tis.get(task_id)
-            if ti is None:
-                continue
-            retries = ti.get("maxTries") or 0
-            tis[task_id] = {
-                "state": TaskInstanceState.NONE.value,
-                "tryNumber": ti.get("tryNumber", 0),
-                "maxTries": ti.get("tryNumber", 0) + retries,
-                "reason": "cleared by a user",
-            }
-        status["taskInstances"] = tis
-        status["state"] = "queued"
-        status.pop("endDate", None)
+    def act(dag: ResolvedDag, status: DagRunStatus) -> ActionResult:
+        return actions.clear(
+            dag,
+            status,
+            task_ids=tasks or None,
+            upstream=upstream,
+            downstream=downstream,
+            only_failed=only_failed,
+            now=datetime.now(UTC),
+        )
 
-    async def go() -> None:
+    async def go() -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            await _edit_run_status(kube, ns, run_name, edit)
+            return await _act_on_run(kube, ns, run_name, act)
 
-    _run(go())
-    click.echo(f"cleared {len(cleared)} task instance(s) of {run_name}: {', '.join(cleared)}")
+    _report(run_name, "clear", _run(go()))
 
 
 @main.command()
 @click.argument("run_name")
 @click.argument("task_id")
-@click.argument("state", type=click.Choice(["success", "failed", "skipped"]))
+@click.argument("state", type=click.Choice(sorted(s.value for s in actions.MARKABLE_STATES)))
+@click.option("--downstream", "-d", is_flag=True, help="Also mark its downstream tasks.")
+@click.option("--upstream", "-u", is_flag=True, help="Also mark its upstream tasks.")
 @click.option("--namespace", "-n", default=None)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
-def mark(run_name: str, task_id: str, state: str, namespace: str | None, kubeconfig: str | None) -> None:
-    """Set a task instance's state by hand (Airflow's "mark success/failed")."""
+def mark(
+    run_name: str,
+    task_id: str,
+    state: str,
+    downstream: bool,
+    upstream: bool,
+    namespace: str | None,
+    kubeconfig: str | None,
+) -> None:
+    """Set a task instance's state by hand (Airflow's "mark success/failed/skipped").
+
+    As in Airflow, failed and upstream_failed task instances downstream of it are cleared to resume.
+    """
     ns = _namespace(namespace)
 
-    def edit(run: dict[str, Any], status: dict[str, Any]) -> None:
-        tis = status.get("taskInstances") or {}
-        if task_id not in tis:
-            raise click.ClickException(f"no task instance {task_id!r} in {run_name}")
-        tis[task_id]["state"] = state
-        tis[task_id]["reason"] = f"marked {state} by a user"
-        tis[task_id]["endDate"] = datetime.now(UTC).isoformat()
-        tis[task_id].pop("nextTryAt", None)
-        if status.get("state") in ("success", "failed"):
-            status["state"] = "running"  # the controller settles the run again
-            status.pop("endDate", None)
+    def act(dag: ResolvedDag, status: DagRunStatus) -> ActionResult:
+        return actions.mark(
+            dag,
+            status,
+            task_ids=[task_id],
+            state=TaskInstanceState(state),
+            upstream=upstream,
+            downstream=downstream,
+            now=datetime.now(UTC),
+        )
 
-    async def go() -> None:
+    async def go() -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            await _edit_run_status(kube, ns, run_name, edit)
+            return await _act_on_run(kube, ns, run_name, act)
 
-    _run(go())
-    click.echo(f"{run_name} {task_id} marked {state}")
+    _report(run_name, "mark", _run(go()))
 
 
 def _local_attempt_logs(run_dir: Path, task_id: str, try_number: int) -> list[str]:
