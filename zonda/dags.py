@@ -2,7 +2,8 @@
 
 `resolve_dag` applies `defaultArgs` (task > task group > DAG, as Airflow's `default_args`), task-group
 id prefixes, group dependencies, and validates (cycles, unknown/duplicate ids, schedule vs timetable,
-operators, timezones...), collecting every problem into one `DagInvalid` so a user fixes them all at once.
+operators and their arguments, timezones...), collecting every problem into one `DagInvalid` so a user
+fixes them all at once.
 
 INTERFACE FILE: the fields below are the contract the scheduler core and the controller rely on.
 """
@@ -24,7 +25,7 @@ import pendulum
 import pydantic
 from pydantic.alias_generators import to_camel
 
-from zonda import operator_registry
+from zonda import operator_arguments, operator_registry
 from zonda.durations import DURATION_PATTERN, parse_duration
 from zonda.models import (
     TASK_ID_PATTERN,
@@ -629,6 +630,12 @@ def _resolve_task(spec: DagSpec, graph: _GraphBuilder, task_id: str) -> tuple[li
             operator_registry.operator_classpath(task.operator)
         except operator_registry.UnknownOperator as exc:
             errors.append(f"task {task_id!r}: {exc}")
+        else:
+            merged["args"] = operator_arguments.apply_default_args(
+                task.operator, defaults=merged.get("args") or {}, own=task.args or {}
+            )
+            arguments = operator_arguments.check_operator_arguments(task.operator, merged["args"])
+            errors.extend(f"task {task_id!r}: {problem}" for problem in arguments)
     container = merged.get("container") or {}
     if task.operator is None and not container.get("image"):
         errors.append(

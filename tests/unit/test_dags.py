@@ -405,13 +405,14 @@ def test_defaults_precedence(layers: tuple[str, ...]) -> None:
 
 def test_args_merge_key_by_key_from_dag_to_group_to_task() -> None:
     dag = resolve(
-        [task("a", group="g", args={"env": {"C": "3"}, "cwd": "/task"})],
-        defaultArgs={"args": {"env": {"A": "1"}, "cwd": "/dag", "append_env": True}},
+        [task("a", group="g", operator="BashOperator", args={"env": {"C": "3"}, "cwd": "/task"})],
+        defaultArgs={"args": {"bash_command": "true", "env": {"A": "1"}, "cwd": "/dag", "append_env": True}},
         taskGroups=[group("g", defaultArgs={"args": {"cwd": "/group", "output_encoding": "ascii"}})],
     )
     # Airflow's default_args feed operator kwargs: a task's `env` replaces the default's whole `env`.
     assert dag.tasks["g.a"].args == {
-        "env": {"C": "3"}, "cwd": "/task", "append_env": True, "output_encoding": "ascii",
+        "bash_command": "true", "env": {"C": "3"}, "cwd": "/task", "append_env": True,
+        "output_encoding": "ascii",
     }  # fmt: skip
 
 

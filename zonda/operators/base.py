@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta, tzinfo
 from typing import Any, NoReturn, Protocol
 
-from zonda import templating
+from zonda import operator_arguments, templating
 from zonda.context import Context
 from zonda.exceptions import (
     TRIGGER_FAIL_REPR,
@@ -217,19 +217,8 @@ def _check_missing_arguments(init: Callable[..., None]) -> Callable[..., None]:
 
 
 def _accepted_arguments(operator_class: type[BaseOperator]) -> set[str]:
-    """Keyword arguments an operator class accepts: its and its bases' `__init__` parameters."""
-    names = set(operator_class.ignored_arguments)
-    for klass in operator_class.__mro__:
-        init = inspect.unwrap(klass.__dict__["__init__"]) if "__init__" in klass.__dict__ else None
-        if init is None or klass is object:
-            continue
-        names.update(
-            parameter.name
-            for parameter in inspect.signature(init).parameters.values()
-            if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD)
-            and parameter.name != "self"
-        )
-    return names
+    """Keyword arguments an operator class accepts: the same answer DAG validation gives."""
+    return set(operator_arguments.signature_of_class(operator_class).accepted)
 
 
 class SkipMixin:
