@@ -268,7 +268,7 @@ class RunPass:
             if ti.state is S.RESTARTING and task_id in self.dag.tasks:
                 self._stop_attempt_of(ti)
                 self._set(task_id, S.NONE, "Cleared while running: its attempt was stopped",
-                          **_TRY_RESET)
+                          **TRY_RESET)
 
     # --------------------------------------------------------------------------------- attempts
 
@@ -503,8 +503,10 @@ class RunPass:
             elif past_problem is not None:
                 self._update(task_id, reason=past_problem)
             elif task.operator in EMPTY_OPERATORS:
+                # Airflow's `schedule_tis` counts the try it did not need to launch: try_number + 1.
                 self._set(task_id, S.SUCCESS, "EmptyOperator: succeeded without running",
-                          start_date=self.now, end_date=self.now, duration_seconds=0.0)
+                          start_date=self.now, end_date=self.now, duration_seconds=0.0,
+                          try_number=ti.try_number + 1)
             elif task.operator == LATEST_ONLY_OPERATOR:
                 self._run_latest_only(task)
             else:
@@ -536,7 +538,8 @@ class RunPass:
                       f"the latest interval ({start.isoformat()}, {end.isoformat()}]).")
         follow = downstream if latest else []
         self._set(task.task_id, S.SUCCESS, f"LatestOnlyOperator: {reason}", follow_task_ids=follow,
-                  start_date=self.now, end_date=self.now, duration_seconds=0.0)
+                  start_date=self.now, end_date=self.now, duration_seconds=0.0,
+                  try_number=self.tis[task.task_id].try_number + 1)
         self._skip_all_except(task.task_id, follow)
 
     def _skip_all_except(self, branch_id: str, follow: Iterable[str]) -> None:
@@ -608,8 +611,8 @@ _TRY_END: dict[str, Any] = {
     "next_method": None, "next_kwargs": None, "deferral": None, "trigger_timeout_at": None,
     "trigger_name": None, "first_try_start": None, "next_try_at": None,
 }
-#: What a clear of a running task instance resets, on top of a try's end.
-_TRY_RESET: dict[str, Any] = {**_TRY_END, "end_date": None}
+#: What a clear resets, on top of a try's end (also `zonda.actions.clear`'s).
+TRY_RESET: dict[str, Any] = {**_TRY_END, "end_date": None}
 
 
 def _in_execution(ti: TaskInstanceStatus) -> bool:

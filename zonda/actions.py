@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from zonda._decide_graphs import ancestors, descendants
+from zonda._decide_runs import TRY_RESET
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.decisions import RunEvent
 from zonda.models import (
@@ -37,26 +38,15 @@ from zonda.models import (
     TaskInstanceState,
     TaskInstanceStatus,
 )
+from zonda.plans import FINISHED_RUN_STATES
 from zonda.states import check_transition
 
 S = TaskInstanceState
 
 #: The states a user may mark (Airflow's "mark success/failed/skipped").
 MARKABLE_STATES = frozenset({S.SUCCESS, S.FAILED, S.SKIPPED})
-_FINISHED_RUN_STATES = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 #: What Airflow's `only_failed` clear selects.
 _FAILED_STATES = frozenset({S.FAILED, S.UPSTREAM_FAILED})
-#: What a clear forgets of the previous try: resume data, wait times, the sensor's first poke.
-_CLEARED_FIELDS: dict[str, Any] = {
-    "next_method": None,
-    "next_kwargs": None,
-    "deferral": None,
-    "trigger_timeout_at": None,
-    "trigger_name": None,
-    "first_try_start": None,
-    "next_try_at": None,
-    "end_date": None,
-}
 
 
 class ActionError(ValueError):
@@ -168,7 +158,7 @@ class _Edit:
                 continue  # never created (nothing to clear), or not what an only-failed clear selects
             self.cleared = True
             retries = self.dag.tasks[task_id].retries
-            fields = {**_CLEARED_FIELDS, "max_tries": ti.try_number + retries}
+            fields = {**TRY_RESET, "max_tries": ti.try_number + retries}
             if ti.state in FINISHED_TI_STATES or ti.state is S.NONE:
                 self._move(task_id, S.NONE, f"Cleared by {self.who}", "TaskCleared", warning=False, **fields)
             else:  # its attempt (or trigger) is alive: the controller stops it, then runs it again
@@ -207,7 +197,7 @@ class _Edit:
 
     def result(self) -> ActionResult:
         update: dict[str, Any] = {"task_instances": self.tis}
-        if self.changed and self.status.state in _FINISHED_RUN_STATES:
+        if self.changed and self.status.state in FINISHED_RUN_STATES:
             if self.cleared:  # Airflow: a cleared finished run is queued again and starts anew
                 update |= {
                     "state": DagRunState.QUEUED,

@@ -1,0 +1,101 @@
+"""What both reconcilers share: the clock, status writes checked by resourceVersion, Events in the background.
+
+Invariant: the controller writes only `status` (and creates/deletes its own children); a write is
+a whole-status replace that fails with Conflict if anyone wrote since the read, so a user's clear or
+mark is never overwritten by a decision made on the older object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+import pendulum
+from pydantic import BaseModel, ValidationError
+
+from controller.app import metrics
+from controller.kube import Conflict, Kube
+from zonda.decisions import RunEvent
+
+logger = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def utcnow() -> datetime:
+    """The controller's clock, read once per pass (the core never reads one)."""
+    return pendulum.now("UTC")
+
+
+def parse_status(model: type[M], raw: Mapping[str, Any] | None) -> M:
+    """The object's status as `model`; an unreadable one (hand-edited, older version) counts as empty."""
+    try:
+        return model.model_validate(raw or {})
+    except ValidationError:
+        logger.warning("ignoring an unreadable %s", model.__name__)
+        return model()
+
+
+@dataclass
+class StatusWriter:
+    """Writes statuses and remembers their resourceVersions, so our own writes' watch events are skipped."""
+
+    kube: Kube
+    own_writes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    _background: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def write_status(
+        self, plural: str, obj: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any]
+    ) -> bool:
+        """Replace the whole status if it changed, only if nobody wrote since we read (else False)."""
+        if dict(old) == dict(new):
+            return True
+        body = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "metadata": obj["metadata"],
+            "spec": obj["spec"],
+            "status": dict(new),
+        }
+        meta = obj["metadata"]
+        try:
+            written = await self.kube.replace_custom_status(plural, meta["namespace"], body)
+        except Conflict:
+            metrics.API_ERRORS.labels("conflict").inc()
+            return False
+        self.own_writes[(plural, meta["namespace"], meta["name"])] = written["metadata"]["resourceVersion"]
+        return True
+
+    def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
+        """True for the watch event of a status we just wrote: it needs no reconcile of its own.
+
+        Each pass already settles everything its decision implies, and asks to be woken for the rest;
+        re-reading our own write would only cost three API reads per task-instance change.
+        """
+        return (
+            resource_version is not None
+            and self.own_writes.get((plural, namespace, name)) == resource_version
+        )
+
+    def post_events(self, obj: Mapping[str, Any], events: Sequence[RunEvent]) -> None:
+        """Post Events in the background, in order: advisory, so the next reconcile need not wait."""
+        if not events:
+            return
+
+        async def post() -> None:
+            for event in events:  # one after another: `kubectl describe` shows them as they happened
+                try:
+                    await self.kube.emit_event(
+                        obj, reason=event.reason, message=event.message, warning=event.warning
+                    )
+                except Exception as exc:  # an Event lost is advisory; the status holds the truth
+                    metrics.API_ERRORS.labels("event").inc()
+                    logger.warning("posting an Event failed: %s", exc)
+
+        task = asyncio.create_task(post())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)

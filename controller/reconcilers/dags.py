@@ -1,0 +1,116 @@
+"""`DagReconciler`: gather a DAG and its runs, `zonda.plans.plan_dag`, create the due runs, write status.
+
+Runs get deterministic names (`zonda.scheduling.dagrun_name`): a restart or a second controller
+gets 409 AlreadyExists instead of a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from controller.app import metrics
+from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
+from controller.reconcilers.common import StatusWriter, parse_status, utcnow
+from zonda import plans, scheduling
+from zonda.models import API_VERSION, DagRunSpec, DagRunState, DagStatus, RunType
+from zonda.timetables import DataInterval
+from zonda.timetables.base import coerce_utc
+from zonda.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TYPE, label_value, parse_time
+
+_RUN_TYPES = frozenset(t.value for t in RunType)
+_RUN_STATES = frozenset(s.value for s in DagRunState)
+
+
+@dataclass
+class DagReconciler:
+    kube: Kube
+    writer: StatusWriter
+
+    async def reconcile(self, namespace: str, name: str) -> datetime | None:
+        """One pass; returns when to look again (None: when something changes)."""
+        dag = await self.kube.get_custom(DAGS, namespace, name)
+        if dag is None or dag["metadata"].get("deletionTimestamp"):
+            return None
+        now = utcnow()
+        meta = dag["metadata"]
+        runs = [
+            run_ref(r)
+            for r in await self.kube.list_custom(DAGRUNS, namespace)
+            if (r.get("spec") or {}).get("dagName") == name
+        ]
+        old_status = parse_status(DagStatus, dag.get("status"))
+        plan = plans.plan_dag(
+            name,
+            dag["spec"],
+            status=old_status,
+            generation=meta.get("generation"),
+            created_at=parse_time(meta["creationTimestamp"]) or now,
+            runs=runs,
+            now=now,
+        )
+        for due in plan.runs_to_create:
+            await self._create_run(dag, due, now)
+        for event in plan.events:
+            await self.kube.emit_event(dag, reason=event.reason, message=event.message, warning=event.warning)
+        # round-tripped so enum values and datetimes serialise exactly as stored (no needless write)
+        new_wire = DagStatus.model_validate(plan.status.model_dump()).to_wire()
+        await self.writer.write_status(DAGS, dag, old_status.to_wire(), new_wire)
+        return plan.wake_at
+
+    async def _create_run(self, dag: Mapping[str, Any], due: scheduling.DueRun, now: datetime) -> None:
+        name = dag["metadata"]["name"]
+        run_name = scheduling.dagrun_name(name, due.logical_date, RunType.SCHEDULED.value)
+        try:
+            await self.kube.create_custom(
+                DAGRUNS, dag["metadata"]["namespace"], scheduled_run(dag, run_name, due)
+            )
+        except AlreadyExists:
+            return  # created before (restart, or another controller): exactly once by name
+        delay = (now - due.run_after).total_seconds()
+        metrics.SCHEDULING_DELAY.labels("run_after_to_run_created").observe(max(0.0, delay))
+        interval = due.data_interval
+        message = f"created {run_name} for data interval {interval.start} .. {interval.end}"
+        await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
+
+
+def run_ref(run: Mapping[str, Any]) -> plans.RunRef:
+    """What the DAG's scheduling needs of one of its runs' bodies."""
+    spec, status = run.get("spec") or {}, run.get("status") or {}
+    interval = spec.get("dataInterval") or {}
+    start, end = parse_time(interval.get("start")), parse_time(interval.get("end"))
+    run_type, state = str(spec.get("runType")), str(status.get("state"))
+    return plans.RunRef(
+        name=run["metadata"]["name"],
+        created_at=parse_time(run["metadata"]["creationTimestamp"]) or utcnow(),
+        run_type=RunType(run_type) if run_type in _RUN_TYPES else None,
+        state=DagRunState(state) if state in _RUN_STATES else None,
+        data_interval=DataInterval(coerce_utc(start), coerce_utc(end)) if start and end else None,
+    )
+
+
+def scheduled_run(dag: Mapping[str, Any], run_name: str, due: scheduling.DueRun) -> dict[str, Any]:
+    """The body of a scheduled DagRun; owned by the DAG when it asks for that (annotation)."""
+    meta = dag["metadata"]
+    body: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "DagRun",
+        "metadata": {
+            "name": run_name,
+            "namespace": meta["namespace"],
+            "labels": {LABEL_DAG: label_value(meta["name"]), LABEL_RUN_TYPE: RunType.SCHEDULED.value},
+        },
+        "spec": DagRunSpec(
+            dag_name=meta["name"],
+            run_type=RunType.SCHEDULED,
+            logical_date=due.logical_date,
+            data_interval={"start": due.data_interval.start, "end": due.data_interval.end},
+        ).to_wire(),
+    }
+    if (meta.get("annotations") or {}).get(ANNOTATION_DELETE_RUNS) == "true":
+        body["metadata"]["ownerReferences"] = [
+            {"apiVersion": API_VERSION, "kind": "DAG", "name": meta["name"], "uid": meta["uid"]}
+        ]
+    return body

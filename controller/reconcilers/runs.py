@@ -1,0 +1,263 @@
+"""`RunReconciler`: gather a DagRun, its attempts and triggers; `zonda.decisions.decide`; act on the plan.
+
+Acting is: create triggers, launch attempts, write the status (one optimistic write,
+resourceVersion-checked), then kill attempts, delete triggers and post Events. Launches come before
+the write so a crash in between leaves a pod the next pass adopts by its deterministic name, never a
+status that claims a launch that did not happen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from controller.app import metrics
+from controller.executors.executors import Executor
+from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, Kube
+from controller.reconcilers.common import StatusWriter, parse_status, utcnow
+from controller.reconcilers.index import RunIndex, previous_states, previous_success
+from controller.triggerer.shards import shard_for
+from zonda import decisions, plans
+from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
+from zonda.decisions import ObservedTrigger
+from zonda.invocations import TaskInvocation
+from zonda.models import (
+    API_VERSION,
+    FINISHED_TI_STATES,
+    DagRunSpec,
+    DagRunStatus,
+    DagSpec,
+    TriggerSpec,
+)
+from zonda.wire import LABEL_DAGRUN, LABEL_DAGRUN_UID, LABEL_SHARD, label_value, parse_time
+
+logger = logging.getLogger(__name__)
+
+DAG_NOT_FOUND_RETRY = timedelta(seconds=5)
+
+
+@dataclass
+class RunReconciler:
+    kube: Kube
+    executor: Executor
+    writer: StatusWriter
+    index: RunIndex
+    trigger_shards: int = 16
+    #: Called with (namespace, DAG name, run name, new state) when a run's state changes: the DAG may
+    #: schedule more (maxActiveRuns), and its other runs may proceed (dependsOnPast, maxActiveTasks).
+    on_run_state_change: Callable[[str, str, str, str | None], None] | None = None
+
+    async def reconcile(self, namespace: str, name: str) -> datetime | None:
+        """One pass; returns when to look again (None: when something changes)."""
+        run = await self.kube.get_custom(DAGRUNS, namespace, name)
+        if run is None or run["metadata"].get("deletionTimestamp"):
+            return None
+        now = utcnow()
+        try:
+            spec = DagRunSpec.model_validate(run["spec"])
+        except ValidationError as exc:
+            await self.kube.emit_event(run, reason="InvalidSpec", message=str(exc), warning=True)
+            return None
+        old_wire = dict(run.get("status") or {})
+        status = parse_status(DagRunStatus, old_wire)
+        if status.dag_spec is None:
+            start = await self._start(run, spec, status, now)
+            if not start.started:
+                return now + DAG_NOT_FOUND_RETRY
+            status = start.status
+        dag_spec = DagSpec.model_validate(status.dag_spec)
+        try:
+            dag = resolve_dag(spec.dag_name, dag_spec)
+        except DagInvalid as exc:  # cannot happen for a snapshot that resolved at start, unless code changed
+            await self.kube.emit_event(run, reason="InvalidDag", message=str(exc), warning=True)
+            return None
+        observation = await self._observe(run, spec, status, dag_spec, now)
+        plan = decisions.decide(
+            dag,
+            run_name=name,
+            run_type=spec.run_type,
+            status=status,
+            observed=observation,
+            now=now,
+            logical_date=status.logical_date,
+            data_interval_end=status.data_interval_end,
+        )
+        for request in plan.triggers_to_create:
+            await self._create_trigger(run, request)
+        for launch in plan.launches:
+            await self._launch(run, spec, plan.status, dag, dag_spec, launch, now)
+        new_wire = plan.status.to_wire()
+        if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):
+            return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
+        for attempt_name in plan.kills:
+            await self.executor.kill(run, attempt_name)
+            metrics.PODS_DELETED.inc()
+        for trigger_name in plan.triggers_to_delete:
+            await self.kube.delete_custom(TRIGGERS, namespace, trigger_name)
+        old_state, new_state = old_wire.get("state"), new_wire.get("state")
+        if old_state != new_state and self.on_run_state_change is not None:
+            self.on_run_state_change(namespace, spec.dag_name, name, new_state)
+        self.writer.post_events(run, plan.events)
+        metrics.record_run(run, plan.status)
+        self.index.update({**run, "status": new_wire})
+        return plan.wake_at
+
+    async def _start(
+        self, run: Mapping[str, Any], spec: DagRunSpec, status: DagRunStatus, now: datetime
+    ) -> plans.RunStart:
+        """Snapshot the DAG into the run; if it cannot start yet, say why on the run."""
+        meta = run["metadata"]
+        dag = await self.kube.get_custom(DAGS, meta["namespace"], spec.dag_name)
+        start = plans.start_run(
+            spec,
+            status,
+            plans.DagRef(dag["spec"], dag["metadata"].get("generation")) if dag is not None else None,
+            namespace=meta["namespace"],
+            created_at=parse_time(meta["creationTimestamp"]) or now,
+            generation=meta.get("generation"),
+            now=now,
+        )
+        if not start.started:
+            for event in start.events:
+                await self.kube.emit_event(run, reason=event.reason, message=event.message, warning=True)
+            await self.writer.write_status(
+                DAGRUNS, run, dict(run.get("status") or {}), start.status.to_wire()
+            )
+        return start
+
+    async def _observe(
+        self, run: Mapping[str, Any], spec: DagRunSpec, status: DagRunStatus, dag_spec: DagSpec, now: datetime
+    ) -> decisions.Observation:
+        """Gather what the executor and the triggerer report; `zonda.plans.observe` sorts it."""
+        meta = run["metadata"]
+        attempts = await self.executor.observe(run)
+        triggers = [
+            trigger_report(trigger)
+            for trigger in await self.kube.list_custom(
+                TRIGGERS, meta["namespace"], f"{LABEL_DAGRUN_UID}={meta['uid']}"
+            )
+        ]
+        siblings = self.index.siblings(meta["namespace"], spec.dag_name, meta["name"])
+        return plans.observe(
+            status,
+            attempts,
+            triggers,
+            previous_run_states=previous_states(siblings, status.logical_date),
+            latest_window_end=plans.latest_window_end(dag_spec, status, now),
+            running_in_dag=sum(s.running_tasks for s in siblings.values()),
+        )
+
+    async def _launch(
+        self,
+        run: Mapping[str, Any],
+        spec: DagRunSpec,
+        status: DagRunStatus,
+        dag: ResolvedDag,
+        dag_spec: DagSpec,
+        launch: decisions.TaskLaunch,
+        now: datetime,
+    ) -> None:
+        task = dag.tasks[launch.task_id]
+        ti = status.task_instances[launch.task_id]
+        meta = run["metadata"]
+        success = previous_success(
+            self.index.siblings(meta["namespace"], spec.dag_name, meta["name"]), status.logical_date
+        )
+        assert status.logical_date and status.data_interval_start and status.data_interval_end
+        invocation = TaskInvocation(
+            dag_name=spec.dag_name,
+            run_name=meta["name"],
+            run_type=spec.run_type,
+            task_id=launch.task_id,
+            try_number=launch.try_number,
+            max_tries=ti.max_tries or 0,
+            operator=task.operator,
+            args=dict(task.args),
+            logical_date=status.logical_date,
+            data_interval_start=status.data_interval_start,
+            data_interval_end=status.data_interval_end,
+            timezone=dag_spec.timezone,
+            conf=dict(spec.conf),
+            params=dict(dag_spec.params),
+            xcoms={
+                tid: t.xcom
+                for tid, t in status.task_instances.items()
+                if t.xcom is not None and t.state in FINISHED_TI_STATES
+            },
+            prev_data_interval_start_success=success[0] if success else None,
+            prev_data_interval_end_success=success[1] if success else None,
+            first_try_start=ti.first_try_start,
+            next_method=ti.next_method,
+            next_kwargs=ti.next_kwargs,
+        )
+        await self.executor.launch(run, task=task, invocation=invocation, attempt_name=launch.attempt_name)
+        metrics.PODS_CREATED.inc()
+        upstream_done = [
+            end
+            for u in task.upstream
+            if u in status.task_instances and (end := status.task_instances[u].end_date) is not None
+        ]
+        first_start = launch.try_number == 1 and ti.next_method is None and ti.first_try_start is None
+        if upstream_done and first_start:  # retries, resumptions and pokes wait on purpose: not a delay
+            gap = (utcnow() - max(upstream_done)).total_seconds()  # after the launch: what a watch sees
+            metrics.SCHEDULING_DELAY.labels("upstream_done_to_pod_created").observe(max(0.0, gap))
+
+    async def _create_trigger(self, run: Mapping[str, Any], request: decisions.TriggerRequest) -> None:
+        meta = run["metadata"]
+        shard = shard_for(request.name, self.trigger_shards)
+        spec = TriggerSpec(
+            classpath=request.deferral.trigger_classpath,
+            kwargs=dict(request.deferral.trigger_kwargs),
+            dag_run=meta["name"],
+            task_id=request.task_id,
+            try_number=request.try_number,
+            deferral_count=request.deferral_count,
+            timeout_at=request.timeout_at,
+            shard=shard,
+        )
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "Trigger",
+            "metadata": {
+                "name": request.name,
+                "namespace": meta["namespace"],
+                "labels": {
+                    LABEL_SHARD: str(shard),
+                    LABEL_DAGRUN_UID: meta["uid"],
+                    LABEL_DAGRUN: label_value(meta["name"]),
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": API_VERSION,
+                        "kind": "DagRun",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": spec.to_wire(),
+        }
+        with contextlib.suppress(AlreadyExists):
+            await self.kube.create_custom(TRIGGERS, meta["namespace"], body)
+
+
+def trigger_report(trigger: Mapping[str, Any]) -> ObservedTrigger:
+    """What a Trigger resource says of its deferred try."""
+    spec, status = trigger.get("spec") or {}, trigger.get("status") or {}
+    return ObservedTrigger(
+        task_id=spec.get("taskId", ""),
+        try_number=spec.get("tryNumber", 0),
+        deferral_count=spec.get("deferralCount", 1),
+        name=trigger["metadata"]["name"],
+        fired=status.get("state") == "fired",
+        failed=status.get("state") == "failed",
+        event=status.get("event"),
+        message=status.get("message"),
+    )
