@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries from Go modules (no Docker, no download site needed):
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and helm.
+# etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler, kwok and helm.
+#
+#   build-cluster-binaries.sh                      all seven (what `make test` needs)
+#   build-cluster-binaries.sh etcd kube-apiserver kubectl   only these (`zonda up`'s local executor)
+#   build-cluster-binaries.sh --print-dir          print the cache directory; build nothing
 #
 # Versions are pinned by the go.mod/go.sum files under hack/tools/. The binaries are cached outside
 # the repo in $ZONDA_CACHE_DIR (default ~/.cache/zonda) under a key derived from those files, so a
-# second run finds them and returns in well under a second. Prints the bin directory on stdout (last line).
+# second run finds them and returns in well under a second. Binaries are built one at a time in the
+# fixed order below (what the main job's first screen needs first), each line saying what remains.
+# Prints the bin directory on stdout (last line).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,7 +22,23 @@ helm_version="v3.21.4"
 # The cache key covers what decides the binaries: the pinned modules and the version stamps.
 key="$( (cat "$tools"/*/go.mod "$tools"/*/go.sum; echo "$k8s_version $helm_version") | sha256sum | cut -c1-16)"
 bin="$cache_root/bin/$key"
-wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm)
+order=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok helm)
+
+if [[ "${1:-}" == "--print-dir" ]]; then
+  echo "$bin"
+  exit 0
+fi
+wanted=()
+if [[ $# -eq 0 ]]; then
+  wanted=("${order[@]}")
+else
+  for b in "${order[@]}"; do
+    for arg in "$@"; do [[ "$arg" == "$b" ]] && wanted+=("$b"); done
+  done
+  for arg in "$@"; do
+    [[ " ${order[*]} " == *" $arg "* ]] || { echo "unknown binary $arg (known: ${order[*]})" >&2; exit 2; }
+  done
+fi
 
 all_present() {
   local b
@@ -41,26 +63,44 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
-build() {  # build <module dir> <binary name> <package> [ldflags]
-  local dir="$1" name="$2" pkg="$3" ldflags="${4:--s -w}"
-  if [[ -x "$bin/$name" ]]; then return 0; fi
-  log "building $name ($pkg) ..."
+missing=()
+for b in "${wanted[@]}"; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
+
+module_of() {  # the hack/tools module directory a binary is built from
+  case "$1" in kwok) echo kwok ;; helm) echo helm ;; *) echo kubernetes ;; esac
+}
+
+build() {  # build <binary name>
+  local name="$1" dir pkg ldflags="-s -w"
+  dir="$(module_of "$name")"
+  case "$name" in
+    etcd) pkg=go.etcd.io/etcd/server/v3 ;;
+    kwok) pkg=sigs.k8s.io/kwok/cmd/kwok; ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0" ;;
+    helm) pkg=helm.sh/helm/v3/cmd/helm; ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version" ;;
+    *) pkg="k8s.io/kubernetes/cmd/$name"; ldflags="$k8s_ldflags" ;;
+  esac
   local t0; t0=$(date +%s)
   (cd "$tools/$dir" && go build -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg")
   mv "$bin/$name.tmp" "$bin/$name"
   log "built $name in $(( $(date +%s) - t0 ))s"
 }
 
-log "downloading modules (cached in $(go env GOMODCACHE)) ..."
-for d in kubernetes kwok helm; do (cd "$tools/$d" && go mod download); done
+dirs=()
+for b in "${missing[@]}"; do
+  d="$(module_of "$b")"
+  [[ " ${dirs[*]} " == *" $d "* ]] || dirs+=("$d")
+done
+log "building ${#missing[@]} binaries, one at a time (2 cores: ~1 min each, kube-apiserver ~4): ${missing[*]}"
+log "downloading modules for ${dirs[*]} (cached in $(go env GOMODCACHE)) ..."
+for d in "${dirs[@]}"; do (cd "$tools/$d" && go mod download); done
 
-build kubernetes etcd go.etcd.io/etcd/server/v3
-build kubernetes kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0"
-build kubernetes kubectl k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
-build kubernetes kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
-build kubernetes kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
-build helm helm helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+i=0
+for b in "${missing[@]}"; do
+  i=$((i + 1))
+  rest=("${missing[@]:$i}")
+  log "[$i/${#missing[@]}] building $b ...${rest[*]:+ (then: ${rest[*]})}"
+  build "$b"
+done
 
-log "all binaries ready in $bin after $(( $(date +%s) - start ))s"
+log "${wanted[*]} ready in $bin after $(( $(date +%s) - start ))s"
 echo "$bin"

@@ -172,11 +172,15 @@ def generate() -> dict[str, Schema]:
         dag_spec,
         schema_for(DagStatus),
         [
-            _column("Schedule", ".spec.schedule"),
-            _column("Paused", ".spec.paused", "boolean"),
-            _column("Next Run", ".status.nextRunAfter", "date", description="When the next run is due"),
+            _column("Schedule", ".status.schedule", description="Cron, preset, duration or timetable"),
+            _column("Paused", ".status.paused", "boolean"),
+            # a string, not a date: kubectl prints a future date as <invalid>; this reads 2026-01-01T00:00:00Z
+            _column("Next Run", ".status.nextRunAfter", description="When the next run is due (UTC)"),
             _column("Active Runs", ".status.activeRuns", "integer"),
             _column("Last Run State", ".status.lastRunState"),
+            _column("Last Run", ".status.lastRun", priority=1),
+            _column("Next Logical Date", ".status.nextLogicalDate", priority=1),
+            _column("Ready", '.status.conditions[?(@.type=="Ready")].reason', priority=1),
             _column("Valid", '.status.conditions[?(@.type=="Valid")].status', priority=1),
         ],
         "A DAG: tasks, their dependencies, and when to run them (Airflow's DAG).",
@@ -194,6 +198,8 @@ def generate() -> dict[str, Schema]:
             _column("Logical Date", ".status.logicalDate"),
             _column("Started", ".status.startDate", "date"),
             _column("Ended", ".status.endDate", "date", priority=1),
+            _column("Run ID", ".status.runId", priority=1),
+            _column("Message", ".status.message", priority=1),
         ],
         "One run of a DAG over a data interval, with the state of every task instance.",
     )
@@ -209,6 +215,8 @@ def generate() -> dict[str, Schema]:
             _column("Task", ".spec.taskId"),
             _column("State", ".status.state"),
             _column("Shard", ".spec.shard", "integer", priority=1),
+            _column("Holder", ".status.holder", priority=1),
+            _column("Fired", ".status.firedAt", "date", priority=1),
         ],
         "An asynchronous wait a deferred task handed to the triggerer (Airflow's Trigger).",
     )

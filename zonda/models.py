@@ -213,6 +213,12 @@ class Condition(CrdModel):
 class DagStatus(CrdModel):
     observed_generation: int | None = None
     conditions: list[Condition] = Field(default_factory=list)
+    schedule: str | None = Field(
+        default=None, description="spec.schedule as written, else the timetable's summary (None: manual)."
+    )
+    paused: bool | None = Field(
+        default=None, description="spec.paused as the controller last saw it: true or false, never unset."
+    )
     timetable_summary: str | None = None
     next_logical_date: datetime | None = None
     next_run_after: datetime | None = None
@@ -223,6 +229,14 @@ class DagStatus(CrdModel):
     last_run: str | None = Field(default=None, description="Name of the newest DagRun.")
     last_run_state: DagRunState | None = None
     active_runs: int = 0
+
+
+def dag_display_fields(spec: DagSpec, timetable_summary: str) -> dict[str, Any]:
+    """What `kubectl get dags` shows that the spec alone cannot (an unset field prints empty).
+
+    Pure: the controller merges it into every DAG status it writes, so it changes only with the spec.
+    """
+    return {"schedule": spec.schedule or timetable_summary, "paused": spec.paused}
 
 
 # ------------------------------------------------------------------------------------------ DagRun

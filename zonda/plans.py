@@ -36,6 +36,7 @@ from zonda.models import (
     DagStatus,
     RunType,
     TaskInstanceState,
+    dag_display_fields,
 )
 from zonda.timetables import (
     DataInterval,
@@ -162,6 +163,7 @@ def plan_dag(
         "conditions": conds,
         "observed_generation": generation,
         "timetable_summary": timetable.summary,
+        **dag_display_fields(spec, timetable.summary),
         "active_runs": active,
         "next_logical_date": upcoming.logical_date if upcoming else None,
         "next_run_after": upcoming.run_after if upcoming else None,

@@ -3,7 +3,7 @@
 zonda up                       the main job on a local control plane (see the README)
 zonda controller / triggerer   the two long-running components (what the Helm chart runs)
 zonda trigger DAG              start a manual run
-zonda clear RUN / mark RUN TASK STATE / logs RUN TASK
+zonda clear RUN / mark RUN TASK STATE / logs RUN TASK / runs describe RUN
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
 from controller import logs as zonda_logs
+from controller.cli import logs as logs_commands
+from controller.cli import runs as runs_commands
+from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Conflict, Kube, KubeError
 from zonda import actions
 from zonda.actions import ActionResult
@@ -30,18 +32,7 @@ from zonda.dags import ResolvedDag
 from zonda.models import API_VERSION, DagRunStatus, TaskInstanceState, TaskInstanceStatus
 from zonda.states import IllegalTransition
 
-STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
-
-
-def _namespace(namespace: str | None) -> str:
-    return namespace or os.environ.get("POD_NAMESPACE") or "default"
-
-
-def _run(coro: Any) -> Any:
-    try:
-        return asyncio.run(coro)
-    except KubeError as exc:
-        raise click.ClickException(str(exc.reason)) from exc
+_namespace, _run = namespace_or_default, run_kube
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -219,9 +210,10 @@ def run_task(args: tuple[str, ...]) -> None:
     "--example",
     "examples",
     multiple=True,
-    default=("example_deferrable", "example_bash"),
+    default=("example_scheduled", "example_deferrable", "example_bash"),
     show_default=True,
-    help="Example DAG(s) from examples/dags to apply and trigger.",
+    help="Example DAG (a name from examples/dags, or a file) to apply; DAGs without a schedule are "
+    "triggered.",
 )
 @click.option("--exit-when-done", is_flag=True, help="Stop once the example runs finish (for CI).")
 def up(executor: str, examples: tuple[str, ...], exit_when_done: bool) -> None:
@@ -403,64 +395,8 @@ def mark(
     _report(run_name, "mark", _run(go()))
 
 
-def _local_attempt_logs(run_dir: Path, task_id: str, try_number: int) -> list[str]:
-    """The local executor's logs of one try, oldest attempt first (resumptions are attempts too)."""
-    parts = []
-    for record in sorted(run_dir.glob("*/attempt.json"), key=lambda p: p.stat().st_mtime):
-        attempt = json.loads(record.read_text())
-        if attempt["task_id"] == task_id and attempt["try_number"] == try_number:
-            log_file = record.parent / "log"
-            parts.append(log_file.read_text(errors="replace") if log_file.exists() else "")
-    return parts
-
-
-@main.command("logs")
-@click.argument("run_name")
-@click.argument("task_id")
-@click.option("--try", "try_number", type=int, default=None, help="Try number (default: the latest).")
-@click.option("--namespace", "-n", default=None)
-@click.option("--state-dir", type=click.Path(path_type=Path), default=STATE_DIR)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
-def logs_command(
-    run_name: str,
-    task_id: str,
-    try_number: int | None,
-    namespace: str | None,
-    state_dir: Path,
-    kubeconfig: str | None,
-) -> None:
-    """Print a task instance's log (its pod's, or the local executor's log file)."""
-
-    ns = _namespace(namespace)
-
-    async def fetch() -> str:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            run = await kube.get_custom(DAGRUNS, ns, run_name)
-            if run is None:
-                raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
-            ti = ((run.get("status") or {}).get("taskInstances") or {}).get(task_id)
-            if ti is None:
-                raise click.ClickException(f"no task instance {task_id!r} in {run_name}")
-            number = try_number or ti.get("tryNumber") or 1
-            # A try that deferred or rescheduled has one attempt per resumption: show them all, in order.
-            parts = _local_attempt_logs(state_dir / run["metadata"]["uid"], task_id, number)
-            if not parts:
-                selector = f"zonda.dev/dagrun-uid={run['metadata']['uid']},zonda.dev/try={number}"
-                pods = [
-                    p
-                    for p in await kube.list_pods(ns, selector)
-                    if p["metadata"].get("annotations", {}).get("zonda.dev/task-id") == task_id
-                ]
-                for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
-                    try:
-                        parts.append(await kube.pod_logs(ns, pod["metadata"]["name"], container="base"))
-                    except KubeError as exc:
-                        parts.append(f"(no log for pod {pod['metadata']['name']}: {exc.reason})\n")
-            if not parts:
-                raise click.ClickException(f"no log for try {number} of {task_id} in {run_name}")
-            return "".join(parts)
-
-    click.echo(str(_run(fetch())), nl=False)
+main.add_command(logs_commands.logs)
+main.add_command(runs_commands.runs)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,23 @@
 """A real Kubernetes control plane on loopback, without Docker: etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler and kwok (fake nodes whose pods follow our Stages).
 
-The binaries are built from Go modules by `hack/build-cluster-binaries.sh` (cached outside the repo).
+The binaries are built from Go modules by `hack/build-cluster-binaries.sh` (cached outside the repo:
+`make binaries`). `binaries_dir()` only finds them: with an empty cache it fails at once and names
+the command that builds them (7-23 minutes on 2 cores), unless called with `build=True` (`zonda up`).
 Everything listens on 127.0.0.1 on free ports, lives in one work directory, and is torn down on
-`stop()` (process groups are killed, so nothing is left behind).
+`stop()` (process groups are killed, so nothing is left behind). `start_local_cluster(nodes=False)`
+starts etcd and the apiserver only: enough for the local executor, which runs no pods.
 
-Which cluster is used (`connect_cluster`): an existing one only when asked explicitly
-(`ZONDA_TEST_CLUSTER=existing` or `use_existing=True`: the current `KUBECONFIG` context), kind when
-asked (`ZONDA_TEST_CLUSTER=kind`, needs Docker), else the local control plane. Tests never touch a
-user's cluster by accident.
+Which cluster is used (`connect_cluster(mode)`): an existing one only when asked explicitly
+(`mode="existing"` or `ZONDA_TEST_CLUSTER=existing`: the current `KUBECONFIG` context), kind when
+asked (`"kind"`, needs Docker), else the local control plane. Tests never touch a user's cluster by
+accident.
+
+Longer than 400 lines on purpose: one control plane's life (binaries, start, readiness, stop, which
+cluster) reads top to bottom in one place.
 
     python -m controller.devtools.devcluster up --kubeconfig-out /tmp/zonda.kubeconfig   # until Ctrl-C
+    python -m controller.devtools.devcluster build [etcd kube-apiserver ...]           # build, print dir
 """
 
 from __future__ import annotations
@@ -36,6 +43,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ADMIN_TOKEN = "zonda-local-admin-token"
 NODE_COUNT = 2
+#: What the main job's first screen needs (the local executor runs tasks as processes, not pods).
+API_BINARIES = ("etcd", "kube-apiserver", "kubectl")
+#: What pods need on top: scheduling, kwok's simulated kubelets, service accounts and GC.
+NODE_BINARIES = ("kube-controller-manager", "kube-scheduler", "kwok")
+#: Every binary: the tests also render the chart with helm.
+ALL_BINARIES = (*API_BINARIES, *NODE_BINARIES, "helm")
+BUILD_SCRIPT = REPO_ROOT / "hack" / "build-cluster-binaries.sh"
 
 
 class ClusterError(RuntimeError):
@@ -46,17 +60,38 @@ def log(message: str) -> None:
     print(f"[devcluster] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def binaries_dir() -> Path:
-    """Where the Go-built binaries are: `$ZONDA_BIN_DIR`, else built (or found cached) by the hack script."""
+def binaries_dir(required: Sequence[str] = ALL_BINARIES, *, build: bool = False) -> Path:
+    """The directory holding the `required` Go-built binaries: `$ZONDA_BIN_DIR`, else the build cache.
+
+    Cached only unless `build`: a missing binary raises at once with the command that builds it, so
+    nothing starts a many-minute build behind a test's or a tool's back. With `build=True` the hack
+    script builds what is missing, printing its progress on stderr.
+    """
     if env := os.environ.get("ZONDA_BIN_DIR"):
-        return Path(env)
-    script = REPO_ROOT / "hack" / "build-cluster-binaries.sh"
-    if not script.exists():
+        found = Path(env)
+        _require(found, required, "$ZONDA_BIN_DIR")
+        return found
+    if not BUILD_SCRIPT.exists():
         raise ClusterError("set ZONDA_BIN_DIR: hack/build-cluster-binaries.sh is not next to this package")
-    result = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    if not build:
+        cached = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-dir"], stdout=subprocess.PIPE, text=True)
+        found = Path(cached.stdout.strip())
+        _require(found, required, "the build cache")
+        return found
+    result = subprocess.run(["bash", str(BUILD_SCRIPT), *required], stdout=subprocess.PIPE, text=True)
     if result.returncode != 0:
         raise ClusterError(f"building the control-plane binaries failed (exit {result.returncode})")
     return Path(result.stdout.strip().splitlines()[-1])
+
+
+def _require(directory: Path, required: Sequence[str], where: str) -> None:
+    missing = [name for name in required if not (directory / name).is_file()]
+    if missing:
+        raise ClusterError(
+            f"control-plane binaries not built: {', '.join(missing)} missing in {where} ({directory}). "
+            f"Build them once with `bash hack/build-cluster-binaries.sh {' '.join(missing)}` "
+            "(`make binaries` builds all seven): 7-23 minutes on 2 cores from empty Go caches, then cached."
+        )
 
 
 def free_port() -> int:
@@ -233,11 +268,17 @@ def _node_manifest(name: str) -> dict[str, object]:
 
 
 def start_local_cluster(
-    workdir: Path | None = None, *, bin_dir: Path | None = None, install_crds: bool = True
+    workdir: Path | None = None,
+    *,
+    bin_dir: Path | None = None,
+    install_crds: bool = True,
+    nodes: bool = True,
 ) -> Cluster:
-    """Start etcd, the apiserver (RBAC on), controller-manager, scheduler and kwok; return when usable."""
+    """Start etcd and the apiserver (RBAC on), and with `nodes` the controller-manager, scheduler and
+    kwok with fake nodes; return when usable. `bin_dir` defaults to the cached binaries (never built).
+    """
     t0 = time.monotonic()
-    bin_dir = bin_dir or binaries_dir()
+    bin_dir = bin_dir or binaries_dir((*API_BINARIES, *NODE_BINARIES) if nodes else API_BINARIES)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="zonda-cluster-"))
     workdir.mkdir(parents=True, exist_ok=True)
     certs = workdir / "certs"
@@ -311,60 +352,69 @@ def start_local_cluster(
         _wait_healthy(server, ca_file, ADMIN_TOKEN, apiserver, workdir / "kube-apiserver.log")
         _write_kubeconfig(cluster.kubeconfig, server, ca_file, ADMIN_TOKEN)
         kubeconfig = str(cluster.kubeconfig)
-        spawn(
-            "kube-controller-manager",
-            [
+
+        def component_args() -> list[str]:
+            """What the controller-manager and the scheduler share: who they are, where they serve."""
+            return [
                 f"--kubeconfig={kubeconfig}",
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",
-                f"--service-account-private-key-file={sa_key}",
-                f"--root-ca-file={ca_file}",
-                "--use-service-account-credentials=false",
-                "--controllers=*,-nodeipam,-nodelifecycle",
-                "--concurrent-gc-syncs=5",
-                "--v=1",
-            ],
-        )
-        spawn(
-            "kube-scheduler",
-            [
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
-                "--v=1",
-            ],
-        )
-        spawn(
-            "kwok",
-            [
-                f"--kubeconfig={kubeconfig}",
-                "--manage-all-nodes=true",
-                f"--config={DATA_DIR / 'kwok-stages.yaml'}",
-                f"--server-address=127.0.0.1:{free_port()}",
-                "--node-ip=10.244.0.1",
-                "--cidr=10.244.0.0/16",
-            ],
-        )
-        nodes = [_node_manifest(f"kwok-node-{i}") for i in range(NODE_COUNT)]
-        cluster.kubectl(
-            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes})
-        )
+            ]
+
+        if nodes:
+            spawn(
+                "kube-controller-manager",
+                [
+                    *component_args(),
+                    f"--service-account-private-key-file={sa_key}",
+                    f"--root-ca-file={ca_file}",
+                    "--use-service-account-credentials=false",
+                    "--controllers=*,-nodeipam,-nodelifecycle",
+                    "--concurrent-gc-syncs=5",
+                    "--v=1",
+                ],
+            )
+            spawn(
+                "kube-scheduler",
+                [
+                    *component_args(),
+                    "--v=1",
+                ],
+            )
+            spawn(
+                "kwok",
+                [
+                    f"--kubeconfig={kubeconfig}",
+                    "--manage-all-nodes=true",
+                    f"--config={DATA_DIR / 'kwok-stages.yaml'}",
+                    f"--server-address=127.0.0.1:{free_port()}",
+                    "--node-ip=10.244.0.1",
+                    "--cidr=10.244.0.0/16",
+                ],
+            )
+            fake_nodes = [_node_manifest(f"kwok-node-{i}") for i in range(NODE_COUNT)]
+            cluster.kubectl(
+                "apply",
+                "-f",
+                "-",
+                input=json.dumps({"apiVersion": "v1", "kind": "List", "items": fake_nodes}),
+            )
         if install_crds:
             cluster.install_crds()
-        _wait_for(
-            lambda: (
-                cluster.kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode
-                == 0
-            ),
-            "the default ServiceAccount (controller-manager)",
-            cluster,
-        )
+        if nodes:
+            _wait_for(
+                lambda: (
+                    cluster.kubectl(
+                        "get", "serviceaccount", "default", "-n", "default", check=False
+                    ).returncode
+                    == 0
+                ),
+                "the default ServiceAccount (controller-manager)",
+                cluster,
+            )
         log(f"control plane ready at {server} in {time.monotonic() - t0:.1f}s (workdir {workdir})")
         return cluster
     except BaseException:
@@ -445,12 +495,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     up = sub.add_parser("up", help="start the local control plane and keep it running until Ctrl-C")
     up.add_argument("--kubeconfig-out", type=Path, help="copy the admin kubeconfig here")
     up.add_argument("--workdir", type=Path)
-    sub.add_parser(
+    build = sub.add_parser(
         "build", help="build (or find cached) the control-plane binaries and print their directory"
     )
+    build.add_argument("binaries", nargs="*", default=list(ALL_BINARIES), help="default: all")
     args = parser.parse_args(argv)
     if args.command == "build":
-        print(binaries_dir())
+        print(binaries_dir(args.binaries, build=True))
         return 0
     cluster = start_local_cluster(args.workdir)
     try:

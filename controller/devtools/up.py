@@ -1,23 +1,56 @@
-"""`zonda up`: Zonda's main job on a local default, from nothing.
+"""`zonda up`: Zonda's main job on a local control plane, from nothing.
 
-Starts the local control plane (building its binaries the first time), installs the CRDs, starts
-the controller and the triggerer as child processes, applies example DAGs, triggers a run of each,
-and shows `kubectl get dagruns` as the runs progress. Ctrl-C stops everything it started.
+In numbered steps, each printed with the ones that remain: build (or find cached) only the binaries
+the executor needs (the local executor runs no pods: etcd, kube-apiserver and kubectl), start the
+control plane and install the CRDs, start the controller and the triggerer, apply the example DAGs
+(trigger the manual ones; the scheduled one gets its runs from the controller, on time), and show
+`kubectl get dagruns` until the first runs succeed. It keeps showing new runs until Ctrl-C, then
+stops everything it started: the controller, the triggerer, the local executor's task processes
+(they run in their own process groups so a restarted controller can adopt them, so stopping the
+controller alone leaves them running), and the control plane, whose work directory it removes so
+a rerun starts clean.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from controller.devtools.devcluster import REPO_ROOT, Cluster, log, start_local_cluster
+import yaml
+
+from controller.devtools.devcluster import (
+    API_BINARIES,
+    NODE_BINARIES,
+    REPO_ROOT,
+    Cluster,
+    binaries_dir,
+    log,
+    start_local_cluster,
+)
 
 FINISHED = ("success", "failed")
+EXAMPLES_DIR = REPO_ROOT / "examples" / "dags"
+#: Where `zonda logs` finds the local executor's state dir: a kubeconfig context extension.
+STATE_DIR_EXTENSION = "zonda.dev/local-state-dir"
+STEPS = (
+    "binaries",
+    "control plane",
+    "controller and triggerer",
+    "example DAGs",
+    "first runs",
+)
+
+
+def _step(number: int) -> None:
+    rest = ", ".join(STEPS[number:])
+    log(f"[{number}/{len(STEPS)}] {STEPS[number - 1]}" + (f" (then: {rest})" if rest else ""))
 
 
 def _spawn(name: str, args: list[str], cluster: Cluster, workdir: Path) -> subprocess.Popen[bytes]:
@@ -41,24 +74,147 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
 
 
-def _run_states(cluster: Cluster, names: list[str]) -> dict[str, str]:
-    out = cluster.kubectl(
-        "get", "dagruns", "-o", 'jsonpath={range .items[*]}{.metadata.name}={.status.state}{"\\n"}{end}'
-    ).stdout
-    states = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-    return {name: states.get(name, "") for name in names}
+def task_process_groups(state_dir: Path) -> list[int]:
+    """The local executor's task process groups still alive under `state_dir`.
+
+    A pid file alone could name a recycled pid: a group counts only if its leader's environment
+    still points at that attempt's directory (the executor passes the result path in it).
+    """
+    groups = []
+    for pid_file in state_dir.glob("*/*/pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text())
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            if str(pid_file.parent).encode() in environ:
+                groups.append(pid)
+    return groups
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (an operator may start its command in a session of its own)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def stop_task_processes(state_dir: Path, grace: float = 5) -> list[int]:
+    """Stop every live task process group under `state_dir` and everything below it: SIGTERM (the
+    runner stops its operator), then SIGKILL for whatever outlives `grace`. Returns the groups."""
+    groups = task_process_groups(state_dir)
+    targets = set(groups).union(*(_descendants(pgid) for pgid in groups))
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+        time.sleep(0.1)
+    for pid in targets:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return groups
+
+
+def _record_state_dir(kubeconfig: Path, state_dir: Path) -> None:
+    """Name the local executor's state dir in the kubeconfig, where `zonda logs` looks for it."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    for context in config["contexts"]:
+        extension = {"name": STATE_DIR_EXTENSION, "extension": {"path": str(state_dir)}}
+        context["context"]["extensions"] = [extension]
+    kubeconfig.write_text(json.dumps(config, indent=2))
+
+
+def _example_path(example: str) -> Path:
+    """An example by name (`example_bash`) from examples/dags, or a path to any DAG file."""
+    path = Path(example)
+    return path if path.suffix in (".yaml", ".yml") and path.exists() else EXAMPLES_DIR / f"{example}.yaml"
+
+
+def _runs(cluster: Cluster) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(cluster.kubectl("get", "dagruns", "-o", "json").stdout)["items"]
+    return items
+
+
+def _trigger(cluster: Cluster, dag: str) -> str:
+    created = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "controller.cli.main",
+            "trigger",
+            dag,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        env=cluster.env(),
+        cwd=REPO_ROOT,
+    )
+    if created.returncode != 0:
+        raise RuntimeError(f"zonda trigger {dag} failed: {created.stderr.strip()}")
+    return created.stdout.strip().split("/", 1)[-1].split()[0]
+
+
+def scheduled_run_line(run: dict[str, Any]) -> str:
+    """One line saying when a scheduled run was due and when the controller created it."""
+    spec = run["spec"]
+    due = (spec.get("dataInterval") or {}).get("end", "?")
+    return (
+        f"{spec['dagName']}: scheduled run {run['metadata']['name']} due {due}, "
+        f"created {run['metadata']['creationTimestamp']}"
+    )
+
+
+def first_runs_done(runs: list[dict[str, Any]], manual: list[str], scheduled_dags: list[str]) -> bool:
+    """The triggered runs have finished and every scheduled DAG has a finished run."""
+    states = {r["metadata"]["name"]: (r.get("status") or {}).get("state") for r in runs}
+    if any(states.get(name) not in FINISHED for name in manual):
+        return False
+    finished_dags = {
+        r["spec"]["dagName"]
+        for r in runs
+        if r["spec"].get("runType") == "scheduled" and (r.get("status") or {}).get("state") in FINISHED
+    }
+    return all(dag in finished_dags for dag in scheduled_dags)
 
 
 def main(
     *, executor: str = "local", examples: list[str], exit_when_done: bool = False, timeout: float = 300
 ) -> int:
-    cluster = start_local_cluster()
+    t0 = time.monotonic()
+    _step(1)
+    needed = API_BINARIES if executor == "local" else (*API_BINARIES, *NODE_BINARIES)
+    bin_dir = binaries_dir(needed, build=True)
+    _step(2)
+    cluster = start_local_cluster(bin_dir=bin_dir, nodes=executor != "local")
     assert cluster.workdir is not None
     workdir = cluster.workdir
+    state_dir = workdir / "state"
+    _record_state_dir(cluster.kubeconfig, state_dir)
     children: list[subprocess.Popen[bytes]] = []
     interrupted = False
 
@@ -69,19 +225,14 @@ def main(
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
+        _step(3)
+        kubeconfig = str(cluster.kubeconfig)
         children.append(
             _spawn(
                 "controller",
                 [
-                    "controller",
-                    "--namespace",
-                    "default",
-                    "--executor",
-                    executor,
-                    "--state-dir",
-                    str(workdir / "state"),
-                    "--kubeconfig",
-                    str(cluster.kubeconfig),
+                    *("controller", "--namespace", "default", "--executor", executor),
+                    *("--state-dir", str(state_dir), "--kubeconfig", kubeconfig),
                 ],
                 cluster,
                 workdir,
@@ -91,83 +242,84 @@ def main(
             _spawn(
                 "triggerer",
                 [
-                    "triggerer",
-                    "--namespace",
-                    "default",
-                    "--kubeconfig",
-                    str(cluster.kubeconfig),
-                    "--lease-duration",
-                    "10",
-                    "--renew-every",
-                    "2",
+                    *("triggerer", "--namespace", "default", "--kubeconfig", kubeconfig),
+                    *("--lease-duration", "10", "--renew-every", "2"),
                 ],
                 cluster,
                 workdir,
             )
         )
         log(f"controller ({executor} executor) and triggerer started; logs in {workdir}")
-        runs: list[str] = []
+        _step(4)
+        manual: list[str] = []
+        scheduled_dags: list[str] = []
         for example in examples:
-            path = REPO_ROOT / "examples" / "dags" / f"{example}.yaml"
+            path = _example_path(example)
+            dag = yaml.safe_load(path.read_text())
             cluster.kubectl("apply", "-f", str(path))
-            dag = cluster.kubectl("get", "-f", str(path), "-o", "jsonpath={.metadata.name}").stdout.strip()
-            created = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "controller.cli.main",
-                    "trigger",
-                    dag,
-                    "--kubeconfig",
-                    str(cluster.kubeconfig),
-                ],
-                capture_output=True,
-                text=True,
-                env=cluster.env(),
-                cwd=REPO_ROOT,
-            )
-            if created.returncode != 0:
-                raise RuntimeError(f"zonda trigger {dag} failed: {created.stderr.strip()}")
-            runs.append(created.stdout.strip().split("/", 1)[-1].split()[0])
-            log(f"applied {path.relative_to(REPO_ROOT)} and triggered {runs[-1]}")
+            name = dag["metadata"]["name"]
+            shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+            if (dag["spec"].get("schedule") or dag["spec"].get("timetable")) and not dag["spec"].get(
+                "paused"
+            ):
+                scheduled_dags.append(name)
+                log(f"applied {shown}: scheduled {dag['spec'].get('schedule') or 'by its timetable'}")
+            else:
+                manual.append(_trigger(cluster, name))
+                log(f"applied {shown} and triggered {manual[-1]}")
 
         print(f"\nexport KUBECONFIG={cluster.kubeconfig}\n", flush=True)
+        _step(5)
         deadline = time.monotonic() + timeout
-        last = ""
+        last_states: list[tuple[str, str]] = []
+        seen_scheduled: set[str] = set()
+        done = False
         while not interrupted:
-            table = cluster.kubectl("get", "dagruns", check=False).stdout
-            if table != last:
+            runs = _runs(cluster)
+            for run in sorted(runs, key=lambda r: r["metadata"]["creationTimestamp"]):
+                if (
+                    run["spec"].get("runType") == "scheduled"
+                    and run["metadata"]["name"] not in seen_scheduled
+                ):
+                    seen_scheduled.add(run["metadata"]["name"])
+                    log(scheduled_run_line(run))
+            shown_states = sorted(
+                (r["metadata"]["name"], str((r.get("status") or {}).get("state"))) for r in runs
+            )
+            if shown_states != last_states:  # not on every AGE tick
+                table = cluster.kubectl("get", "dagruns", check=False).stdout
                 print(f"$ kubectl get dagruns   # {time.strftime('%H:%M:%S')}\n{table}", flush=True)
-                last = table
-            states = _run_states(cluster, runs)
-            if all(state in FINISHED for state in states.values()):
-                break
+                last_states = shown_states
+            if not done and first_runs_done(runs, manual, scheduled_dags):
+                done = True
+                states = {r["metadata"]["name"]: (r.get("status") or {}).get("state") for r in runs}
+                ok = all(state == "success" for state in states.values() if state in FINISHED)
+                print(f"$ kubectl get dags\n{cluster.kubectl('get', 'dags').stdout}", flush=True)
+                log(
+                    f"first runs finished {time.monotonic() - t0:.0f}s after `zonda up` started: "
+                    + ("all succeeded" if ok else f"some did not succeed: {states}")
+                )
+                if exit_when_done:
+                    return 0 if ok else 1
+                print(
+                    f"Zonda keeps running: {', '.join(scheduled_dags) or 'no DAG'} gets a new run on "
+                    f"schedule. Try: export KUBECONFIG={cluster.kubeconfig}; "
+                    f"zonda runs describe {(manual or ['RUN'])[0]}\nPress Ctrl-C to stop everything.",
+                    flush=True,
+                )
             for child in children:
                 if child.poll() is not None:
                     raise RuntimeError(
                         f"a Zonda process exited ({child.returncode}); see its log in {workdir}"
                     )
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"runs did not finish within {timeout:.0f}s: {states}")
+            if not done and time.monotonic() > deadline:
+                raise RuntimeError(f"the first runs did not finish within {timeout:.0f}s; logs in {workdir}")
             time.sleep(1)
-        if interrupted:
-            return 130
-        states = _run_states(cluster, runs)
-        print(f"$ kubectl get dags,dagruns\n{cluster.kubectl('get', 'dags,dagruns').stdout}", flush=True)
-        ok = all(state == "success" for state in states.values())
-        log("all example runs succeeded" if ok else f"some runs did not succeed: {states}")
-        if exit_when_done:
-            return 0 if ok else 1
-        print(
-            f"Zonda keeps running. Try: KUBECONFIG={cluster.kubeconfig} kubectl describe dagrun {runs[0]}\n"
-            "Press Ctrl-C to stop everything.",
-            flush=True,
-        )
-        while not interrupted:
-            time.sleep(0.5)
-        return 0 if ok else 1
+        return 130
     finally:
-        log("stopping the controller, the triggerer and the control plane")
+        log("stopping the controller, the triggerer, task processes and the control plane")
         for child in children:
             _stop(child)
+        if stopped := stop_task_processes(state_dir):
+            log(f"stopped {len(stopped)} task process group(s) of the local executor: {stopped}")
         cluster.stop()

@@ -1,0 +1,27 @@
+"""What the CLI's command modules share: the default namespace, the state dir, running a Kube call."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from controller.kube import KubeError
+
+#: The local executor's default state dir (`zonda controller --state-dir`, `$ZONDA_STATE_DIR`).
+STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
+
+
+def namespace_or_default(namespace: str | None) -> str:
+    return namespace or os.environ.get("POD_NAMESPACE") or "default"
+
+
+def run_kube(coro: Any) -> Any:
+    """Run a coroutine that talks to the API; an API error becomes a one-line CLI error."""
+    try:
+        return asyncio.run(coro)
+    except KubeError as exc:
+        raise click.ClickException(str(exc.reason)) from exc

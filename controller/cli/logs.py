@@ -1,0 +1,176 @@
+"""`zonda logs RUN TASK`: a task instance's log, wherever the controller's executor wrote it.
+
+The Kubernetes executor's log is its pod's; the local executor's is a file in the controller's state
+dir, `<state dir>/<run uid>/<attempt>/log`. The state dir is looked for, in order, in `--state-dir`,
+`$ZONDA_STATE_DIR`, the current kubeconfig context (`zonda up` records its own there), and the
+default `~/.local/state/zonda`. The command says which tries have a log, and where it looked when
+it finds none; a task that never ran is reported as such, not as a missing log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
+from controller.kube import DAGRUNS, Kube, KubeError
+
+#: The kubeconfig context extension naming a local executor's state dir (written by `zonda up`).
+STATE_DIR_EXTENSION = "zonda.dev/local-state-dir"
+NEVER_RAN = frozenset({"none", "scheduled", "skipped", "upstream_failed", "removed"})
+
+
+@dataclass
+class TryLogs:
+    """The log parts of one try, oldest first (a deferred or rescheduled try has several attempts)."""
+
+    parts: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+def kubeconfig_state_dir(kubeconfig: str | None) -> Path | None:
+    """The state dir the current kubeconfig context names, if any."""
+    paths = (kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")).split(
+        os.pathsep
+    )
+    for path in paths:
+        try:
+            config = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        current = config.get("current-context")
+        for context in config.get("contexts") or []:
+            if context.get("name") != current:
+                continue
+            for extension in (context.get("context") or {}).get("extensions") or []:
+                if extension.get("name") == STATE_DIR_EXTENSION:
+                    return Path((extension.get("extension") or {}).get("path", ""))
+    return None
+
+
+def state_dir_candidates(state_dir: Path | None, kubeconfig: str | None) -> list[Path]:
+    """Where the local executor's state dir may be, in the order they are tried, without repeats."""
+    found: list[Path] = []
+    for candidate in (
+        state_dir,
+        Path(os.environ["ZONDA_STATE_DIR"]) if os.environ.get("ZONDA_STATE_DIR") else None,
+        kubeconfig_state_dir(kubeconfig),
+        STATE_DIR,
+    ):
+        if candidate is not None and candidate not in found:
+            found.append(candidate)
+    return found
+
+
+def local_tries(run_dir: Path, task_id: str) -> dict[int, TryLogs]:
+    """The local executor's logs of `task_id` in one run's directory, by try number."""
+    tries: dict[int, TryLogs] = {}
+    for record in sorted(run_dir.glob("*/attempt.json"), key=lambda p: p.stat().st_mtime):
+        attempt = json.loads(record.read_text())
+        if attempt["task_id"] != task_id:
+            continue
+        log_file = record.parent / "log"
+        found = tries.setdefault(int(attempt["try_number"]), TryLogs())
+        found.parts.append(log_file.read_text(errors="replace") if log_file.exists() else "")
+        found.sources.append(str(log_file))
+    return tries
+
+
+async def pod_tries(kube: Kube, namespace: str, run_uid: str, task_id: str) -> dict[int, TryLogs]:
+    """The Kubernetes executor's logs of `task_id`: its pods' `base` containers, by try number."""
+    tries: dict[int, TryLogs] = {}
+    pods = [
+        p
+        for p in await kube.list_pods(namespace, f"zonda.dev/dagrun-uid={run_uid}")
+        if (p["metadata"].get("annotations") or {}).get("zonda.dev/task-id") == task_id
+    ]
+    for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
+        name = pod["metadata"]["name"]
+        found = tries.setdefault(int(pod["metadata"]["labels"].get("zonda.dev/try", "0")), TryLogs())
+        try:
+            found.parts.append(await kube.pod_logs(namespace, name, container="base"))
+        except KubeError as exc:
+            found.parts.append(f"(no log for pod {name}: {exc.reason})\n")
+        found.sources.append(f"pod/{name}")
+    return tries
+
+
+def never_ran_message(run_name: str, task_id: str, ti: dict[str, Any] | None) -> str | None:
+    """Why a task instance has no log at all because it never ran (None when it did run)."""
+    if ti is None:
+        return (
+            f"task {task_id!r} of {run_name} has not run yet (no task instance: the run has not reached it)"
+        )
+    state = ti.get("state") or "none"
+    if (ti.get("tryNumber") or 0) == 0 and state in NEVER_RAN:
+        reason = f": {ti['reason']}" if ti.get("reason") else ""
+        return f"task {task_id!r} of {run_name} never ran (state {state}{reason})"
+    return None
+
+
+@click.command("logs")
+@click.argument("run_name")
+@click.argument("task_id")
+@click.option("--try", "try_number", type=int, default=None, help="Try number (default: the latest).")
+@click.option("--namespace", "-n", default=None)
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The local executor's state dir (default: found from $ZONDA_STATE_DIR, the kubeconfig, "
+    f"{STATE_DIR}).",
+)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+def logs(
+    run_name: str,
+    task_id: str,
+    try_number: int | None,
+    namespace: str | None,
+    state_dir: Path | None,
+    kubeconfig: str | None,
+) -> None:
+    """Print a task instance's log (its pod's, or the local executor's file)."""
+    ns = namespace_or_default(namespace)
+
+    async def fetch() -> tuple[dict[int, TryLogs], dict[str, Any] | None, list[str]]:
+        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+            run = await kube.get_custom(DAGRUNS, ns, run_name)
+            if run is None:
+                raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
+            uid = run["metadata"]["uid"]
+            ti = ((run.get("status") or {}).get("taskInstances") or {}).get(task_id)
+            tries: dict[int, TryLogs] = {}
+            looked: list[str] = []
+            for candidate in state_dir_candidates(state_dir, kubeconfig):
+                looked.append(f"{candidate / uid} (local executor)")
+                for number, found in local_tries(candidate / uid, task_id).items():
+                    tries.setdefault(number, TryLogs()).parts.extend(found.parts)
+                    tries[number].sources.extend(found.sources)
+            looked.append(f"pods labelled zonda.dev/dagrun-uid={uid} in {ns} (Kubernetes executor)")
+            for number, found in (await pod_tries(kube, ns, uid, task_id)).items():
+                tries.setdefault(number, TryLogs()).parts.extend(found.parts)
+                tries[number].sources.extend(found.sources)
+            return tries, ti, looked
+
+    tries, ti, looked = run_kube(fetch())
+    if not tries and (never := never_ran_message(run_name, task_id, ti)):
+        raise click.ClickException(never)
+    wanted = try_number or (ti or {}).get("tryNumber") or max(tries, default=1)
+    have = ", ".join(str(n) for n in sorted(tries)) or "none"
+    if wanted not in tries:
+        raise click.ClickException(
+            f"no log for try {wanted} of {task_id} in {run_name} (tries with a log: {have}); looked in:\n  "
+            + "\n  ".join(looked)
+        )
+    click.echo(
+        f"# {task_id} try {wanted} of {run_name} (tries with a log: {have}) "
+        f"from {', '.join(tries[wanted].sources)}",
+        err=True,
+    )
+    click.echo("".join(tries[wanted].parts), nl=False)

@@ -1,0 +1,161 @@
+"""The pure parts of `zonda runs describe`, `zonda logs` and `zonda up`: ordering, finding, stopping."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.cli import logs, runs
+from controller.devtools import up
+from zonda.models import DagSpec, dag_display_fields
+
+
+def event(reason: str, *, rv: str, first: str, event_time: str | None = None) -> dict[str, object]:
+    return {
+        "metadata": {"resourceVersion": rv, "creationTimestamp": first},
+        "reason": reason,
+        "type": "Normal",
+        "message": reason.lower(),
+        "firstTimestamp": first,
+        "eventTime": event_time,
+    }
+
+
+def test_events_within_one_second_come_out_in_the_order_they_happened() -> None:
+    same_second = "2026-01-01T00:00:01Z"
+    events = [
+        event("TaskQueued", rv="12", first=same_second),
+        event("RunStarted", rv="11", first=same_second),
+        event("RunCreated", rv="30", first="2026-01-01T00:00:00Z"),
+        event("TaskSucceeded", rv="9", first=same_second, event_time="2026-01-01T00:00:01.900000Z"),
+    ]
+    ordered = [e["reason"] for e in sorted(events, key=runs.event_sort_key)]
+    assert ordered == ["RunCreated", "RunStarted", "TaskQueued", "TaskSucceeded"]
+
+
+def test_describe_prints_task_instances_in_dag_order_and_events_oldest_first() -> None:
+    run = {
+        "metadata": {"name": "r1"},
+        "spec": {"dagName": "d", "runType": "manual"},
+        "status": {
+            "state": "success",
+            "dagSpec": {"tasks": [{"id": "b"}, {"id": "a"}]},
+            "taskInstances": {
+                "a": {
+                    "state": "success",
+                    "tryNumber": 1,
+                    "maxTries": 1,
+                    "durationSeconds": 0.25,
+                    "startDate": "2026-01-01T00:00:01.5Z",
+                    "podName": "r1-a-1",
+                },
+                "b": {"state": "skipped", "tryNumber": 0, "reason": "branch not followed"},
+            },
+        },
+    }
+    text = runs.describe_text(run, [event("RunStarted", rv="2", first="2026-01-01T00:00:00Z")])
+    rows = text.splitlines()
+    table = rows[rows.index(next(r for r in rows if r.startswith("TASK"))) :]
+    assert table[1].split()[:3] == ["b", "skipped", "0"] and "branch not followed" in table[1]
+    assert (
+        table[2].split()[:3] == ["a", "success", "1/2"] and "0.25s" in table[2] and "00:00:01.500" in table[2]
+    )
+    assert "Events (1, oldest first):" in text and "RunStarted" in text
+
+
+def test_a_task_that_never_ran_is_reported_as_such() -> None:
+    assert "has not run yet" in (logs.never_ran_message("r", "t", None) or "")
+    message = logs.never_ran_message(
+        "r", "t", {"state": "upstream_failed", "tryNumber": 0, "reason": "x failed"}
+    )
+    assert message == "task 't' of r never ran (state upstream_failed: x failed)"
+    assert logs.never_ran_message("r", "t", {"state": "success", "tryNumber": 1}) is None
+
+
+def test_the_state_dir_is_found_from_the_kubeconfig_zonda_up_wrote(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "current-context": "c",
+                "contexts": [{"name": "c", "context": {"cluster": "x", "user": "y"}}],
+                "clusters": [],
+                "users": [],
+            }
+        )
+    )
+    assert logs.kubeconfig_state_dir(str(kubeconfig)) is None
+    up._record_state_dir(kubeconfig, tmp_path / "state")
+    assert logs.kubeconfig_state_dir(str(kubeconfig)) == tmp_path / "state"
+    candidates = logs.state_dir_candidates(None, str(kubeconfig))
+    assert tmp_path / "state" in candidates and candidates[-1] == logs.STATE_DIR
+
+
+def test_local_tries_groups_attempts_by_try(tmp_path: Path) -> None:
+    for name, task, number, text in [("a1", "t", 1, "one"), ("a2", "t", 2, "two"), ("a3", "u", 1, "other")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "attempt.json").write_text(json.dumps({"task_id": task, "try_number": number}))
+        (tmp_path / name / "log").write_text(text)
+    found = logs.local_tries(tmp_path, "t")
+    assert sorted(found) == [1, 2] and found[2].parts == ["two"]
+
+
+def test_up_stops_task_process_groups_it_finds_in_the_state_dir(tmp_path: Path) -> None:
+    attempt = tmp_path / "run-uid" / "attempt"
+    attempt.mkdir(parents=True)
+    env = dict(os.environ, ZONDA_RESULT_PATH=str(attempt / "result.json"))
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True
+    )
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        (attempt / "pid").write_text(str(process.pid))
+        (tmp_path / "run-uid" / "other").mkdir()
+        (tmp_path / "run-uid" / "other" / "pid").write_text(str(stranger.pid))  # a recycled pid: not ours
+        assert up.task_process_groups(tmp_path) == [process.pid]
+        assert up.stop_task_processes(tmp_path) == [process.pid]
+        assert process.wait(timeout=5) == -signal.SIGTERM
+        time.sleep(0.1)
+        assert stranger.poll() is None
+    finally:
+        for p in (process, stranger):
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        pytest.param(
+            {"schedule": "*/5 * * * *"}, {"schedule": "*/5 * * * *", "paused": False}, id="cron as written"
+        ),
+        pytest.param(
+            {"schedule": "1m", "paused": True}, {"schedule": "1m", "paused": True}, id="a duration as written"
+        ),
+        pytest.param({}, {"schedule": "None", "paused": False}, id="manual only: None, as Airflow shows it"),
+        pytest.param(
+            {"timetable": {"class": "x.Workday"}},
+            {"schedule": "Workday", "paused": False},
+            id="a timetable's summary",
+        ),
+    ],
+)
+def test_kubectl_get_dags_shows_schedule_and_paused_never_empty(
+    spec: dict[str, object], shown: dict[str, object]
+) -> None:
+    dag = DagSpec.model_validate({"tasks": [{"id": "t"}], **spec})
+    summary = "Workday" if "timetable" in spec else "None"
+    assert dag_display_fields(dag, summary) == shown
+
+
+def test_the_example_dag_files_parse() -> None:
+    for path in up.EXAMPLES_DIR.glob("*.yaml"):
+        DagSpec.model_validate(yaml.safe_load(path.read_text())["spec"])
