@@ -402,3 +402,8 @@ main.add_command(runs_commands.runs)
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):
         main()
+
+
+from controller.cli.dags import dags as _dags  # noqa: E402 - registered after the group is defined
+
+main.add_command(_dags)

@@ -196,6 +196,23 @@ class Kube:
             self.custom.replace_namespaced_custom_object_status(GROUP, VERSION, namespace, plural, name, body)
         )
 
+    async def apply_custom(self, plural: str, namespace: str, body: Body, *, field_manager: str) -> Body:
+        """Server-side apply `body` as `field_manager` (forcing: the manager owns what it renders)."""
+        name = body["metadata"]["name"]
+        return await _call(
+            self.custom.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                body,
+                field_manager=field_manager,
+                force=True,
+                _content_type="application/apply-patch+yaml",  # type: ignore[call-arg]
+            )
+        )
+
     async def delete_custom(self, plural: str, namespace: str, name: str) -> bool:
         """Delete; False if it was already gone."""
         gone = await _unless_missing(

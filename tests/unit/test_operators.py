@@ -99,7 +99,7 @@ def test_unknown_arguments_are_an_airflow_exception(
         assert fragment in str(raised.value)
 
 
-def test_scheduler_arguments_from_airflow_are_accepted_and_ignored() -> None:
+def test_scheduler_arguments_from_airflow_are_accepted_and_kept_as_attributes() -> None:
     operator = Greeter(
         task_id="t",
         greeting="hi",
@@ -117,7 +117,8 @@ def test_scheduler_arguments_from_airflow_are_accepted_and_ignored() -> None:
         doc_md="# doc",
     )
     assert operator.execute({}) == "hi world"
-    assert not hasattr(operator, "retries")
+    # Readable back as in Airflow (`print(op.retries)`); the scheduler takes them from the task spec.
+    assert (operator.retries, operator.pool, operator.trigger_rule) == (3, "p", "all_done")
 
 
 def test_render_template_fields_renders_only_the_declared_fields() -> None:

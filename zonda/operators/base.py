@@ -6,7 +6,10 @@ Airflow) plus `task_id`, renders its `template_fields` against the context, then
 returns is the task's XCom `return_value`.
 
 Arguments Airflow's `BaseOperator` takes for the scheduler (`retries`, `pool`, `trigger_rule`...) are
-accepted and ignored here: Zonda's scheduler reads them from the task spec, never from the operator.
+kept as attributes (`op.retries`) but never acted on here: Zonda's scheduler reads them from the task
+spec, never from the operator. The same class is the authoring API: created inside a `DAG` (see
+`zonda.authoring`) an operator takes the DAG's and task groups' `default_args`, joins the DAG and can be
+put in order with `>>`; `zonda.authoring.manifests` compiles what it was given into the task spec.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta, tzinfo
 from typing import Any, NoReturn, Protocol
 
-from zonda import operator_arguments, templating
+from zonda import operator_arguments, templating, xcom_refs
+from zonda.authoring import operator_hooks
+from zonda.authoring.relations import Label, Node, chain, cross_downstream
 from zonda.context import Context
 from zonda.exceptions import (
     TRIGGER_FAIL_REPR,
@@ -43,8 +48,18 @@ SCHEDULER_ARGUMENTS = frozenset(
         "trigger_rule", "run_as_user", "task_concurrency", "max_active_tis_per_dag",
         "max_active_tis_per_dagrun", "executor", "executor_config", "resources", "inlets", "outlets",
         "doc", "doc_md", "doc_json", "doc_yaml", "doc_rst", "task_display_name",
+        "dag", "task_group", "default_args",
     }
 )  # fmt: skip
+
+#: Airflow's defaults of the scheduler arguments an Airflow user reads back (`print(op.retries)`).
+SCHEDULER_ARGUMENT_DEFAULTS: dict[str, Any] = {
+    "owner": "airflow", "retries": 0, "retry_delay": timedelta(seconds=300),
+    "retry_exponential_backoff": False, "max_retry_delay": None, "execution_timeout": None,
+    "trigger_rule": "all_success", "depends_on_past": False, "priority_weight": 1,
+    "weight_rule": "downstream", "pool": None, "queue": None, "executor_config": None,
+    "start_date": None, "end_date": None, "doc_md": None,
+}  # fmt: skip
 
 
 class DagInfo(Protocol):
@@ -57,7 +72,7 @@ class DagInfo(Protocol):
     def timezone(self) -> tzinfo: ...
 
 
-class BaseOperator:
+class BaseOperator(Node):
     """Airflow's `BaseOperator`: subclass it and override `execute(context)`.
 
     :param task_id: the task's id; the runner passes the task spec's id.
@@ -72,6 +87,18 @@ class BaseOperator:
     #: Keyword arguments accepted and dropped, so that arguments copied from an Airflow DAG still work.
     ignored_arguments: frozenset[str] = SCHEDULER_ARGUMENTS
 
+    # Authoring state, set by `operator_hooks.before_init` around the outermost `__init__`.
+    #: The keyword arguments the DAG file gave (plus the task's own `default_args`), for the manifest.
+    authored_arguments: dict[str, Any]
+    #: The id given, before task-group prefixes; `task_id` is the full id.
+    label: str | None
+    task_group: Any
+    authoring_dag: Any
+    #: TaskFlow: the function returns a dict whose keys other tasks read (`result["key"]`).
+    multiple_outputs: bool = False
+    #: Container fields for the task's Pod (`@task.kubernetes(image=...)`).
+    container: dict[str, Any] | None = None
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Check each `__init__` for missing keyword arguments first, as Airflow's `BaseOperatorMeta`.
 
@@ -80,7 +107,7 @@ class BaseOperator:
         """
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__:
-            cls.__init__ = _check_missing_arguments(cls.__dict__["__init__"])  # type: ignore[method-assign]
+            cls.__init__ = _authoring_init(cls.__dict__["__init__"])  # type: ignore[method-assign]
 
     def __init__(
         self,
@@ -96,12 +123,29 @@ class BaseOperator:
         self.task_id = task_id
         self.do_xcom_push = do_xcom_push
         self.params: dict[str, Any] = dict(params or {})
-        #: Set by the task runner from the context; None for an operator built outside a run.
+        for name, default in SCHEDULER_ARGUMENT_DEFAULTS.items():
+            setattr(self, name, kwargs.get(name, default))
+        #: The DAG (authoring) or the context's `dag` (set by the task runner); None outside both.
         self.dag: DagInfo | None = None
 
     @property
     def task_type(self) -> str:
         return type(self).__name__
+
+    @property
+    def node_id(self) -> str:
+        return self.task_id or ""
+
+    @property
+    def output(self) -> Any:
+        """This task's return value, as an argument of another task (Airflow's `XComArg`)."""
+        from zonda.authoring.taskflow import XComArg
+
+        return XComArg(self)
+
+    @property
+    def upstream_task_ids(self) -> set[str]:
+        return {node.node_id for node in getattr(self, "upstream_edges", {})}
 
     @property
     def dag_id(self) -> str:
@@ -161,7 +205,10 @@ class BaseOperator:
                     f"{name!r} is configured as a template field but {self.task_type} does not have "
                     "this attribute."
                 )
-            setattr(self, name, templating.render(getattr(self, name), context, field=name))
+            rendered = templating.render(getattr(self, name), context, field=name)
+            if xcom_refs.referenced_task_ids(rendered):
+                rendered = xcom_refs.resolve(rendered, context["ti"].xcom_pull)
+            setattr(self, name, rendered)
 
 
 def describe_invalid_arguments(
@@ -191,7 +238,8 @@ def describe_invalid_arguments(
     )
 
 
-def _check_missing_arguments(init: Callable[..., None]) -> Callable[..., None]:
+def _authoring_init(init: Callable[..., None]) -> Callable[..., None]:
+    """Wrap an operator's `__init__`: authoring hooks around the outermost call, then the missing check."""
     parameters = list(inspect.signature(init).parameters.values())[1:]  # without self
     required = [
         (index, parameter.name)
@@ -202,6 +250,9 @@ def _check_missing_arguments(init: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(init)
     def checked_init(self: BaseOperator, *args: Any, **kwargs: Any) -> None:
+        outermost = "authored_arguments" not in self.__dict__
+        if outermost:
+            kwargs = operator_hooks.before_init(self, args, kwargs)
         missing = [name for index, name in required if index >= len(args) and name not in kwargs]
         if missing:
             accepted = _accepted_arguments(type(self))
@@ -212,6 +263,8 @@ def _check_missing_arguments(init: Callable[..., None]) -> Callable[..., None]:
                 )
             )
         init(self, *args, **kwargs)
+        if outermost:
+            operator_hooks.after_init(self)
 
     return checked_init
 
@@ -259,3 +312,8 @@ class SkipMixin:
             self.skip_all_downstream = True
         else:
             self.follow_task_ids = []
+
+
+BaseOperator.__init__ = _authoring_init(BaseOperator.__init__)  # type: ignore[method-assign]
+
+__all__ = ["BaseOperator", "Label", "SkipMixin", "chain", "cross_downstream"]

@@ -1,7 +1,9 @@
 """Airflow's `PythonOperator`, `BranchPythonOperator` and `ShortCircuitOperator`.
 
 A DAG written in YAML cannot hold a function, so `python_callable` may also be an import path,
-`"pkg.module:function"`, imported where the task runs.
+`"pkg.module:function"`, imported where the task runs, or (as `zonda dags render` writes for functions
+defined in a DAG file, nested ones and lambdas) `"dagfile:<file>?dag_id=..&task_id=.."`: the runner
+re-imports that DAG file from `$ZONDA_DAGS_FOLDER` and takes the function from the task.
 """
 
 from __future__ import annotations
@@ -16,10 +18,20 @@ from zonda.exceptions import AirflowException
 from zonda.imports import import_string
 from zonda.operators.base import BaseOperator, SkipMixin
 
+#: Prefix of a callable reference into a DAG file (`zonda.authoring.manifests` writes them).
+DAG_FILE_SCHEME = "dagfile:"
+
 
 def resolve_python_callable(python_callable: Callable[..., Any] | str) -> Callable[..., Any]:
     """The callable itself, or the one an import path names; anything else is an `AirflowException`."""
-    if isinstance(python_callable, str):
+    if isinstance(python_callable, str) and python_callable.startswith(DAG_FILE_SCHEME):
+        from zonda.authoring.dag_files import load_task_callable  # imports the user's DAG file
+
+        try:
+            python_callable = load_task_callable(python_callable)
+        except ImportError as error:
+            raise AirflowException(f"Cannot load python_callable {python_callable!r}: {error}") from error
+    elif isinstance(python_callable, str):
         try:
             python_callable = import_string(python_callable)
         except ImportError as error:

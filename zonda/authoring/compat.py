@@ -1,0 +1,223 @@
+"""`--airflow-compat`: run unchanged Airflow 2.x DAG files by mapping `airflow.*` imports onto Zonda.
+
+Active only inside `airflow_imports(enabled=True)` (while rendering, and while the task runner
+re-imports a DAG file) and only when a real `airflow` is not installed. A mapped module *is* the Zonda
+module (`airflow.operators.bash` is `zonda.operators.bash`), so the same classes render and run.
+An import Zonda cannot honour fails the file; `unsupported_imports` finds every such import of a file
+before it runs, so one message names them all, each with what to use instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+#: Airflow module -> the Zonda module it is.
+MODULES: dict[str, str] = {
+    "airflow.models.dag": "zonda.authoring.dags",
+    "airflow.models.baseoperator": "zonda.operators.base",
+    "airflow.models.param": "zonda.authoring.params",
+    "airflow.models.xcom_arg": "zonda.authoring.taskflow",
+    "airflow.decorators": "zonda.decorators",
+    "airflow.operators.empty": "zonda.operators.empty",
+    "airflow.operators.dummy": "zonda.operators.empty",
+    "airflow.operators.dummy_operator": "zonda.operators.empty",
+    "airflow.operators.bash": "zonda.operators.bash",
+    "airflow.operators.bash_operator": "zonda.operators.bash",
+    "airflow.operators.python": "zonda.operators.python",
+    "airflow.operators.python_operator": "zonda.operators.python",
+    "airflow.operators.latest_only": "zonda.operators.latest_only",
+    "airflow.operators.latest_only_operator": "zonda.operators.latest_only",
+    "airflow.sensors.base": "zonda.sensors.base",
+    "airflow.sensors.base_sensor_operator": "zonda.sensors.base",
+    "airflow.sensors.python": "zonda.sensors.python",
+    "airflow.sensors.time_sensor": "zonda.sensors.time",
+    "airflow.sensors.time_delta": "zonda.sensors.time",
+    "airflow.sensors.date_time": "zonda.sensors.time",
+    "airflow.sensors.filesystem": "zonda.sensors.filesystem",
+    "airflow.utils.trigger_rule": "zonda.utils.trigger_rule",
+    "airflow.utils.task_group": "zonda.utils.task_group",
+    "airflow.utils.edgemodifier": "zonda.utils.edgemodifier",
+    "airflow.utils.helpers": "zonda.utils.helpers",
+    "airflow.utils.context": "zonda.context",
+    "airflow.timetables.base": "zonda.timetables.base",
+    "airflow.timetables.simple": "zonda.timetables.simple",
+    "airflow.timetables.interval": "zonda.timetables.interval",
+    "airflow.timetables.trigger": "zonda.timetables.trigger",
+    "airflow.timetables.events": "zonda.timetables.events",
+    "airflow.triggers.base": "zonda.triggers.base",
+    "airflow.triggers.temporal": "zonda.triggers.temporal",
+    "airflow.triggers.file": "zonda.triggers.file",
+    "airflow.exceptions": "zonda.exceptions",
+    "airflow.providers.cncf.kubernetes.operators.kubernetes_pod": "zonda.operators.kubernetes_pod",
+    "airflow.providers.cncf.kubernetes.operators.pod": "zonda.operators.kubernetes_pod",
+    "airflow.contrib.operators.kubernetes_pod_operator": "zonda.operators.kubernetes_pod",
+    # The seed pages import Airflow's example timetable; Zonda ships it in examples/.
+    "airflow.example_dags.plugins.workday": "examples.timetables.workday",
+}
+
+#: Names of Airflow packages, each a synthetic module holding what `from airflow... import X` needs.
+PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
+    "airflow": {
+        "DAG": ("zonda.authoring.dags", "DAG"),
+    },
+    "airflow.models": {
+        "DAG": ("zonda.authoring.dags", "DAG"),
+        "BaseOperator": ("zonda.operators.base", "BaseOperator"),
+        "Param": ("zonda.authoring.params", "Param"),
+    },
+    "airflow.operators": {},
+    "airflow.sensors": {},
+    "airflow.utils": {},
+    "airflow.timetables": {},
+    "airflow.triggers": {},
+    "airflow.providers": {},
+    "airflow.providers.cncf": {},
+    "airflow.providers.cncf.kubernetes": {},
+    "airflow.providers.cncf.kubernetes.operators": {},
+    "airflow.contrib": {},
+    "airflow.contrib.operators": {},
+    "airflow.example_dags": {},
+    "airflow.example_dags.plugins": {},
+    "airflow.plugins_manager": {"AirflowPlugin": ("zonda.authoring.compat", "AirflowPlugin")},
+}
+
+#: What to use instead of an Airflow module Zonda does not provide (longest prefix wins).
+ALTERNATIVES: dict[str, str] = {
+    "airflow.operators.subdag": "SubDagOperator is not supported (deprecated in Airflow): use a TaskGroup",
+    "airflow.example_dags.subdags": "SubDAGs are not supported (deprecated in Airflow): use a TaskGroup",
+    "airflow.operators.trigger_dagrun": "create a DagRun resource (zonda trigger) from a task",
+    "airflow.sensors.external_task": "cross-DAG sensors are not supported: wait on a Kubernetes object "
+    "with controller.providers.kubernetes WaitForObjectSensor",
+    "airflow.operators.email": "e-mail is not supported: send it from a BashOperator or PythonOperator",
+    "airflow.hooks": "hooks and Connections do not exist: mount a Kubernetes Secret and use a client library",
+    "airflow.models.variable": "Variables do not exist: use DAG params or a ConfigMap/Secret",
+    "airflow.models.connection": "Connections do not exist: mount a Kubernetes Secret",
+    "airflow.providers": "only the cncf.kubernetes pod operator is provided: run other integrations in a "
+    "KubernetesPodOperator or PythonOperator",
+    "airflow.datasets": "data-aware scheduling (Datasets) is not supported: use a schedule or timetable",
+    "airflow": "not provided by Zonda's Airflow compatibility layer",
+}
+
+
+class AirflowPlugin:
+    """Airflow's plugin registration: Zonda needs none (a DAG names its timetable class directly)."""
+
+    name = ""
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, target: str | None) -> None:
+        self.target = target
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        if self.target is not None:
+            return importlib.import_module(self.target)
+        module = types.ModuleType(spec.name)
+        module.__path__ = []
+        for name, (module_name, attribute) in PACKAGE_NAMES[spec.name].items():
+            if module_name:
+                setattr(module, name, getattr(importlib.import_module(module_name), attribute))
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing to run: the module is Zonda's, already imported."""
+
+
+class _AirflowFinder(importlib.abc.MetaPathFinder):
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "airflow" and not fullname.startswith("airflow."):
+            return None
+        if fullname in MODULES:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(MODULES[fullname]))
+        if fullname in PACKAGE_NAMES:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(None), is_package=True)
+        raise ModuleNotFoundError(unsupported_message(fullname), name=fullname)
+
+
+def unsupported_message(module: str, name: str | None = None) -> str:
+    subject = f"{module}.{name}" if name else module
+    hint = next(
+        (ALTERNATIVES[prefix] for prefix in sorted(ALTERNATIVES, key=len, reverse=True)
+         if subject == prefix or subject.startswith(prefix + ".")),
+        ALTERNATIVES["airflow"],
+    )  # fmt: skip
+    return f"{subject} is not supported by Zonda: {hint}"
+
+
+def wanted(path: Path) -> bool:
+    """Whether a DAG file needs the mapping: it imports `airflow` and no real Airflow is installed."""
+    if _real_airflow_installed():
+        return False
+    try:
+        return bool(_airflow_imports(path.read_text()))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+
+
+def _real_airflow_installed() -> bool:
+    if any(isinstance(finder, _AirflowFinder) for finder in sys.meta_path):
+        return False
+    return importlib.util.find_spec("airflow") is not None
+
+
+@contextlib.contextmanager
+def airflow_imports(*, enabled: bool) -> Iterator[None]:
+    """Map `airflow.*` onto Zonda inside the block; the `airflow` modules are forgotten afterwards."""
+    if not enabled:
+        yield
+        return
+    finder = _AirflowFinder()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in [n for n in sys.modules if n == "airflow" or n.startswith("airflow.")]:
+            del sys.modules[name]
+
+
+def _airflow_imports(source: str) -> list[tuple[int, str, str | None]]:
+    """(line, module, name or None) of each `airflow` import in the source."""
+    found: list[tuple[int, str, str | None]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, None) for a in node.names if a.name.split(".")[0] == "airflow"]
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and _is_airflow(node.module)
+        ):
+            found += [(node.lineno, node.module, a.name) for a in node.names]
+    return found
+
+
+def _is_airflow(module: str) -> bool:
+    return module.split(".")[0] == "airflow"
+
+
+def unsupported_imports(source: str) -> list[str]:
+    """Every `airflow` import of a DAG file that the mapping cannot satisfy, as "line N: message"."""
+    problems: list[str] = []
+    with airflow_imports(enabled=True):
+        for line, module, name in _airflow_imports(source):
+            try:
+                imported: Any = importlib.import_module(module)
+            except ImportError as error:
+                problems.append(f"line {line}: {error}")
+                continue
+            if name is None or name == "*" or hasattr(imported, name):
+                continue
+            if f"{module}.{name}" in MODULES or f"{module}.{name}" in PACKAGE_NAMES:
+                continue
+            problems.append(f"line {line}: {unsupported_message(module, name)}")
+    return problems

@@ -1,0 +1,47 @@
+"""The DAG and task group an operator is created in: Airflow's `DagContext` and `TaskGroupContext`.
+
+`with DAG(...)`, `@dag` and `with TaskGroup(...)` push themselves here; an operator created inside
+(without `dag=`/`task_group=`) joins the innermost. Module state, as in Airflow: DAG files are
+imported one at a time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zonda.authoring.dags import DAG
+    from zonda.authoring.task_groups import TaskGroup
+
+_dags: list[DAG] = []
+_groups: list[TaskGroup] = []
+
+
+def current_dag() -> DAG | None:
+    return _dags[-1] if _dags else None
+
+
+def current_group(dag: DAG | None) -> TaskGroup | None:
+    """The innermost open task group of `dag` (groups of another DAG do not count)."""
+    for group in reversed(_groups):
+        if group.dag is dag:
+            return group
+    return None
+
+
+def push_dag(dag: DAG) -> None:
+    _dags.append(dag)
+
+
+def pop_dag(dag: DAG) -> None:
+    if _dags and _dags[-1] is dag:
+        _dags.pop()
+
+
+def push_group(group: TaskGroup) -> None:
+    _groups.append(group)
+
+
+def pop_group(group: TaskGroup) -> None:
+    if _groups and _groups[-1] is group:
+        _groups.pop()

@@ -1,0 +1,208 @@
+"""Airflow 2.x's `DAG` object and `@dag` decorator, collecting tasks for `zonda.authoring.manifests`.
+
+The DAG records what its file said; it schedules nothing. Arguments Zonda cannot honour are accepted
+(so an Airflow file still imports) and listed in `unsupported`, which `zonda dags render --report`
+prints; an argument Airflow does not have is a TypeError, as in Airflow.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta, tzinfo
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import pendulum
+
+from zonda.authoring import contexts
+from zonda.authoring.params import NOTSET
+
+if TYPE_CHECKING:
+    from zonda.authoring.task_groups import TaskGroup
+    from zonda.operators.base import BaseOperator
+
+#: Airflow's default schedule before 2.4 (`schedule_interval` unset): once a day.
+DEFAULT_SCHEDULE = timedelta(days=1)
+
+#: Airflow `DAG` arguments Zonda accepts but does not act on, with what to do instead.
+UNSUPPORTED_DAG_ARGUMENTS = {
+    "sla_miss_callback": "SLAs are not implemented; alert on the DagRun's state instead",
+    "on_success_callback": "DAG callbacks are not implemented; add a final task with trigger_rule",
+    "on_failure_callback": "DAG callbacks are not implemented; add a final task with trigger_rule=one_failed",
+    "access_control": "use Kubernetes RBAC on DAG and DagRun resources",
+    "default_view": "UI setting; ignored",
+    "orientation": "UI setting; ignored",
+    "template_searchpath": "templates are strings in the manifest; inline the template",
+    "template_undefined": "Zonda's templates always use StrictUndefined",
+    "jinja_environment_kwargs": "the Jinja environment is fixed",
+    "user_defined_macros": "not carried into the manifest; compute the value in a task",
+    "user_defined_filters": "not carried into the manifest; compute the value in a task",
+    "render_template_as_native_obj": "templates render to text; pass values with XComArgs instead",
+    "owner_links": "UI setting; ignored",
+    "full_filepath": "ignored",
+    "fail_stop": "not implemented",
+    "auto_register": "ignored",
+}
+
+
+class DAG:
+    """A DAG being written: `with DAG("id", ...) as dag:`, `DAG(...)` passed as `dag=`, or `@dag`."""
+
+    def __init__(
+        self,
+        dag_id: str,
+        description: str | None = None,
+        schedule_interval: Any = NOTSET,
+        *,
+        schedule: Any = NOTSET,
+        timetable: Any = None,
+        start_date: datetime | None = None,
+        end_date: datetime | None = None,
+        default_args: dict[str, Any] | None = None,
+        concurrency: int | None = None,
+        max_active_tasks: int = 16,
+        max_active_runs: int = 16,
+        dagrun_timeout: timedelta | None = None,
+        catchup: bool = True,
+        doc_md: str | None = None,
+        params: dict[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+        is_paused_upon_creation: bool | None = None,
+        **others: Any,
+    ) -> None:
+        unknown = sorted(set(others) - set(UNSUPPORTED_DAG_ARGUMENTS))
+        if unknown:
+            raise TypeError(f"DAG.__init__() got unexpected keyword argument(s) {', '.join(unknown)}")
+        if schedule is not NOTSET and schedule_interval is not NOTSET:
+            raise ValueError("Do not use both schedule and schedule_interval")
+        self.dag_id = dag_id
+        self.description = description
+        given = schedule if schedule is not NOTSET else schedule_interval
+        if timetable is not None and given is not NOTSET:
+            raise ValueError("set either a schedule or a timetable, not both")
+        self.schedule_interval: Any = DEFAULT_SCHEDULE if given is NOTSET and timetable is None else given
+        if self.schedule_interval is NOTSET:
+            self.schedule_interval = None
+        self.timetable = timetable
+        self.default_args: dict[str, Any] = dict(default_args or {})
+        self.start_date = start_date if start_date is not None else self.default_args.get("start_date")
+        self.end_date = end_date if end_date is not None else self.default_args.get("end_date")
+        self.max_active_tasks = concurrency if concurrency is not None else max_active_tasks
+        self.max_active_runs = max_active_runs
+        self.dagrun_timeout = dagrun_timeout
+        self.catchup = catchup
+        self.doc_md = doc_md
+        self.params: dict[str, Any] = dict(params or {})
+        self.tags = list(tags or [])
+        self.is_paused_upon_creation = is_paused_upon_creation
+        self.unsupported = {name: UNSUPPORTED_DAG_ARGUMENTS[name] for name in others if others[name]}
+        self.task_dict: dict[str, BaseOperator] = {}
+        self.task_groups: list[TaskGroup] = []
+        self.fileloc = _caller_file()
+
+    def __repr__(self) -> str:
+        return f"<DAG: {self.dag_id}>"
+
+    def __enter__(self) -> DAG:
+        contexts.push_dag(self)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        contexts.pop_dag(self)
+
+    @property
+    def timezone(self) -> tzinfo:
+        """The DAG's timezone: `start_date`'s, as in Airflow (UTC when naive or unset)."""
+        zone = self.start_date.tzinfo if self.start_date is not None else None
+        return zone if zone is not None else pendulum.UTC
+
+    @property
+    def tasks(self) -> list[BaseOperator]:
+        return list(self.task_dict.values())
+
+    @property
+    def task_ids(self) -> list[str]:
+        return list(self.task_dict)
+
+    def get_task(self, task_id: str) -> BaseOperator:
+        try:
+            return self.task_dict[task_id]
+        except KeyError:
+            raise KeyError(f"Task {task_id} not found in DAG {self.dag_id}") from None
+
+    def has_task(self, task_id: str) -> bool:
+        return task_id in self.task_dict
+
+    def add_task(self, task: BaseOperator) -> None:
+        task_id = task.task_id or ""
+        if task_id in self.task_dict and self.task_dict[task_id] is not task:
+            raise DuplicateTaskIdFound(f"Task id '{task_id}' has already been added to the DAG {self.dag_id}")
+        self.task_dict[task_id] = task
+
+    def add_tasks(self, tasks: Iterable[BaseOperator]) -> None:
+        for task in tasks:
+            self.add_task(task)
+
+    def unique_task_id(self, task_id: str) -> str:
+        """`task_id`, or `task_id__N` if taken (TaskFlow calls of one function, as Airflow names them)."""
+        if task_id not in self.task_dict:
+            return task_id
+        number = 1
+        while f"{task_id}__{number}" in self.task_dict:
+            number += 1
+        return f"{task_id}__{number}"
+
+    def test(self, **kwargs: Any) -> Any:
+        """Run one DAG run in this process, as `zonda dags test` does (see `zonda.authoring.testing`)."""
+        from zonda.authoring.testing import run_dag
+
+        return run_dag(self, **kwargs)
+
+
+class DuplicateTaskIdFound(ValueError):
+    """Two tasks of one DAG with the same id (Airflow's `DuplicateTaskIdFound`)."""
+
+
+def dag(*dag_args: Any, **dag_kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., DAG]]:
+    """Airflow's `@dag`: the decorated function builds the DAG's tasks; calling it returns the DAG.
+
+    The dag id defaults to the function's name, `doc_md` to its docstring, and its parameters (with
+    their defaults) become DAG params; inside, each is the template ``{{ params.<name> }}``.
+    """
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., DAG]:
+        @functools.wraps(function)
+        def factory(*args: Any, **kwargs: Any) -> DAG:
+            signature = inspect.signature(function)
+            bound = signature.bind_partial(*args, **kwargs)
+            bound.apply_defaults()
+            options = dict(dag_kwargs)
+            options.setdefault("dag_id", dag_args[0] if dag_args else function.__name__)
+            if function.__doc__ and "doc_md" not in options:
+                options["doc_md"] = inspect.cleandoc(function.__doc__)
+            params = dict(options.pop("params", None) or {})
+            for name, value in bound.arguments.items():
+                params.setdefault(name, value)
+            with DAG(params=params, **options) as built:
+                built.fileloc = inspect.getsourcefile(function) or built.fileloc
+                function(**{name: f"{{{{ params.{name} }}}}" for name in bound.arguments})
+            return built
+
+        return factory
+
+    return decorate
+
+
+def _caller_file() -> str:
+    """The file that created the DAG (Airflow's `fileloc`): the first frame outside zonda.authoring."""
+    frame = sys._getframe(1)
+    here = os.path.dirname(__file__)
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame.f_code.co_filename if frame is not None else ""

@@ -1,0 +1,124 @@
+"""`zonda dags render`: load DAG files, compile each DAG, and say what failed where.
+
+Good files are rendered even when others fail; the report lists, per file, its DAGs or its errors,
+and the unsupported Airflow features a DAG uses (for `--report`'s migration table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zonda.authoring import compat, dag_files, manifests
+
+
+@dataclass
+class RenderedDag:
+    file: str
+    dag_id: str
+    manifest: dict[str, Any] | None
+    errors: list[str] = field(default_factory=list)
+    unsupported: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RenderReport:
+    dags: list[RenderedDag] = field(default_factory=list)
+    file_errors: dict[str, str] = field(default_factory=dict)  # file -> message with traceback tail
+
+    @property
+    def manifests(self) -> list[dict[str, Any]]:
+        return [dag.manifest for dag in self.dags if dag.manifest is not None]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.file_errors) or any(dag.errors for dag in self.dags)
+
+
+def render_paths(
+    paths: list[Path],
+    *,
+    airflow_compat: bool = False,
+    safe_mode: bool = True,
+    ignore_syntax: str | None = None,
+) -> RenderReport:
+    """Render every DAG under `paths` (folders or files); each folder is its DAGs folder."""
+    report = RenderReport()
+    seen_ids: dict[str, str] = {}
+    seen_names: dict[str, tuple[str, str]] = {}
+    for root in paths:
+        folder = root if root.is_dir() else root.parent
+        for path in dag_files.list_dag_files(root, safe_mode=safe_mode, ignore_syntax=ignore_syntax):
+            shown = _shown(path, folder)
+            if airflow_compat and path.suffix == ".py":
+                problems = compat.unsupported_imports(path.read_text())
+                if problems:
+                    report.file_errors[shown] = "unsupported Airflow imports:\n  " + "\n  ".join(problems)
+                    continue
+            with compat.airflow_imports(enabled=airflow_compat):
+                results = dag_files.load_file(path, folder)
+            for result in results:
+                where = _shown(result.path, folder)
+                if result.failure is not None:
+                    failure = result.failure
+                    line = f":{failure.line}" if failure.line else ""
+                    report.file_errors[where] = f"{where}{line}: {failure.message}\n{failure.traceback}"
+                    continue
+                for dag in result.dags:
+                    report.dags.append(_render(dag, where, folder, seen_ids, seen_names))
+    return report
+
+
+def _render(
+    dag: Any,
+    where: str,
+    folder: Path,
+    seen_ids: dict[str, str],
+    seen_names: dict[str, tuple[str, str]],
+) -> RenderedDag:
+    rendered = RenderedDag(file=where, dag_id=dag.dag_id, manifest=None, unsupported=dict(dag.unsupported))
+    if dag.dag_id in seen_ids:
+        rendered.errors.append(f"dag id {dag.dag_id!r} is also defined in {seen_ids[dag.dag_id]}")
+        return rendered
+    seen_ids[dag.dag_id] = where
+    try:
+        manifest = manifests.dag_manifest(dag, dags_folder=folder)
+    except manifests.ManifestError as error:
+        rendered.errors.extend(error.errors)
+        return rendered
+    name = manifest["metadata"]["name"]
+    if name in seen_names:
+        other_file, other_id = seen_names[name]
+        rendered.errors.append(
+            f"dag id {dag.dag_id!r} and {other_id!r} (in {other_file}) both become the resource name {name!r}"
+        )
+        return rendered
+    seen_names[name] = (where, dag.dag_id)
+    rendered.manifest = manifest
+    return rendered
+
+
+def _shown(path: Path, folder: Path) -> str:
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def migration_table(report: RenderReport) -> str:
+    """`--report`: one row per DAG (or failed file): file, DAG, status, unsupported features."""
+    rows = [("FILE", "DAG", "STATUS", "UNSUPPORTED / ERRORS")]
+    for dag in report.dags:
+        status = "error" if dag.errors else ("rendered, with warnings" if dag.unsupported else "rendered")
+        notes = [*dag.errors, *(f"{name}: {hint}" for name, hint in sorted(dag.unsupported.items()))]
+        rows.append((dag.file, dag.dag_id, status, "; ".join(notes) or "-"))
+    for file, message in sorted(report.file_errors.items()):
+        rows.append((file, "-", "import error", message.splitlines()[0]))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return (
+        "\n".join(
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3] for row in rows
+        )
+        + "\n"
+    )
