@@ -31,6 +31,7 @@ from zonda.dags import parse_dag_spec, resolve_dag
 from zonda.durations import format_duration
 from zonda.models import API_VERSION, TaskDefaults
 from zonda.operators.base import SCHEDULER_ARGUMENTS
+from zonda.operators.container import ContainerOperator
 
 if TYPE_CHECKING:
     from zonda.authoring.dags import DAG
@@ -47,6 +48,7 @@ _DEFAULT_FIELDS = set(TaskDefaults.model_fields) - {"args", "container", "pod_ov
 _DURATION_FIELDS = {"retry_delay", "max_retry_delay", "execution_timeout"}
 #: Modules created by importing DAG files (`zonda.authoring.dag_files` adds to it).
 DAG_FILE_MODULES: set[str] = set()
+_CONTAINER_OPERATOR_ARGUMENTS = {"image", "command", "args", "env", "container"}
 _NAME = re.compile(r"[^a-z0-9.-]+")
 
 #: `BUILTIN_OPERATORS` reversed: the first (canonical) name of each class.
@@ -221,11 +223,16 @@ class _Compiler:
     def task(self, task: BaseOperator) -> dict[str, Any]:
         where = f"task {task.task_id!r}"
         group: TaskGroup | None = task.task_group
-        body: dict[str, Any] = {"id": task.label or task.task_id, "operator": self.operator_name(task)}
+        body: dict[str, Any] = {"id": task.label or task.task_id}
+        container_task = isinstance(task, ContainerOperator)
+        if not container_task:
+            body["operator"] = self.operator_name(task)
         if group is not None:
             body["group"] = group.label
         args: dict[str, Any] = {}
         for name, value in task.authored_arguments.items():
+            if container_task and name in _CONTAINER_OPERATOR_ARGUMENTS:
+                continue  # compiled into `container` by the operator itself
             if name in _DEFAULT_FIELDS:
                 body[_camel(name)] = self.field(name, value, where)
             elif name == "executor_config":
@@ -236,7 +243,7 @@ class _Compiler:
             body["args"] = args
         container = getattr(task, "container", None)
         if container:
-            body["container"] = {**body.get("container", {}), **container}
+            body["container"] = self.json({**body.get("container", {}), **container}, where)
         doc_md = getattr(task, "doc_md", None)
         if doc_md:
             body["docMd"] = doc_md
