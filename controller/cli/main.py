@@ -24,6 +24,7 @@ import click
 from controller import logs as zonda_logs
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
+from controller.cli import ui as ui_cli
 from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Conflict, Kube, KubeError
 from zonda import actions
@@ -397,7 +398,7 @@ def mark(
 
 main.add_command(logs_commands.logs)
 main.add_command(runs_commands.runs)
-
+ui_cli.register(main)
 
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):

@@ -7,6 +7,7 @@ callers must act on are translated into three exceptions: `NotFound`, `AlreadyEx
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import json
 import os
@@ -382,3 +383,90 @@ class Kube:
         except ApiException as exc:  # events are advisory: never fail a reconcile for one
             if exc.status not in (403, 404, 409, 422):
                 raise _translate(exc) from exc
+
+    # ------------------------------------------------------------ acting as someone else (the UI)
+
+    def as_bearer(self, token: str) -> Kube:
+        """The same cluster, authenticated only by `token` (a viewer's): what RBAC allows them, no more.
+
+        Client certificates and basic auth of our own config are dropped, else the apiserver would
+        authenticate the request as us.
+        """
+        configuration = copy.copy(self.api_client.configuration)
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}
+        configuration.api_key_prefix = {}
+        configuration.cert_file = None
+        configuration.key_file = None
+        configuration.username = ""
+        configuration.password = ""
+        configuration.refresh_api_key_hook = None
+        api_client = client.ApiClient(configuration)
+        api_client.user_agent = self.api_client.user_agent or "zonda"
+        return Kube(api_client)
+
+    def impersonating(self, user: str, groups: tuple[str, ...] = ()) -> Kube:
+        """Our credentials with Impersonate-User (and the first Impersonate-Group): RBAC checks `user`."""
+        api_client = client.ApiClient(self.api_client.configuration)
+        api_client.user_agent = self.api_client.user_agent or "zonda"
+        api_client.set_default_header("Impersonate-User", user)
+        if groups:
+            api_client.set_default_header("Impersonate-Group", groups[0])
+        return Kube(api_client)
+
+    async def access_review(
+        self,
+        *,
+        verb: str,
+        resource: str,
+        namespace: str,
+        group: str = GROUP,
+        subresource: str = "",
+        user: str | None = None,
+        groups: tuple[str, ...] = (),
+    ) -> tuple[bool, str]:
+        """May the caller (or `user`, by a SubjectAccessReview) do `verb` on `resource`? (allowed, reason)"""
+        attributes = {
+            "verb": verb,
+            "resource": resource,
+            "group": group,
+            "namespace": namespace,
+            "subresource": subresource,
+        }
+        api = client.AuthorizationV1Api(self.api_client)
+        call: Awaitable[Any]
+        if user is None:
+            body: Body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview"}
+            body["spec"] = {"resourceAttributes": attributes}
+            call = api.create_self_subject_access_review(body, _preload_content=False)  # type: ignore[arg-type]
+        else:
+            body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview"}
+            body["spec"] = {"resourceAttributes": attributes, "user": user, "groups": list(groups)}
+            call = api.create_subject_access_review(body, _preload_content=False)  # type: ignore[arg-type]
+        status = (await self._json(await _call(call))).get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or "")
+
+    async def patch_custom(self, plural: str, namespace: str, name: str, patch: Body) -> Body:
+        """Merge-patch an object (not its status): user-requested spec changes such as pausing a DAG."""
+        return await _call(
+            self.custom.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                patch,
+                _content_type=MERGE_PATCH,  # type: ignore[call-arg]
+            )
+        )
+
+    async def list_events(self, namespace: str, kind: str, name: str) -> list[Body]:
+        """The core/v1 Events about one object (what `kubectl describe` lists), oldest first."""
+        response = await _call(
+            self.core.list_namespaced_event(
+                namespace,
+                field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
+                _preload_content=False,
+            )
+        )
+        items: list[Body] = (await self._json(response)).get("items", [])
+        return sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")

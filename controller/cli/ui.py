@@ -1,0 +1,169 @@
+"""`zonda ui` (the web UI) and `zonda dags show` (a DAG drawn by Graphviz, as `airflow dags show`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import yaml
+
+from controller import logs as zonda_logs
+
+STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--namespace", "-n", "namespaces", multiple=True, help="Namespace to show (repeatable).")
+@click.option("--all-namespaces", "-A", is_flag=True, help="Show every namespace the viewer may list.")
+@click.option(
+    "--auth",
+    type=click.Choice(["kubeconfig", "token", "impersonate"]),
+    default="kubeconfig",
+    show_default=True,
+    help="Who the viewer is: the kubeconfig's user (local), a bearer token, or a proxy's user header.",
+)
+@click.option("--read-only", is_flag=True, help="Show everything, change nothing.")
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    default=STATE_DIR,
+    show_default=True,
+    help="The local executor's state dir (logs of local tries).",
+)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
+def ui(
+    host: str,
+    port: int,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    auth: str,
+    read_only: bool,
+    state_dir: Path,
+    kubeconfig: str | None,
+    log_format: str,
+) -> None:
+    """Serve the web UI: DAGs, grid, graph, runs, logs; trigger, clear, mark and pause as yourself."""
+    from controller.ui.access import AuthMode
+    from controller.ui.server import UiSettings, serve
+
+    zonda_logs.configure(log_format)
+    if not namespaces and not all_namespaces:
+        namespaces = (os.environ.get("POD_NAMESPACE") or "default",)
+    settings = UiSettings(
+        namespaces=None if all_namespaces else list(namespaces),
+        auth=AuthMode(auth),
+        read_only=read_only,
+        state_dir=state_dir,
+    )
+    click.echo(f"Zonda UI: http://{host}:{port}/dags", err=True)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(settings, host=host, port=port, kubeconfig=kubeconfig, stop=stop)
+
+    asyncio.run(run())
+
+
+def _load_dag(source: str, namespace: str, kubeconfig: str | None) -> dict[str, object]:
+    """A DAG from a YAML/JSON file (a DAG manifest), else the DAG of that name in the cluster."""
+    path = Path(source)
+    if path.is_file():
+        for document in yaml.safe_load_all(path.read_text()):
+            if isinstance(document, dict) and document.get("kind") == "DAG":
+                document.setdefault("metadata", {}).setdefault("namespace", namespace)
+                return document
+        raise click.ClickException(f"{source} holds no DAG manifest")
+
+    from controller.kube import DAGS, Kube
+
+    async def fetch() -> dict[str, object] | None:
+        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+            return await kube.get_custom(DAGS, namespace, source)
+
+    dag = asyncio.run(fetch())
+    if dag is None:
+        raise click.ClickException(f"no file {source!r} and no DAG {source!r} in namespace {namespace}")
+    return dag
+
+
+@click.command("show")
+@click.argument("dag")
+@click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png"]), default="dot", show_default=True)
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None, help="File (default: stdout).")
+@click.option("--run", "run_name", default=None, help="Colour the tasks by this DagRun's states.")
+@click.option("--collapse", "collapsed", multiple=True, help="Draw this task group as one node (repeatable).")
+@click.option("--namespace", "-n", default=None)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+def dags_show(
+    dag: str,
+    fmt: str,
+    output: Path | None,
+    run_name: str | None,
+    collapsed: tuple[str, ...],
+    namespace: str | None,
+    kubeconfig: str | None,
+) -> None:
+    """Draw DAG (a name in the cluster, or a manifest file) as DOT, SVG or PNG (Airflow's `dags show`).
+
+    The DOT is the one the web UI lays out; svg and png are rendered by Graphviz's `dot` program
+    (install Graphviz: `apt-get install graphviz`), the engine the UI runs as WebAssembly.
+    """
+    from controller.ui.graphs import dag_dot
+
+    ns = namespace or os.environ.get("POD_NAMESPACE") or "default"
+    body = _load_dag(dag, ns, kubeconfig)
+    states = None
+    if run_name:
+        from controller.kube import DAGRUNS, Kube
+
+        async def fetch_run() -> dict[str, object] | None:
+            async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+                return await kube.get_custom(DAGRUNS, ns, run_name)
+
+        run = asyncio.run(fetch_run())
+        if run is None:
+            raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
+        tis = (run.get("status") or {}).get("taskInstances") or {}  # type: ignore[attr-defined]
+        states = {task_id: ti.get("state") or "none" for task_id, ti in tis.items()}
+    text = dag_dot(body, states=states, collapsed=set(collapsed))
+    if fmt == "dot":
+        data = text.encode()
+    else:
+        dot = shutil.which("dot")
+        if dot is None:
+            raise click.ClickException(
+                f"--format {fmt} needs Graphviz's `dot` program (apt-get install graphviz); "
+                "--format dot needs nothing"
+            )
+        result = subprocess.run([dot, f"-T{fmt}"], input=text.encode(), capture_output=True, check=False)
+        if result.returncode != 0:
+            raise click.ClickException(f"dot failed: {result.stderr.decode(errors='replace')}")
+        data = result.stdout
+    if output is None:
+        sys.stdout.buffer.write(data)
+    else:
+        output.write_bytes(data)
+        click.echo(json.dumps({"written": str(output), "bytes": len(data)}), err=True)
+
+
+def register(main: click.Group) -> None:
+    """Add `ui` and `dags show` to the CLI (`dags show` joins a `dags` group if one exists)."""
+    main.add_command(ui)
+    dags = main.commands.get("dags")
+    if not isinstance(dags, click.Group):
+        dags = click.Group("dags", help="Look at DAGs.")
+        main.add_command(dags)
+    dags.add_command(dags_show)

@@ -1,0 +1,225 @@
+"""The actions: trigger, pause/unpause, clear (with a preview), mark success/failed.
+
+Each is carried out with an API client that authenticates as the viewer (`Access.acting_as`), so the
+Kubernetes API itself grants or refuses it; a refusal comes back to the page as the API's message
+with its status (403), and nothing has changed. Read-only mode refuses before calling the API.
+The middleware has already checked the CSRF token, the Origin and the JSON content type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from controller.kube import DAGRUNS, DAGS, Conflict, Kube, KubeError
+from controller.ui import views
+from controller.ui.access import Viewer
+from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER
+from zonda import actions as zonda_actions
+from zonda.actions import ActionResult
+from zonda.dags import ResolvedDag
+from zonda.models import API_VERSION, DagRunStatus, TaskInstanceState, TaskInstanceStatus
+from zonda.scheduling import dagrun_name
+from zonda.states import IllegalTransition
+
+T = TypeVar("T")
+
+
+def _api_message(exc: KubeError) -> str:
+    """The API's own sentence (`Status.message`) rather than the whole JSON body."""
+    try:
+        return str(json.loads(exc.reason).get("message") or exc.reason)
+    except (ValueError, AttributeError):
+        return exc.reason
+
+
+async def as_viewer(request: web.Request, action: Callable[[Kube], Awaitable[T]]) -> T:
+    """Run `action` with the viewer's identity; API errors become the page's answer."""
+    if request.app[SETTINGS].read_only:
+        raise ActionRefused(403, "This Zonda UI is read-only: actions are turned off.")
+    access = request.app[ACCESS]
+    kube = access.acting_as(request[VIEWER])
+    try:
+        return await action(kube)
+    except KubeError as exc:
+        raise ActionRefused(exc.status or 502, _api_message(exc)) from exc
+    finally:
+        if kube is not access.kube:
+            await kube.close()
+
+
+class ActionRefused(web.HTTPError):
+    """An action not done, with the reason as JSON `{"error": ...}` and the API's status (403, 409...)."""
+
+    status_code = 400
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(text=json.dumps({"error": message}), content_type="application/json")
+        self.set_status(status if 400 <= status < 600 else 502)
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        raise ActionRefused(400, f"the body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ActionRefused(400, "the body must be a JSON object")
+    return body
+
+
+# ---------------------------------------------------------------------------------------- trigger
+
+
+async def trigger(request: web.Request) -> web.Response:
+    """Create a manual DagRun with `conf` (checked against the DAG's params first), as the viewer."""
+    namespace, name = request.match_info["namespace"], request.match_info["dag"]
+    body = await _json_body(request)
+    conf = body.get("conf", {})
+    if not isinstance(conf, dict):
+        raise ActionRefused(400, "conf must be a JSON object")
+    dag = request.app[STORE].dags.get((namespace, name))
+    if dag is None:
+        raise ActionRefused(404, f"DAG {name} not found in namespace {namespace}")
+    errors = views.conf_errors((dag.get("spec") or {}).get("params") or {}, conf)
+    if errors:
+        raise ActionRefused(422, "conf does not match the DAG's params: " + "; ".join(errors))
+    when = datetime.now(UTC)
+    run_name = dagrun_name(name, when, "manual")
+    run = {
+        "apiVersion": API_VERSION,
+        "kind": "DagRun",
+        "metadata": {"name": run_name, "namespace": namespace},
+        "spec": {"dagName": name, "runType": "manual", "logicalDate": when.isoformat(), "conf": conf},
+    }
+    await as_viewer(request, lambda kube: kube.create_custom(DAGRUNS, namespace, run))
+    return web.json_response({"run": run_name, "url": f"/runs/{namespace}/{run_name}"}, status=201)
+
+
+async def set_paused(request: web.Request) -> web.Response:
+    """Pause or unpause: `spec.paused`, as `kubectl patch` would set it (GitOps may set it back)."""
+    namespace, name = request.match_info["namespace"], request.match_info["dag"]
+    body = await _json_body(request)
+    paused = body.get("paused")
+    if not isinstance(paused, bool):
+        raise ActionRefused(400, "paused must be true or false")
+    await as_viewer(
+        request, lambda kube: kube.patch_custom(DAGS, namespace, name, {"spec": {"paused": paused}})
+    )
+    return web.json_response({"paused": paused})
+
+
+# ----------------------------------------------------------------------------------- clear, mark
+
+
+async def act_on_run(
+    kube: Kube, namespace: str, run_name: str, act: Callable[[ResolvedDag, DagRunStatus], ActionResult]
+) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
+    """Read the run as the viewer, apply a pure `zonda.actions` action, write the status back with the
+    resourceVersion read (again if the controller wrote first), then post the action's Events."""
+    for _ in range(10):
+        run = await kube.get_custom(DAGRUNS, namespace, run_name)
+        if run is None:
+            raise ActionRefused(404, f"DagRun {run_name} not found in namespace {namespace}")
+        status = DagRunStatus.model_validate(run.get("status") or {})
+        try:
+            result = act(zonda_actions.dag_of_run(run["spec"]["dagName"], status), status)
+        except (zonda_actions.ActionError, IllegalTransition) as exc:
+            raise ActionRefused(409, str(exc)) from exc
+        if not result.changed:
+            return result, status.task_instances
+        try:
+            await kube.replace_custom_status(DAGRUNS, namespace, {**run, "status": result.status.to_wire()})
+        except Conflict:
+            await asyncio.sleep(0.2)
+            continue
+        for event in result.events:
+            with contextlib.suppress(KubeError):  # the status is written: a lost Event loses no state
+                await kube.emit_event(
+                    run,
+                    reason=event.reason,
+                    message=event.message,
+                    warning=event.warning,
+                    component="zonda-ui",
+                )
+        return result, status.task_instances
+    raise ActionRefused(409, "the run kept changing; try again")
+
+
+def _who(viewer: Viewer) -> str:
+    """How the run's Events name the actor (the API's audit log has the authenticated identity)."""
+    return f"{viewer.user} (Zonda UI)" if viewer.user else "a user (Zonda UI)"
+
+
+def _task_ids(body: dict[str, Any]) -> list[str] | None:
+    tasks = body.get("tasks")
+    if tasks is None:
+        return None
+    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+        raise ActionRefused(400, "tasks must be a list of task ids")
+    return tasks
+
+
+async def clear(request: web.Request) -> web.Response:
+    """Clear task instances (with upstream/downstream/only_failed); `dry_run` answers what would be cleared.
+
+    The preview reads the run as the viewer and changes nothing, so it needs only read access.
+    """
+    namespace, run_name = request.match_info["namespace"], request.match_info["run"]
+    body = await _json_body(request)
+    task_ids = _task_ids(body)
+    flags = {name: bool(body.get(name)) for name in ("upstream", "downstream", "only_failed")}
+    who = _who(request[VIEWER])
+
+    def act(dag: ResolvedDag, status: DagRunStatus) -> ActionResult:
+        return zonda_actions.clear(dag, status, task_ids=task_ids, now=datetime.now(UTC), who=who, **flags)
+
+    if body.get("dry_run"):
+        run = request.app[STORE].runs.get((namespace, run_name))
+        if run is None:
+            raise ActionRefused(404, f"DagRun {run_name} not found in namespace {namespace}")
+        status = DagRunStatus.model_validate(run.get("status") or {})
+        try:
+            result = act(zonda_actions.dag_of_run(run["spec"]["dagName"], status), status)
+        except (zonda_actions.ActionError, IllegalTransition) as exc:
+            raise ActionRefused(409, str(exc)) from exc
+        return web.json_response({"tasks": list(result.changed), "dry_run": True})
+    result, before = await as_viewer(request, lambda kube: act_on_run(kube, namespace, run_name, act))
+    return web.json_response(
+        {"tasks": list(result.changed), "changes": zonda_actions.describe(result, before)}
+    )
+
+
+async def mark(request: web.Request) -> web.Response:
+    """Mark task instances success/failed/skipped (failed ones downstream are cleared, as in Airflow)."""
+    namespace, run_name = request.match_info["namespace"], request.match_info["run"]
+    body = await _json_body(request)
+    task_ids = _task_ids(body) or ([body["task"]] if isinstance(body.get("task"), str) else None)
+    if not task_ids:
+        raise ActionRefused(400, "name the task to mark (task)")
+    try:
+        state = TaskInstanceState(str(body.get("state")))
+    except ValueError as exc:
+        raise ActionRefused(400, f"not a task state: {body.get('state')!r}") from exc
+    who = _who(request[VIEWER])
+
+    def act(dag: ResolvedDag, status: DagRunStatus) -> ActionResult:
+        return zonda_actions.mark(dag, status, task_ids=task_ids, state=state, now=datetime.now(UTC), who=who)
+
+    result, before = await as_viewer(request, lambda kube: act_on_run(kube, namespace, run_name, act))
+    return web.json_response(
+        {"tasks": list(result.changed), "changes": zonda_actions.describe(result, before)}
+    )
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/api/runs/{namespace}/{run}/clear", clear)
+    app.router.add_post("/api/runs/{namespace}/{run}/mark", mark)
+    app.router.add_post("/api/dags/{namespace}/{dag}/trigger", trigger)
+    app.router.add_post("/api/dags/{namespace}/{dag}/paused", set_paused)

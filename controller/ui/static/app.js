@@ -1,0 +1,268 @@
+// Zonda UI: live updates (Server-Sent Events), actions (JSON + CSRF token), the graph (viz.js),
+// collapsible task groups and logs. User text is only ever put into the page with textContent.
+
+const csrf = document.querySelector('meta[name="csrf-token"]').content;
+
+function toast(message, isError = false) {
+  const box = document.getElementById("toast");
+  box.textContent = message;
+  box.className = isError ? "show error" : "show";
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { box.className = ""; }, isError ? 9000 : 4000);
+}
+
+async function post(url, body) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+    body: JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  let data = {};
+  try { data = await response.json(); } catch (e) { data = { error: await response.text().catch(() => "") }; }
+  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  return data;
+}
+
+// ------------------------------------------------------------------------------------ live
+
+let refreshTimer = null;
+let refreshing = false;
+
+async function refresh(seenAt) {
+  if (refreshing) { refreshTimer = setTimeout(() => refresh(seenAt), 100); return; }
+  refreshing = true;
+  try {
+    const response = await fetch(location.href, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const html = await response.text();
+    const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("content");
+    const active = document.activeElement;
+    if (fresh && !(active && active.closest && active.closest("form, dialog"))) {
+      document.getElementById("content").replaceWith(fresh);
+      initPage();
+    }
+    document.body.dataset.lastChange = String(seenAt);
+    document.body.dataset.refreshedAt = String(Date.now() / 1000);
+  } finally {
+    refreshing = false;
+  }
+}
+
+function startLive() {
+  const watch = document.body.dataset.watch;
+  const url = watch && watch !== "*" ? `/api/changes?dag=${encodeURIComponent(watch)}` : "/api/changes";
+  const source = new EventSource(url);
+  const dot = document.getElementById("live");
+  source.onopen = () => { dot.className = "live on"; document.body.dataset.live = "on"; };
+  source.onerror = () => { dot.className = "live off"; };
+  source.addEventListener("change", (event) => {
+    const change = JSON.parse(event.data);
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(() => refresh(change.seenAt), 60);
+  });
+}
+
+// ------------------------------------------------------------------------------- grid groups
+
+function collapsedKey() { return `zonda.collapsed.${document.body.dataset.watch}`; }
+function collapsedGroups() {
+  try { return new Set(JSON.parse(localStorage.getItem(collapsedKey()) || "[]")); } catch (e) { return new Set(); }
+}
+function saveCollapsed(groups) { localStorage.setItem(collapsedKey(), JSON.stringify([...groups])); }
+
+function applyGridGroups() {
+  const groups = collapsedGroups();
+  document.querySelectorAll("table.grid tbody tr").forEach((row) => {
+    const parents = (row.dataset.parents || "").split(" ").filter(Boolean);
+    row.hidden = parents.some((g) => groups.has(g));
+  });
+  document.querySelectorAll(".group-toggle").forEach((button) => {
+    const collapsed = groups.has(button.dataset.group);
+    button.textContent = collapsed ? "▸" : "▾";
+    button.setAttribute("aria-expanded", collapsed ? "false" : "true");
+  });
+}
+
+function toggleGroup(group) {
+  const groups = collapsedGroups();
+  if (groups.has(group)) groups.delete(group); else groups.add(group);
+  saveCollapsed(groups);
+}
+
+// -------------------------------------------------------------------------------------- graph
+
+let viz = null;
+async function renderGraph() {
+  const box = document.getElementById("graph");
+  if (!box) return;
+  if (!viz) {
+    const module = await import("./vendor/viz.js");
+    viz = await module.instance();
+  }
+  const params = new URLSearchParams();
+  if (box.dataset.run) params.set("run", box.dataset.run);
+  const groups = collapsedGroups();
+  if (groups.size) params.set("collapsed", [...groups].join(","));
+  const response = await fetch(`${box.dataset.dotUrl}?${params}`, { credentials: "same-origin" });
+  const dot = await response.text();
+  const svg = viz.renderSVGElement(dot);
+  box.replaceChildren(svg);
+  box.dataset.rendered = "true";
+  svg.querySelectorAll("g.cluster, g.node").forEach((g) => {
+    const id = g.id || "";
+    if (id.startsWith("cluster-") || id.startsWith("node-group:")) {
+      g.classList.add("clickable");
+      g.addEventListener("click", () => {
+        toggleGroup(id.startsWith("cluster-") ? id.slice(8) : id.slice(11));
+        renderGraph();
+      });
+    } else if (id.startsWith("node-") && box.dataset.run) {
+      g.classList.add("clickable");
+      g.addEventListener("click", () => {
+        location.href = `/runs/${encodeURIComponent(box.dataset.ns)}/${encodeURIComponent(box.dataset.run)}/tasks/${encodeURIComponent(id.slice(5))}`;
+      });
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------- logs
+
+let logTimer = null;
+async function loadLog() {
+  clearTimeout(logTimer);
+  const pre = document.getElementById("log");
+  if (!pre) return;
+  const response = await fetch(pre.dataset.url, { credentials: "same-origin" });
+  const text = await response.text();
+  const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  pre.textContent = response.ok ? text : `(${response.status}) ${text}`;
+  pre.dataset.loaded = "true";
+  if (atBottom) pre.scrollTop = pre.scrollHeight;
+  if (pre.dataset.running === "true") logTimer = setTimeout(loadLog, 2000);
+}
+
+// -------------------------------------------------------------------------------------- actions
+
+function triggerConf(form) {
+  let conf = {};
+  const raw = form.querySelector("#raw-conf").value.trim();
+  if (raw) conf = JSON.parse(raw);
+  if (typeof conf !== "object" || conf === null || Array.isArray(conf)) throw new Error("the configuration must be a JSON object");
+  form.querySelectorAll("[data-param]").forEach((input) => {
+    const kind = input.dataset.kind;
+    let value;
+    if (kind === "boolean") value = input.checked;
+    else if (kind === "integer") value = input.value === "" ? null : parseInt(input.value, 10);
+    else if (kind === "number") value = input.value === "" ? null : Number(input.value);
+    else if (kind === "json") value = JSON.parse(input.value || "null");
+    else value = input.value;
+    conf[input.dataset.param] = value;
+  });
+  return conf;
+}
+
+function clearDialog(button) {
+  const dialog = document.createElement("dialog");
+  dialog.className = "clear-dialog";
+  const title = document.createElement("h2");
+  title.textContent = `Clear ${button.dataset.task}`;
+  const options = document.createElement("div");
+  for (const [name, label] of [["downstream", "Downstream"], ["upstream", "Upstream"], ["only_failed", "Only failed"]]) {
+    const wrap = document.createElement("label");
+    const box = document.createElement("input");
+    box.type = "checkbox"; box.name = name; box.checked = name === "downstream";
+    wrap.append(box, ` ${label} `);
+    options.append(wrap);
+  }
+  const preview = document.createElement("ul");
+  preview.className = "preview";
+  const error = document.createElement("p");
+  error.className = "error";
+  const confirm = document.createElement("button");
+  confirm.textContent = "Clear these";
+  confirm.className = "confirm-clear";
+  const cancel = document.createElement("button");
+  cancel.textContent = "Cancel";
+  dialog.append(title, options, preview, error, confirm, cancel);
+  document.body.append(dialog);
+  const url = `/api/runs/${encodeURIComponent(button.dataset.ns)}/${encodeURIComponent(button.dataset.run)}/clear`;
+  const body = (dryRun) => {
+    const data = { tasks: [button.dataset.task], dry_run: dryRun };
+    options.querySelectorAll("input").forEach((box) => { data[box.name] = box.checked; });
+    return data;
+  };
+  const showPreview = async () => {
+    error.textContent = "";
+    try {
+      const result = await post(url, body(true));
+      preview.replaceChildren(...result.tasks.map((t) => { const li = document.createElement("li"); li.textContent = t; return li; }));
+      if (!result.tasks.length) preview.textContent = "Nothing to clear.";
+    } catch (e) { error.textContent = e.message; }
+  };
+  options.addEventListener("change", showPreview);
+  cancel.addEventListener("click", () => dialog.remove());
+  confirm.addEventListener("click", async () => {
+    try {
+      const result = await post(url, body(false));
+      dialog.remove();
+      toast(`Cleared ${result.tasks.length} task instance(s): ${result.tasks.join(", ")}`);
+    } catch (e) { error.textContent = e.message; }
+  });
+  dialog.showModal();
+  showPreview();
+}
+
+document.addEventListener("click", async (event) => {
+  const target = event.target;
+  if (!(target instanceof Element)) return;
+  const groupButton = target.closest(".group-toggle");
+  if (groupButton) { toggleGroup(groupButton.dataset.group); applyGridGroups(); return; }
+  const clearButton = target.closest(".clear-button");
+  if (clearButton) { clearDialog(clearButton); return; }
+  const markButton = target.closest(".mark-button");
+  if (markButton) {
+    const { ns, run, task, state } = markButton.dataset;
+    if (!window.confirm(`Mark ${task} ${state}?`)) return;
+    try {
+      await post(`/api/runs/${encodeURIComponent(ns)}/${encodeURIComponent(run)}/mark`, { task, state });
+      toast(`${task} marked ${state}`);
+    } catch (e) { toast(e.message, true); }
+  }
+});
+
+document.addEventListener("change", async (event) => {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || !box.classList.contains("pause-toggle")) return;
+  try {
+    await post(`/api/dags/${encodeURIComponent(box.dataset.ns)}/${encodeURIComponent(box.dataset.dag)}/paused`, { paused: !box.checked });
+    toast(`${box.dataset.dag} ${box.checked ? "unpaused" : "paused"}`);
+  } catch (e) {
+    box.checked = !box.checked;
+    toast(e.message, true);
+  }
+});
+
+document.addEventListener("submit", async (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement) || form.id !== "trigger-form") return;
+  event.preventDefault();
+  const error = document.getElementById("trigger-error");
+  error.textContent = "";
+  try {
+    const conf = triggerConf(form);
+    const result = await post(`/api/dags/${encodeURIComponent(form.dataset.ns)}/${encodeURIComponent(form.dataset.dag)}/trigger`, { conf });
+    location.href = `/dags/${encodeURIComponent(form.dataset.ns)}/${encodeURIComponent(form.dataset.dag)}?triggered=${encodeURIComponent(result.run)}`;
+  } catch (e) {
+    error.textContent = e.message;
+  }
+});
+
+function initPage() {
+  applyGridGroups();
+  renderGraph().catch((e) => { const box = document.getElementById("graph"); if (box) box.textContent = `graph failed: ${e}`; });
+  loadLog();
+}
+
+initPage();
+startLive();

@@ -1,0 +1,163 @@
+"""The UI's copy of the DAGs and DagRuns, kept current by list+watch, and the changes fanned out to pages.
+
+One list+watch per resource and namespace serves every viewer (pages never hit the API for these two
+kinds), and each change is pushed to the open pages' queues; a page then re-renders what it shows.
+A watch that expires (410 Gone) or fails is re-listed, and the objects that vanished meanwhile are
+reported as deleted, so nothing stays stale after a disconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.kube import DAGRUNS, DAGS, Kube, KubeError
+
+log = logging.getLogger(__name__)
+
+Body = dict[str, Any]
+Key = tuple[str, str]  # (namespace, name)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a page needs to decide whether to refresh: which object of which DAG changed, and when."""
+
+    kind: str  # "DAG" or "DagRun"
+    type: str  # ADDED, MODIFIED, DELETED
+    namespace: str
+    name: str
+    dag: str  # the DAG's name (for a DagRun: spec.dagName)
+    seen_at: float  # time.time() when the UI saw it (for the live-update delay measurement)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "type": self.type,
+            "namespace": self.namespace,
+            "name": self.name,
+            "dag": self.dag,
+            "seenAt": self.seen_at,
+        }
+
+
+def _key(body: Mapping[str, Any]) -> Key:
+    return body["metadata"]["namespace"], body["metadata"]["name"]
+
+
+class Store:
+    """DAG and DagRun bodies by (namespace, name), runs indexed by their DAG, plus change subscribers."""
+
+    def __init__(self) -> None:
+        self.dags: dict[Key, Body] = {}
+        self.runs: dict[Key, Body] = {}
+        self._runs_by_dag: dict[Key, dict[str, Body]] = {}
+        self._subscribers: set[asyncio.Queue[Change]] = set()
+        self.synced: set[tuple[str, str | None]] = set()  # (plural, namespace) listed at least once
+
+    # ---- reading
+
+    def runs_of(self, namespace: str, dag: str) -> list[Body]:
+        return list(self._runs_by_dag.get((namespace, dag), {}).values())
+
+    def dags_in(self, namespaces: set[str] | None) -> Iterator[Body]:
+        for (namespace, _), body in sorted(self.dags.items()):
+            if namespaces is None or namespace in namespaces:
+                yield body
+
+    # ---- writing (from the watch)
+
+    def apply(self, plural: str, event_type: str, body: Body) -> Change:
+        key = _key(body)
+        if plural == DAGS:
+            if event_type == "DELETED":
+                self.dags.pop(key, None)
+            else:
+                self.dags[key] = body
+            dag = key[1]
+        else:
+            old = self.runs.get(key)
+            if old is not None:
+                self._runs_by_dag.get((key[0], old["spec"]["dagName"]), {}).pop(key[1], None)
+            dag = (body.get("spec") or {}).get("dagName", "")
+            if event_type == "DELETED":
+                self.runs.pop(key, None)
+            else:
+                self.runs[key] = body
+                self._runs_by_dag.setdefault((key[0], dag), {})[key[1]] = body
+        change = Change(
+            kind="DAG" if plural == DAGS else "DagRun",
+            type=event_type,
+            namespace=key[0],
+            name=key[1],
+            dag=dag,
+            seen_at=time.time(),
+        )
+        self._publish(change)
+        return change
+
+    def replace(self, plural: str, namespace: str | None, items: list[Body]) -> None:
+        """A fresh list: apply every item, and delete what the store had there that the list lacks."""
+        table = self.dags if plural == DAGS else self.runs
+        listed = {_key(item) for item in items}
+        for key, body in list(table.items()):
+            if (namespace is None or key[0] == namespace) and key not in listed:
+                self.apply(plural, "DELETED", body)
+        for item in items:
+            self.apply(plural, "MODIFIED" if _key(item) in table else "ADDED", item)
+        self.synced.add((plural, namespace))
+
+    # ---- subscribers (open pages)
+
+    @contextlib.contextmanager
+    def subscription(self, size: int = 1000) -> Iterator[asyncio.Queue[Change]]:
+        queue: asyncio.Queue[Change] = asyncio.Queue(maxsize=size)
+        self._subscribers.add(queue)
+        try:
+            yield queue
+        finally:
+            self._subscribers.discard(queue)
+
+    def _publish(self, change: Change) -> None:
+        for queue in self._subscribers:
+            with contextlib.suppress(asyncio.QueueFull):  # a stalled page refreshes on its next change
+                queue.put_nowait(change)
+
+
+async def follow(kube: Kube, store: Store, plural: str, namespace: str | None, *, retry: float = 2.0) -> None:
+    """List then watch `plural` in `namespace` (None: all) into `store`, forever; re-list on expiry."""
+    while True:
+        try:
+            items, version = await kube.list_custom_with_version(plural, namespace)
+            for item in items:  # list items lack kind/apiVersion; the templates do not need them
+                item.setdefault("kind", "DAG" if plural == DAGS else "DagRun")
+            store.replace(plural, namespace, items)
+            async for event_type, body in kube.watch_custom(plural, namespace, resource_version=version):
+                if event_type == "ERROR":  # 410 Gone as an event: the version is too old; list again
+                    break
+                if event_type in ("ADDED", "MODIFIED", "DELETED"):
+                    store.apply(plural, event_type, body)
+        except asyncio.CancelledError:
+            raise
+        except KubeError as exc:
+            if exc.status != 410:
+                log.warning("watching %s in %s failed: %s; retrying", plural, namespace or "all", exc)
+                await asyncio.sleep(retry)
+        except Exception as exc:  # a dropped connection: list again after a pause
+            log.warning("watching %s in %s failed: %r; retrying", plural, namespace or "all", exc)
+            await asyncio.sleep(retry)
+
+
+def start_following(kube: Kube, store: Store, namespaces: list[str] | None) -> list[asyncio.Task[None]]:
+    """One follower per resource and namespace (or one cluster-wide each when `namespaces` is None)."""
+    targets: list[str | None] = list(namespaces) if namespaces else [None]
+    return [
+        asyncio.create_task(follow(kube, store, plural, namespace), name=f"ui-watch-{plural}-{namespace}")
+        for plural in (DAGS, DAGRUNS)
+        for namespace in targets
+    ]

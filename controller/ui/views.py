@@ -1,0 +1,355 @@
+"""What each page shows, computed from DAG and DagRun bodies (plain dicts): pure, no I/O, no clock.
+
+The server gathers bodies from the store and renders these view models with Jinja (autoescaped), so
+everything here is testable without a browser or a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from zonda.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
+
+Body = Mapping[str, Any]
+
+#: Airflow's default `STATE_COLORS` (airflow/settings.py), so a cell means what it means in Airflow.
+STATE_COLORS: dict[str, str] = {
+    "deferred": "mediumpurple",
+    "failed": "red",
+    "queued": "gray",
+    "removed": "lightgrey",
+    "restarting": "violet",
+    "running": "lime",
+    "scheduled": "tan",
+    "skipped": "hotpink",
+    "success": "green",
+    "up_for_reschedule": "turquoise",
+    "up_for_retry": "gold",
+    "upstream_failed": "orange",
+    "none": "white",
+}
+
+#: How Airflow's grid summarises a task group in one cell: the first state present wins
+#: (airflow/www/views.py, `task_group_to_grid`).
+GROUP_STATE_PRIORITY: tuple[str, ...] = (
+    "failed",
+    "upstream_failed",
+    "up_for_retry",
+    "up_for_reschedule",
+    "queued",
+    "scheduled",
+    "deferred",
+    "running",
+    "restarting",
+    "none",
+    "success",
+    "skipped",
+    "removed",
+)
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def summarise_states(states: Iterable[str | None]) -> str | None:
+    """One state for a group of task instances, Airflow's way; None when the group has none."""
+    present = {state for state in states if state is not None}
+    for state in GROUP_STATE_PRIORITY:
+        if state in present:
+            return state
+    return None
+
+
+def resolve(dag: Body) -> ResolvedDag | None:
+    """The DAG resolved as the controller resolves it; None when its spec is invalid."""
+    try:
+        return resolve_dag(dag["metadata"]["name"], parse_dag_spec(dag.get("spec") or {}))
+    except DagInvalid:
+        return None
+
+
+def run_sort_key(run: Body) -> str:
+    status = run.get("status") or {}
+    return str(
+        status.get("logicalDate")
+        or (run.get("spec") or {}).get("logicalDate")
+        or run["metadata"].get("creationTimestamp", "")
+    )
+
+
+# ------------------------------------------------------------------------------------- DAG list
+
+
+@dataclass(frozen=True)
+class RunMark:
+    name: str
+    state: str
+    logical_date: str
+
+
+@dataclass(frozen=True)
+class DagRow:
+    namespace: str
+    name: str
+    schedule: str
+    paused: bool
+    next_run: str | None
+    tags: tuple[str, ...]
+    owners: tuple[str, ...]
+    valid: bool
+    runs: tuple[RunMark, ...]
+
+    def matches(self, query: str) -> bool:
+        needle = query.lower()
+        haystack = [self.name, self.namespace, *self.tags, *self.owners]
+        return any(needle in text.lower() for text in haystack)
+
+
+def dag_row(dag: Body, runs: Sequence[Body], *, last: int = 25) -> DagRow:
+    """One line of the DAG list; `runs` are the DAG's runs in any order (the newest `last` show)."""
+    spec = dag.get("spec") or {}
+    status = dag.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    owners = {str(t.get("owner")) for t in spec.get("tasks") or [] if t.get("owner")}
+    default_owner = (spec.get("defaultArgs") or {}).get("owner")
+    if default_owner:
+        owners.add(str(default_owner))
+    newest = sorted(runs, key=run_sort_key)[-last:]
+    return DagRow(
+        namespace=dag["metadata"]["namespace"],
+        name=dag["metadata"]["name"],
+        schedule=status.get("timetableSummary") or spec.get("schedule") or "None",
+        paused=bool(spec.get("paused")),
+        next_run=None if spec.get("paused") else status.get("nextRunAfter"),
+        tags=tuple(spec.get("tags") or ()),
+        owners=tuple(sorted(owners)) or ("airflow",),
+        valid=conditions.get("Valid") != "False",
+        runs=tuple(
+            RunMark(
+                name=r["metadata"]["name"],
+                state=(r.get("status") or {}).get("state") or "queued",
+                logical_date=run_sort_key(r),
+            )
+            for r in newest
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------------------ grid
+
+
+@dataclass(frozen=True)
+class GridColumn:
+    name: str
+    state: str
+    logical_date: str
+    run_type: str
+
+
+@dataclass(frozen=True)
+class GridRow:
+    key: str  # the task id, or "group:<group id>"
+    label: str
+    depth: int
+    is_group: bool
+    parent_groups: tuple[str, ...]  # enclosing group ids, outermost first
+    states: tuple[str | None, ...]  # one per column; None: no task instance in that run
+    tooltip: str = ""
+
+
+@dataclass(frozen=True)
+class Grid:
+    columns: tuple[GridColumn, ...]
+    rows: tuple[GridRow, ...]
+
+
+def group_chain(group: str | None, parents: Mapping[str, str | None]) -> list[str]:
+    chain: list[str] = []
+    while group is not None and group not in chain:
+        chain.append(group)
+        group = parents.get(group)
+    return list(reversed(chain))
+
+
+def grid(dag: Body, runs: Sequence[Body], *, last: int = 25) -> Grid:
+    """Airflow's grid: the newest `last` runs as columns (oldest left), tasks and groups as rows.
+
+    Rows follow the current DAG's topological order, each group's row placed before its first task;
+    task ids found only in runs (tasks since removed from the DAG) come last.
+    """
+    chosen = sorted(runs, key=run_sort_key)[-last:]
+    columns = tuple(
+        GridColumn(
+            name=r["metadata"]["name"],
+            state=(r.get("status") or {}).get("state") or "queued",
+            logical_date=run_sort_key(r),
+            run_type=(r.get("spec") or {}).get("runType") or "manual",
+        )
+        for r in chosen
+    )
+    instances = [((r.get("status") or {}).get("taskInstances") or {}) for r in chosen]
+
+    def states_of(task_ids: Iterable[str]) -> tuple[str | None, ...]:
+        ids = list(task_ids)
+        return tuple(
+            summarise_states(tis[t].get("state") or "none" for t in ids if t in tis) for tis in instances
+        )
+
+    resolved = resolve(dag)
+    spec = dag.get("spec") or {}
+    parents: dict[str, str | None] = {g["id"]: g.get("parent") for g in spec.get("taskGroups") or []}
+    tooltips = {g["id"]: g.get("tooltip") or "" for g in spec.get("taskGroups") or []}
+    task_groups: dict[str, str | None] = {}
+    if resolved is not None:
+        task_groups = {task_id: task.group for task_id, task in resolved.tasks.items()}
+    members: dict[str, list[str]] = {}
+    for task_id, group in task_groups.items():
+        for group_id in group_chain(group, parents):
+            members.setdefault(group_id, []).append(task_id)
+
+    rows: list[GridRow] = []
+    placed_groups: set[str] = set()
+    for task_id, group in task_groups.items():
+        chain = group_chain(group, parents)
+        for depth, group_id in enumerate(chain):
+            if group_id not in placed_groups:
+                placed_groups.add(group_id)
+                rows.append(
+                    GridRow(
+                        key=f"group:{group_id}",
+                        label=group_id,
+                        depth=depth,
+                        is_group=True,
+                        parent_groups=tuple(chain[:depth]),
+                        states=states_of(members[group_id]),
+                        tooltip=tooltips.get(group_id, ""),
+                    )
+                )
+        rows.append(
+            GridRow(
+                key=task_id,
+                label=task_id,
+                depth=len(chain),
+                is_group=False,
+                parent_groups=tuple(chain),
+                states=states_of([task_id]),
+            )
+        )
+    removed = sorted({t for tis in instances for t in tis} - set(task_groups))
+    rows.extend(
+        GridRow(key=t, label=t, depth=0, is_group=False, parent_groups=(), states=states_of([t]))
+        for t in removed
+    )
+    return Grid(columns=columns, rows=tuple(rows))
+
+
+# -------------------------------------------------------------------------------------- run page
+
+
+@dataclass(frozen=True)
+class GanttBar:
+    task_id: str
+    state: str
+    try_number: int
+    start: str
+    end: str | None
+    offset_pct: float
+    width_pct: float
+
+
+def gantt(run: Body, *, now: datetime) -> list[GanttBar]:
+    """The run's timeline: one bar per task instance's current try, scaled to the run's span.
+
+    A try still running ends at `now` (passed in: this module reads no clock).
+    """
+    tis = (run.get("status") or {}).get("taskInstances") or {}
+    spans: list[tuple[str, Mapping[str, Any], datetime, datetime]] = []
+    for task_id, ti in tis.items():
+        start = parse_time(ti.get("startDate"))
+        if start is None:
+            continue
+        end = parse_time(ti.get("endDate")) or now
+        spans.append((task_id, ti, start, max(end, start)))
+    if not spans:
+        return []
+    first = min(s for _, _, s, _ in spans)
+    last = max(e for _, _, _, e in spans)
+    total = max((last - first).total_seconds(), 1e-6)
+    bars = [
+        GanttBar(
+            task_id=task_id,
+            state=str(ti.get("state") or "none"),
+            try_number=int(ti.get("tryNumber") or 0),
+            start=start.isoformat(),
+            end=ti.get("endDate"),
+            offset_pct=round(100 * (start - first).total_seconds() / total, 2),
+            width_pct=max(round(100 * (end - start).total_seconds() / total, 2), 0.5),
+        )
+        for task_id, ti, start, end in spans
+    ]
+    return sorted(bars, key=lambda bar: (bar.offset_pct, bar.task_id))
+
+
+# ---------------------------------------------------------------------------------- trigger form
+
+
+@dataclass(frozen=True)
+class ParamField:
+    name: str
+    kind: str  # "string", "number", "integer", "boolean", "json"
+    default: Any
+    description: str = ""
+    schema: Mapping[str, Any] = field(default_factory=dict)
+
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number"}
+
+
+def param_fields(params: Mapping[str, Any]) -> list[ParamField]:
+    """Form fields for a DAG's `params`, as Airflow's trigger form builds them.
+
+    A param is either a plain default value (its JSON type becomes the field's type) or, as Airflow's
+    `Param(default, **schema)`, an object with `value` (or `default`) and JSON-schema keywords such as
+    `type`, `enum`, `minimum`, `description`.
+    """
+    fields: list[ParamField] = []
+    for name, raw in params.items():
+        if isinstance(raw, Mapping) and ("value" in raw or "default" in raw) and "type" in raw:
+            schema = {k: v for k, v in raw.items() if k not in ("value", "default", "description")}
+            default = raw.get("value", raw.get("default"))
+            declared = schema.get("type")
+            kind = declared if declared in ("string", "number", "integer", "boolean") else "json"
+            fields.append(ParamField(name, kind, default, str(raw.get("description") or ""), schema))
+        else:
+            kind = _JSON_TYPES.get(type(raw), "json")
+            schema = {"type": kind} if kind != "json" else {}
+            fields.append(ParamField(name, kind, raw, "", schema))
+    return fields
+
+
+def params_schema(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON schema a triggered run's conf must satisfy for the DAG's params."""
+    return {
+        "type": "object",
+        "properties": {f.name: dict(f.schema) for f in param_fields(params)},
+    }
+
+
+def conf_errors(params: Mapping[str, Any], conf: Mapping[str, Any]) -> list[str]:
+    """Why `conf` does not satisfy the params' schema, one sentence per problem (empty: it does)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(params_schema(params))
+    return [
+        f"{'.'.join(str(p) for p in error.absolute_path) or 'conf'}: {error.message}"
+        for error in sorted(validator.iter_errors(dict(conf)), key=lambda e: list(e.absolute_path))
+    ]
