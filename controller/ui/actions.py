@@ -20,7 +20,7 @@ from aiohttp import web
 from controller.kube import DAGRUNS, DAGS, Conflict, Kube, KubeError
 from controller.ui import views
 from controller.ui.access import Viewer
-from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER
+from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER, require
 from zonda import actions as zonda_actions
 from zonda.actions import ActionResult
 from zonda.dags import ResolvedDag
@@ -80,6 +80,7 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
 async def trigger(request: web.Request) -> web.Response:
     """Create a manual DagRun with `conf` (checked against the DAG's params first), as the viewer."""
     namespace, name = request.match_info["namespace"], request.match_info["dag"]
+    await require(request, "get", "dags", namespace)
     body = await _json_body(request)
     conf = body.get("conf", {})
     if not isinstance(conf, dict):
@@ -181,6 +182,7 @@ async def clear(request: web.Request) -> web.Response:
         return zonda_actions.clear(dag, status, task_ids=task_ids, now=datetime.now(UTC), who=who, **flags)
 
     if body.get("dry_run"):
+        await require(request, "get", "dagruns", namespace)
         run = request.app[STORE].runs.get((namespace, run_name))
         if run is None:
             raise ActionRefused(404, f"DagRun {run_name} not found in namespace {namespace}")

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from controller.kube import KubeError
 from controller.ui import graphs, tries, views
 from controller.ui.markup import render_markdown
-from controller.ui.server import ACCESS, KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token
+from controller.ui.server import KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token, require
 
 PAGE_SIZE = 100
 
@@ -61,21 +61,6 @@ def render(request: web.Request, template: str, **context: Any) -> web.Response:
         )
     )
     return web.Response(text=html, content_type="text/html")
-
-
-async def require(
-    request: web.Request, verb: str, resource: str, namespace: str, subresource: str = ""
-) -> None:
-    """Refuse (403, with RBAC's reason) unless the viewer may `verb` `resource` in `namespace`."""
-    try:
-        allowed, reason = await request.app[ACCESS].allowed(
-            request[VIEWER], verb, resource, namespace, subresource
-        )
-    except KubeError as exc:
-        allowed, reason = False, f"the API refused the access review: {exc.reason}"
-    if not allowed:
-        what = f"{resource}/{subresource}" if subresource else resource
-        raise web.HTTPForbidden(text=f"You may not {verb} {what} in namespace {namespace}. {reason}".strip())
 
 
 def _dag_or_404(request: web.Request, namespace: str, name: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import jinja2
 import prometheus_client
 from aiohttp import web
 
-from controller.kube import Kube
+from controller.kube import Kube, KubeError
 from controller.ui import store as ui_store
 from controller.ui.access import Access, AuthMode, NoIdentity, Viewer, viewer_from_headers
 
@@ -46,7 +46,7 @@ STORE = web.AppKey("store", ui_store.Store)
 ACCESS = web.AppKey("access", Access)
 KUBE = web.AppKey("kube", Kube)
 TEMPLATES = web.AppKey("templates", jinja2.Environment)
-VIEWER = "zonda.viewer"
+VIEWER = web.RequestKey("viewer", Viewer)
 
 REGISTRY = prometheus_client.CollectorRegistry()
 REQUESTS = prometheus_client.Counter(
@@ -115,6 +115,21 @@ def _check_csrf(request: web.Request, settings: UiSettings, viewer: Viewer) -> N
     sent = request.headers.get("X-CSRF-Token", "")
     if not hmac.compare_digest(sent, csrf_token(settings, viewer)):
         raise web.HTTPForbidden(text="missing or wrong CSRF token: reload the page")
+
+
+async def require(
+    request: web.Request, verb: str, resource: str, namespace: str, subresource: str = ""
+) -> None:
+    """Refuse (403, with RBAC's reason) unless the viewer may `verb` `resource` in `namespace`."""
+    try:
+        allowed, reason = await request.app[ACCESS].allowed(
+            request[VIEWER], verb, resource, namespace, subresource
+        )
+    except KubeError as exc:
+        allowed, reason = False, f"the API refused the access review: {exc.reason}"
+    if not allowed:
+        what = f"{resource}/{subresource}" if subresource else resource
+        raise web.HTTPForbidden(text=f"You may not {verb} {what} in namespace {namespace}. {reason}".strip())
 
 
 # ---------------------------------------------------------------------------- live, health, metrics

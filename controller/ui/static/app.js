@@ -18,8 +18,9 @@ async function post(url, body) {
     body: JSON.stringify(body),
     credentials: "same-origin",
   });
-  let data = {};
-  try { data = await response.json(); } catch (e) { data = { error: await response.text().catch(() => "") }; }
+  const text = await response.text();
+  let data;
+  try { data = JSON.parse(text); } catch (e) { data = { error: text }; }
   if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
   return data;
 }

@@ -1,0 +1,206 @@
+"""The UI's pure parts: grid and list view models, the Gantt, the params form, DOT, Markdown sanitising.
+
+Real: zonda's DAG resolution, markdown-it-py + nh3, jsonschema, Graphviz (`dot`) when installed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from controller.ui import graphs, views
+from controller.ui.markup import render_markdown
+
+
+def dag(**spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "etl", "namespace": "data"},
+        "spec": {
+            "tasks": [
+                {"id": "start", "operator": "EmptyOperator"},
+                {"id": "a", "group": "section", "operator": "EmptyOperator", "dependsOn": ["start"]},
+                {"id": "b", "group": "section", "operator": "EmptyOperator", "dependsOn": ["a"]},
+                {
+                    "id": "end",
+                    "operator": "EmptyOperator",
+                    "dependsOn": ["section"],
+                    "edgeLabels": {"section": "when done"},
+                    "triggerRule": "all_done",
+                },
+            ],
+            "taskGroups": [{"id": "section", "tooltip": "the middle"}],
+        },
+    }
+    body["spec"].update(spec)
+    return body
+
+
+def run(name: str, logical: str, state: str, tis: dict[str, str], **ti_fields: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "data", "creationTimestamp": logical},
+        "spec": {"dagName": "etl", "runType": "manual"},
+        "status": {
+            "state": state,
+            "logicalDate": logical,
+            "taskInstances": {t: {"state": s, **ti_fields.get(t, {})} for t, s in tis.items()},
+        },
+    }
+
+
+def test_the_grid_has_runs_oldest_first_and_groups_before_their_tasks() -> None:
+    runs = [
+        run("r2", "2026-01-02T00:00:00Z", "failed", {"start": "success", "section.a": "failed"}),
+        run("r1", "2026-01-01T00:00:00Z", "success", {"start": "success", "section.a": "success"}),
+    ]
+    grid = views.grid(dag(), runs)
+    assert [c.name for c in grid.columns] == ["r1", "r2"]
+    assert [(r.key, r.depth, r.is_group) for r in grid.rows] == [
+        ("start", 0, False),
+        ("group:section", 0, True),
+        ("section.a", 1, False),
+        ("section.b", 1, False),
+        ("end", 0, False),
+    ]
+    rows = {r.key: r for r in grid.rows}
+    assert rows["section.a"].states == ("success", "failed")
+    assert rows["section.b"].states == (None, None)  # no task instance yet: an empty cell
+    assert rows["group:section"].states == ("success", "failed")
+    assert rows["group:section"].tooltip == "the middle"
+    assert rows["section.b"].parent_groups == ("section",)
+
+
+def test_the_grid_keeps_only_the_newest_runs_and_shows_tasks_removed_from_the_dag() -> None:
+    runs = [run(f"r{i}", f"2026-01-{i:02d}T00:00:00Z", "success", {"old": "success"}) for i in range(1, 6)]
+    grid = views.grid(dag(), runs, last=3)
+    assert [c.name for c in grid.columns] == ["r3", "r4", "r5"]
+    assert grid.rows[-1].key == "old"
+
+
+@pytest.mark.parametrize(
+    ("states", "summary"),
+    [
+        (["success", "failed", "running"], "failed"),
+        (["success", "running"], "running"),
+        (["success", "skipped"], "success"),
+        (["skipped"], "skipped"),
+        ([], None),
+    ],
+)
+def test_a_group_cell_summarises_its_tasks_as_airflows_grid_does(
+    states: list[str], summary: str | None
+) -> None:
+    assert views.summarise_states(states) == summary
+
+
+def test_a_dag_row_shows_the_newest_runs_and_matches_names_tags_and_owners() -> None:
+    body = dag(tags=["finance"], defaultArgs={"owner": "ana"}, paused=True)
+    body["status"] = {"timetableSummary": "@daily", "nextRunAfter": "2026-01-03T00:00:00Z"}
+    runs = [run(f"r{i}", f"2026-01-{i:02d}T00:00:00Z", "success", {}) for i in range(1, 31)]
+    row = views.dag_row(body, runs)
+    assert len(row.runs) == 25 and row.runs[-1].name == "r30"
+    assert row.schedule == "@daily"
+    assert row.next_run is None  # paused: no next run
+    assert row.owners == ("ana",)
+    assert row.matches("FIN") and row.matches("ana") and row.matches("etl") and not row.matches("zzz")
+
+
+def test_the_gantt_scales_tries_to_the_runs_span_and_a_running_try_ends_now() -> None:
+    body = run(
+        "r1",
+        "2026-01-01T00:00:00Z",
+        "running",
+        {"start": "success", "section.a": "running", "section.b": "none"},
+        start={"startDate": "2026-01-01T00:00:00Z", "endDate": "2026-01-01T00:00:10Z", "tryNumber": 1},
+        **{"section.a": {"startDate": "2026-01-01T00:00:10Z", "tryNumber": 2}},
+    )
+    bars = views.gantt(body, now=datetime(2026, 1, 1, 0, 0, 40, tzinfo=UTC))
+    assert [(b.task_id, b.offset_pct, b.width_pct) for b in bars] == [
+        ("start", 0.0, 25.0),
+        ("section.a", 25.0, 75.0),
+    ]
+
+
+def test_params_become_typed_form_fields_and_conf_is_checked_against_them() -> None:
+    params = {
+        "greeting": "hello",
+        "count": 3,
+        "dry": False,
+        "mode": {"value": "fast", "type": "string", "enum": ["fast", "slow"], "description": "how"},
+        "extra": {"a": 1},
+    }
+    fields = {f.name: f for f in views.param_fields(params)}
+    assert {n: f.kind for n, f in fields.items()} == {
+        "greeting": "string",
+        "count": "integer",
+        "dry": "boolean",
+        "mode": "string",
+        "extra": "json",
+    }
+    assert fields["mode"].default == "fast" and fields["mode"].description == "how"
+    assert views.conf_errors(params, {"count": 4, "mode": "slow", "other": [1]}) == []
+    errors = views.conf_errors(params, {"count": "four", "mode": "medium"})
+    assert errors == [
+        "count: 'four' is not of type 'integer'",
+        "mode: 'medium' is not one of ['fast', 'slow']",
+    ]
+
+
+def test_doc_md_with_script_or_event_handlers_stays_inert() -> None:
+    html = render_markdown(
+        "# Title\n<script>alert(1)</script>\n\n<img src=x onerror=alert(1)>\n\n"
+        "[link](javascript:alert(1)) [ok](https://example.com)\n\n**bold**"
+    )
+    assert "<script" not in html and "<img" not in html
+    assert 'href="javascript' not in html
+    assert "&lt;script&gt;" in html
+    assert "<strong>bold</strong>" in html and "<h1>Title</h1>" in html
+    assert 'href="https://example.com" rel="noopener noreferrer nofollow"' in html
+
+
+def test_the_css_state_colours_are_airflows_table() -> None:
+    css = (Path(views.__file__).parent / "static" / "app.css").read_text()
+    found = dict(re.findall(r"\.s-([a-z_]+) \{ background-color: ([a-z]+); \}", css))
+    assert found == views.STATE_COLORS
+
+
+def test_dot_draws_groups_as_clusters_with_edge_labels_and_trigger_rules() -> None:
+    text = graphs.dag_dot(dag())
+    assert 'subgraph "cluster_section"' in text
+    assert '"section.b" -> "end" [label="when done"]' in text
+    assert "trigger rule: all_done" in text
+
+
+def test_dot_colours_a_runs_states_and_folds_a_collapsed_group() -> None:
+    text = graphs.dag_dot(dag(), states={"start": "success", "section.a": "failed"}, collapsed={"section"})
+    assert "cluster_section" not in text
+    assert '"group:section" [label="section (group)"' in text
+    assert 'color="red"' in text  # the folded group shows its worst state, as the grid does
+    assert '"start" -> "group:section";' in text and '"group:section" -> "end"' in text
+    assert "section.a" not in text.split("->", 1)[1]  # no edge inside the folded group
+
+
+def test_dot_escapes_quotes_and_an_invalid_dag_says_so() -> None:
+    assert graphs.quote('say "hi"\\') == '"say \\"hi\\"\\\\"'
+    invalid = graphs.dag_dot(dag(tasks=[{"id": "x", "dependsOn": ["missing"]}]))
+    assert "this DAG is invalid" in invalid
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_graphviz_lays_the_dot_out() -> None:
+    svg = subprocess.run(
+        ["dot", "-Tsvg"], input=graphs.dag_dot(dag()), capture_output=True, text=True, check=True
+    ).stdout
+    ids = {g.get("id") for g in ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}g")}
+    assert {"node-section.a", "node-group:section", "cluster-section"} & ids == {
+        "node-section.a",
+        "cluster-section",
+    }
