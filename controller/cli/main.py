@@ -22,16 +22,16 @@ from pathlib import Path
 import click
 
 from controller import logs as zonda_logs
+from controller import run_actions
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
 from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
-from controller.kube import DAGRUNS, DAGS, AlreadyExists, Conflict, Kube, KubeError
+from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from zonda import actions
 from zonda.actions import ActionResult
 from zonda.dags import ResolvedDag
 from zonda.models import API_VERSION, DagRunStatus, TaskInstanceState, TaskInstanceStatus
-from zonda.states import IllegalTransition
 
 _namespace, _run = namespace_or_default, run_kube
 
@@ -282,29 +282,11 @@ def trigger(
 async def _act_on_run(
     kube: Kube, namespace: str, run_name: str, act: Callable[[ResolvedDag, DagRunStatus], ActionResult]
 ) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
-    """Read the run, apply a pure `zonda.actions` action, write the status back with the resourceVersion
-    read (retrying when the controller wrote first), then post the action's Events on the run."""
-    for _ in range(10):
-        run = await kube.get_custom(DAGRUNS, namespace, run_name)
-        if run is None:
-            raise click.ClickException(f"DagRun {run_name!r} not found in namespace {namespace}")
-        status = DagRunStatus.model_validate(run.get("status") or {})
-        try:
-            result = act(actions.dag_of_run(run["spec"]["dagName"], status), status)
-        except (actions.ActionError, IllegalTransition) as exc:
-            raise click.ClickException(str(exc)) from exc
-        if not result.changed:
-            return result, status.task_instances
-        try:
-            await kube.replace_custom_status(DAGRUNS, namespace, {**run, "status": result.status.to_wire()})
-        except Conflict:
-            await asyncio.sleep(0.2)
-            continue
-        for event in result.events:
-            with contextlib.suppress(KubeError):  # the status is written: a lost Event loses no state
-                await kube.emit_event(run, reason=event.reason, message=event.message, warning=event.warning)
-        return result, status.task_instances
-    raise click.ClickException("the run kept changing under us; try again")
+    """Read the run, apply a pure `zonda.actions` action, write the status back (see `run_actions`)."""
+    try:
+        return await run_actions.act_on_run(kube, namespace, run_name, act, component="zonda-cli")
+    except run_actions.RunActionError as exc:
+        raise click.ClickException(exc.message) from exc
 
 
 def _report(run_name: str, verb: str, outcome: tuple[ActionResult, dict[str, TaskInstanceStatus]]) -> None:

@@ -8,8 +8,6 @@ The middleware has already checked the CSRF token, the Origin and the JSON conte
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -17,7 +15,8 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from controller.kube import DAGRUNS, DAGS, Conflict, Kube, KubeError
+from controller import run_actions
+from controller.kube import DAGRUNS, DAGS, Kube, KubeError
 from controller.ui import views
 from controller.ui.access import Viewer
 from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER, require
@@ -26,9 +25,9 @@ from zonda.actions import ActionResult
 from zonda.dags import ResolvedDag
 from zonda.models import API_VERSION, DagRunStatus, TaskInstanceState, TaskInstanceStatus
 from zonda.scheduling import dagrun_name
-from zonda.states import IllegalTransition
 
 T = TypeVar("T")
+ActionOutcome = tuple[ActionResult, dict[str, TaskInstanceStatus]]
 
 
 def _api_message(exc: KubeError) -> str:
@@ -119,38 +118,11 @@ async def set_paused(request: web.Request) -> web.Response:
 # ----------------------------------------------------------------------------------- clear, mark
 
 
-async def act_on_run(
-    kube: Kube, namespace: str, run_name: str, act: Callable[[ResolvedDag, DagRunStatus], ActionResult]
-) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
-    """Read the run as the viewer, apply a pure `zonda.actions` action, write the status back with the
-    resourceVersion read (again if the controller wrote first), then post the action's Events."""
-    for _ in range(10):
-        run = await kube.get_custom(DAGRUNS, namespace, run_name)
-        if run is None:
-            raise ActionRefused(404, f"DagRun {run_name} not found in namespace {namespace}")
-        status = DagRunStatus.model_validate(run.get("status") or {})
-        try:
-            result = act(zonda_actions.dag_of_run(run["spec"]["dagName"], status), status)
-        except (zonda_actions.ActionError, IllegalTransition) as exc:
-            raise ActionRefused(409, str(exc)) from exc
-        if not result.changed:
-            return result, status.task_instances
-        try:
-            await kube.replace_custom_status(DAGRUNS, namespace, {**run, "status": result.status.to_wire()})
-        except Conflict:
-            await asyncio.sleep(0.2)
-            continue
-        for event in result.events:
-            with contextlib.suppress(KubeError):  # the status is written: a lost Event loses no state
-                await kube.emit_event(
-                    run,
-                    reason=event.reason,
-                    message=event.message,
-                    warning=event.warning,
-                    component="zonda-ui",
-                )
-        return result, status.task_instances
-    raise ActionRefused(409, "the run kept changing; try again")
+async def act_on_run(kube: Kube, namespace: str, run_name: str, act: run_actions.Action) -> ActionOutcome:
+    try:
+        return await run_actions.act_on_run(kube, namespace, run_name, act, component="zonda-ui")
+    except run_actions.RunActionError as exc:
+        raise ActionRefused(exc.status, exc.message) from exc
 
 
 def _who(viewer: Viewer) -> str:
@@ -186,11 +158,10 @@ async def clear(request: web.Request) -> web.Response:
         run = request.app[STORE].runs.get((namespace, run_name))
         if run is None:
             raise ActionRefused(404, f"DagRun {run_name} not found in namespace {namespace}")
-        status = DagRunStatus.model_validate(run.get("status") or {})
         try:
-            result = act(zonda_actions.dag_of_run(run["spec"]["dagName"], status), status)
-        except (zonda_actions.ActionError, IllegalTransition) as exc:
-            raise ActionRefused(409, str(exc)) from exc
+            result, _ = run_actions.apply_action(run, act)
+        except run_actions.RunActionError as exc:
+            raise ActionRefused(exc.status, exc.message) from exc
         return web.json_response({"tasks": list(result.changed), "dry_run": True})
     result, before = await as_viewer(request, lambda kube: act_on_run(kube, namespace, run_name, act))
     return web.json_response(

@@ -1,0 +1,72 @@
+"""A user's action on a DagRun, carried out: read the run, apply a pure `zonda.actions` action, write.
+
+Shared by the CLI (`zonda clear`/`mark`) and the UI, each with its own API client (the UI's acts as
+the viewer). The status is written back with the resourceVersion read, so a controller write in
+between means deciding again from the new status, never overwriting it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controller.kube import DAGRUNS, Conflict, Kube, KubeError
+from zonda import actions
+from zonda.actions import ActionResult
+from zonda.dags import ResolvedDag
+from zonda.models import DagRunStatus, TaskInstanceStatus
+from zonda.states import IllegalTransition
+
+Action = Callable[[ResolvedDag, DagRunStatus], ActionResult]
+
+
+class RunActionError(Exception):
+    """The action was not applied; `status` is the HTTP status that says why (404, 409)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def apply_action(run: Mapping[str, Any], act: Action) -> tuple[ActionResult, DagRunStatus]:
+    """The action's result on this run body, and the status it started from (pure: nothing written)."""
+    status = DagRunStatus.model_validate(run.get("status") or {})
+    try:
+        return act(actions.dag_of_run(run["spec"]["dagName"], status), status), status
+    except (actions.ActionError, IllegalTransition) as exc:
+        raise RunActionError(409, str(exc)) from exc
+
+
+async def act_on_run(
+    kube: Kube, namespace: str, run_name: str, act: Action, *, component: str = "zonda"
+) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
+    """Apply `act` to the run's status and write it back; the result and the task instances before.
+
+    Then post the action's Events on the run (best effort: the status is already written).
+    """
+    for _ in range(10):
+        run = await kube.get_custom(DAGRUNS, namespace, run_name)
+        if run is None:
+            raise RunActionError(404, f"DagRun {run_name!r} not found in namespace {namespace}")
+        result, status = apply_action(run, act)
+        if not result.changed:
+            return result, status.task_instances
+        try:
+            await kube.replace_custom_status(DAGRUNS, namespace, {**run, "status": result.status.to_wire()})
+        except Conflict:
+            await asyncio.sleep(0.2)
+            continue
+        for event in result.events:
+            with contextlib.suppress(KubeError):  # the status is written: a lost Event loses no state
+                await kube.emit_event(
+                    run,
+                    reason=event.reason,
+                    message=event.message,
+                    warning=event.warning,
+                    component=component,
+                )
+        return result, status.task_instances
+    raise RunActionError(409, "the run kept changing under us; try again")
