@@ -15,8 +15,8 @@ import click
 import yaml
 
 from controller import logs as zonda_logs
-
-STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
+from controller.cli import logs as task_logs
+from controller.cli.common import STATE_DIR
 
 
 @click.command()
@@ -35,9 +35,9 @@ STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/z
 @click.option(
     "--state-dir",
     type=click.Path(path_type=Path),
-    default=STATE_DIR,
-    show_default=True,
-    help="The local executor's state dir (logs of local tries).",
+    default=None,
+    help="The local executor's state dir, for logs of local tries (default: as `zonda logs` finds it, "
+    f"else {STATE_DIR}).",
 )
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
 @click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
@@ -48,7 +48,7 @@ def ui(
     all_namespaces: bool,
     auth: str,
     read_only: bool,
-    state_dir: Path,
+    state_dir: Path | None,
     kubeconfig: str | None,
     log_format: str,
 ) -> None:
@@ -59,6 +59,9 @@ def ui(
     zonda_logs.configure(log_format)
     if not namespaces and not all_namespaces:
         namespaces = (os.environ.get("POD_NAMESPACE") or "default",)
+    if state_dir is None:
+        candidates = task_logs.state_dir_candidates(None, kubeconfig)
+        state_dir = next((c for c in candidates if c.is_dir()), candidates[-1])
     settings = UiSettings(
         namespaces=None if all_namespaces else list(namespaces),
         auth=AuthMode(auth),

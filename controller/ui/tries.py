@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.cli import logs as task_logs
 from controller.executors.pods import ANNOTATION_TASK_ID, LABEL_TRY
 from controller.kube import Kube, KubeError
 
@@ -95,24 +96,17 @@ async def attempts(kube: Kube, run: Mapping[str, Any], task_id: str, state_dir: 
 async def try_log(
     kube: Kube, run: Mapping[str, Any], task_id: str, try_number: int, state_dir: Path | None
 ) -> str | None:
-    """The log of one try (every attempt of it, in order); None when no attempt of it is on record."""
-    parts = [
-        (directory / "log").read_text(errors="replace") if (directory / "log").exists() else ""
-        for number, directory in local_attempt_dirs(state_dir, run["metadata"]["uid"], task_id)
-        if number == try_number
-    ]
-    if parts:
-        return "".join(parts)
-    pods = [
-        p
-        for p in await _task_pods(kube, run, task_id)
-        if p["metadata"].get("labels", {}).get(LABEL_TRY) == str(try_number)
-    ]
-    for pod in pods:
-        try:
-            parts.append(
-                await kube.pod_logs(run["metadata"]["namespace"], pod["metadata"]["name"], container="base")
-            )
-        except KubeError as exc:
-            parts.append(f"(no log for pod {pod['metadata']['name']}: {exc.reason})\n")
-    return "".join(parts) if pods else None
+    """The log of one try (every attempt of it, in order); None when no attempt of it is on record.
+
+    Read as `zonda logs` reads it (`controller.cli.logs`): the local executor's files, else the pods'.
+    """
+    uid = run["metadata"]["uid"]
+    if state_dir is not None:
+        local = task_logs.local_tries(state_dir / uid, task_id).get(try_number)
+        if local is not None:
+            return "".join(local.parts)
+    try:
+        found = (await task_logs.pod_tries(kube, run["metadata"]["namespace"], uid, task_id)).get(try_number)
+    except KubeError:
+        return None
+    return "".join(found.parts) if found is not None else None
