@@ -1,0 +1,208 @@
+"""The UI in a real browser, with the controller running task code: the issue's walk-through.
+
+The DAG list, a grid, triggering with conf from the params form, cells turning success live (no
+reload), collapsing a task group, the graph, a failed task's log, clearing it and watching it run
+again, and a read-only ServiceAccount refused when it triggers. Each page's screenshot is written to
+docs/ui/, so the pictures in the docs are the ones this test just saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from controller.devtools.devcluster import REPO_ROOT, Cluster, free_port
+from tests.cluster.test_ui_server import READ_RULES, service_account_token
+from tests.cluster.zonda_processes import (
+    ZondaProcess,
+    apply,
+    controller,
+    get,
+    runs_of,
+    wait_for,
+    wait_run_finished,
+)
+
+pytestmark = pytest.mark.cluster
+
+SHOTS = REPO_ROOT / "docs" / "ui"
+TIMEOUT_MS = 90_000
+
+
+def demo_dag(flag: Path) -> dict[str, Any]:
+    """`flaky` fails its first try (no retries), so the first run fails until it is cleared."""
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "ui-demo"},
+        "spec": {
+            "schedule": None,
+            "tags": ["demo", "ui"],
+            "docMd": "# UI demo\nA DAG with a **task group** and a task that fails once.",
+            "params": {"greeting": "hello", "count": 1},
+            "taskGroups": [{"id": "process", "tooltip": "extract, then the flaky one"}],
+            "tasks": [
+                {"id": "start", "operator": "EmptyOperator"},
+                {
+                    "id": "extract",
+                    "group": "process",
+                    "operator": "BashOperator",
+                    "dependsOn": ["start"],
+                    "args": {"bash_command": "echo '{{ params.greeting }} x{{ params.count }}'; sleep 2"},
+                },
+                {
+                    "id": "flaky",
+                    "group": "process",
+                    "operator": "BashOperator",
+                    "dependsOn": ["extract"],
+                    "edgeLabels": {"extract": "rows"},
+                    "args": {
+                        "bash_command": f"if [ -e {flag} ]; then echo 'second try works'; "
+                        f"else touch {flag}; echo 'first try fails on purpose'; exit 3; fi"
+                    },
+                },
+                {"id": "end", "operator": "EmptyOperator", "dependsOn": ["process"]},
+            ],
+        },
+    }
+
+
+@contextlib.contextmanager
+def ui_process(cluster: Cluster, namespace: str, tmp_path: Path, *extra: str) -> Iterator[str]:
+    port = free_port()
+    process = ZondaProcess(
+        f"ui-{port}",
+        [
+            "ui",
+            "-n",
+            namespace,
+            "--port",
+            str(port),
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            *extra,
+        ],
+        cluster,
+        tmp_path,
+    ).start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import urllib.request
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        wait_for(ready, "the UI to be ready", timeout=30)
+        yield url
+    finally:
+        process.stop()
+        print(f"--- ui log\n{process.log()[-4000:]}")
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str, tmp_path: Path) -> None:
+    apply(cluster, namespace, demo_dag(tmp_path / "flaky-ran-once"))
+    with (
+        controller(cluster, namespace, tmp_path, executor="local"),
+        ui_process(cluster, namespace, tmp_path) as url,
+    ):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+
+        # The DAG list, then its grid.
+        page.goto(f"{url}/dags")
+        expect(page.locator("tr[data-dag$='/ui-demo']")).to_contain_text("demo")
+        expect(page.locator("body")).to_have_attribute("data-live", "on")
+        shot(page, "dags")
+        page.click("a.dag-link:has-text('ui-demo')")
+        expect(page.locator("table.grid")).to_be_visible()
+
+        # Trigger with conf from the params form.
+        page.click("a.button:has-text('Trigger')")
+        page.fill("[data-param=greeting]", "bonjour")
+        page.fill("[data-param=count]", "7")
+        shot(page, "trigger")
+        page.click("#trigger-submit")
+        page.wait_for_url("**/dags/*/ui-demo?triggered=*")
+        run = runs_of(cluster, namespace, "ui-demo")[-1]
+        assert run["spec"]["conf"] == {"greeting": "bonjour", "count": 7}
+        run_name = run["metadata"]["name"]
+
+        # Cells change colour live: the page is never reloaded (the marker on window survives).
+        page.evaluate("window.__sameDocument = true")
+        extract = page.locator(f"tr[data-key='process.extract'] td[data-run='{run_name}']")
+        expect(extract).to_have_class("cell s-success")
+        flaky = page.locator(f"tr[data-key='process.flaky'] td[data-run='{run_name}']")
+        expect(flaky).to_have_class("cell s-failed")
+        assert page.evaluate("window.__sameDocument") is True
+        shot(page, "grid")
+
+        # Collapse the task group: its tasks' rows hide, the group's row stays (summarised as failed).
+        page.click(".group-toggle[data-group='process']")
+        expect(page.locator("tr[data-key='process.extract']")).to_be_hidden()
+        expect(page.locator("tr[data-key='group:process'] td.cell.s-failed")).to_have_count(1)
+        page.click(".group-toggle[data-group='process']")
+        expect(page.locator("tr[data-key='process.extract']")).to_be_visible()
+
+        # The graph, laid out by Graphviz (viz.js), coloured by the run.
+        page.click("nav.tabs a:has-text('Graph')")
+        expect(page.locator("#graph[data-rendered=true] svg")).to_be_visible()
+        expect(page.locator("#graph g[id='node-process.flaky']")).to_be_visible()
+        shot(page, "graph")
+
+        # Open the failed task's log.
+        page.goto(f"{url}/dags/{namespace}/ui-demo")
+        flaky.locator("a").click()
+        expect(page.locator("#log")).to_contain_text("first try fails on purpose")
+        shot(page, "task")
+
+        # Clear it (with downstream): the preview lists what will run again; then it does, live.
+        page.click(".actions .clear-button")
+        expect(page.locator("dialog .preview")).to_contain_text("process.flaky")
+        expect(page.locator("dialog .preview")).to_contain_text("end")
+        page.click("dialog .confirm-clear")
+        expect(page.locator("h1 .badge")).to_have_text("success")
+        wait_run_finished(cluster, namespace, run_name)
+        ti = get(cluster, namespace, "dagrun", run_name)["status"]["taskInstances"]["process.flaky"]
+        assert ti["state"] == "success" and ti["tryNumber"] == 2
+        page.click("nav.tabs a:has-text('try 2')")
+        expect(page.locator("#log")).to_contain_text("second try works")
+
+        page.goto(f"{url}/runs/{namespace}/{run_name}")
+        expect(page.locator("h1 .badge")).to_have_text("success")
+        shot(page, "run")
+        assert errors == []
+
+
+def test_a_read_only_service_account_is_refused_when_it_triggers(
+    browser: Browser, cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    apply(cluster, namespace, demo_dag(tmp_path / "flag"))
+    token = service_account_token(cluster, namespace, "reader", READ_RULES)
+    with ui_process(cluster, namespace, tmp_path, "--auth", "token") as url:
+        context = browser.new_context(extra_http_headers={"Authorization": f"Bearer {token}"})
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(f"{url}/dags/{namespace}/ui-demo/trigger")
+        page.click("#trigger-submit")
+        expect(page.locator("#trigger-error")).to_contain_text('cannot create resource "dagruns"')
+        shot(page, "refused")
+        assert get(cluster, namespace, "dagruns")["items"] == []
+        context.close()
