@@ -23,6 +23,7 @@ import click
 
 from controller import logs as zonda_logs
 from controller import run_actions
+from controller.cli import dags as dags_commands
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
@@ -380,13 +381,9 @@ def mark(
 
 main.add_command(logs_commands.logs)
 main.add_command(runs_commands.runs)
+main.add_command(dags_commands.dags)
 ui_cli.register(main)
 
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):
         main()
-
-
-from controller.cli.dags import dags as _dags  # noqa: E402 - registered after the group is defined
-
-main.add_command(_dags)
