@@ -39,6 +39,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.devtools import realnode
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ADMIN_TOKEN = "zonda-local-admin-token"
@@ -114,6 +116,7 @@ class Cluster:
     kind: str = "local"  # local | existing | kind
     workdir: Path | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    real_node: realnode.RealNode | None = None
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
@@ -162,6 +165,9 @@ class Cluster:
 
     def stop(self) -> None:
         """Stop every process (reverse start order), SIGTERM then SIGKILL, and remove the work dir."""
+        if self.real_node is not None:
+            self.real_node.stop()
+            self.real_node = None
         for name, proc in reversed(list(self.processes.items())):
             if proc.poll() is None and name != "etcd":
                 with contextlib.suppress(ProcessLookupError):
@@ -273,10 +279,16 @@ def start_local_cluster(
     bin_dir: Path | None = None,
     install_crds: bool = True,
     nodes: bool = True,
+    real_node: bool | None = None,
 ) -> Cluster:
     """Start etcd and the apiserver (RBAC on), and with `nodes` the controller-manager, scheduler and
     kwok with fake nodes; return when usable. `bin_dir` defaults to the cached binaries (never built).
+
+    `real_node` (default: `$ZONDA_REAL_NODE=1`; needs `nodes`) adds a kubelet + containerd node with
+    Zonda's image loaded (controller/devtools/realnode.py).
     """
+    if real_node is None:
+        real_node = nodes and os.environ.get("ZONDA_REAL_NODE") == "1"
     t0 = time.monotonic()
     bin_dir = bin_dir or binaries_dir((*API_BINARIES, *NODE_BINARIES) if nodes else API_BINARIES)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="zonda-cluster-"))
@@ -285,7 +297,8 @@ def start_local_cluster(
     certs.mkdir(exist_ok=True)
     sa_key = certs / "sa.key"
     subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
-    (workdir / "tokens.csv").write_text(f'{ADMIN_TOKEN},zonda-admin,zonda-admin-uid,"system:masters"\n')
+    tokens = f'{ADMIN_TOKEN},zonda-admin,zonda-admin-uid,"system:masters"\n'
+    (workdir / "tokens.csv").write_text(tokens + (realnode.token_line() if real_node else ""))
 
     cluster = Cluster(kubeconfig=workdir / "kubeconfig", bin_dir=bin_dir, kind="local", workdir=workdir)
 
@@ -337,6 +350,8 @@ def start_local_cluster(
                 f"--service-account-signing-key-file={sa_key}",
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--allow-privileged=true",
+                # `kubectl logs` on a real node: dial its InternalIP, its hostname is not in DNS.
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
                 "--enable-priority-and-fairness=false",
                 "--profiling=false",
                 "--v=1",
@@ -388,7 +403,8 @@ def start_local_cluster(
                 "kwok",
                 [
                     f"--kubeconfig={kubeconfig}",
-                    "--manage-all-nodes=true",
+                    # Only the fake nodes: a real node's kubelet owns its Node and pods.
+                    "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                     f"--config={DATA_DIR / 'kwok-stages.yaml'}",
                     f"--server-address=127.0.0.1:{free_port()}",
                     "--node-ip=10.244.0.1",
@@ -414,6 +430,14 @@ def start_local_cluster(
                 ),
                 "the default ServiceAccount (controller-manager)",
                 cluster,
+            )
+        if real_node and nodes:
+            cluster.real_node = realnode.start_real_node(
+                workdir / "node",
+                server=server,
+                ca_file=ca_file,
+                kubectl=cluster.kubectl,
+                images=[realnode.zonda_image()],
             )
         log(f"control plane ready at {server} in {time.monotonic() - t0:.1f}s (workdir {workdir})")
         return cluster

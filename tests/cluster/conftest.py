@@ -12,12 +12,12 @@ cannot start, every test here errors (never skips): CI must not pass without thi
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from controller.devtools.devcluster import Cluster, connect_cluster
+from tests.cluster.zonda_processes import fresh_namespace
 
 
 @pytest.fixture(scope="session")
@@ -29,9 +29,5 @@ def cluster() -> Iterator[Cluster]:
 @pytest.fixture
 def namespace(cluster: Cluster) -> Iterator[str]:
     """A fresh namespace per test, deleted afterwards (without waiting for it to finish)."""
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    cluster.kubectl("create", "namespace", name)
-    try:
+    with fresh_namespace(cluster) as name:
         yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,17 @@ def triggerer(
         yield process
     finally:
         process.stop()
+
+
+@contextlib.contextmanager
+def fresh_namespace(cluster: Cluster, prefix: str = "t") -> Iterator[str]:
+    """A new namespace, deleted afterwards (without waiting for it to finish)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    cluster.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
 def load_example(name: str, **spec_changes: Any) -> dict[str, Any]:

@@ -1,0 +1,243 @@
+"""Task pods as real containers: the local control plane plus a real node (kubelet, containerd, runc).
+
+What is real here beyond the rest of the cluster tier: the kubelet, the container runtime, Zonda's
+image built from the project's Dockerfile (`hack/node/build-image.sh`), the task runner running in
+it, termination messages, container logs, memory limits and kills. The kwok nodes are cordoned for
+this module, so every pod lands on the real node. Nothing is skipped: if the node cannot start, the
+tests error with the piece that failed and its log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.devtools import realnode
+from controller.devtools.devcluster import Cluster, start_local_cluster
+from tests.cluster.test_controller import dag
+from tests.cluster.zonda_processes import (
+    apply,
+    controller,
+    fresh_namespace,
+    get,
+    ti_states,
+    trigger,
+    wait_for,
+    wait_run_finished,
+    zonda,
+)
+
+
+@pytest.fixture(scope="module")
+def real_cluster() -> Iterator[Cluster]:
+    cluster = start_local_cluster(real_node=True)
+    node = cluster.real_node
+    assert node is not None
+    try:
+        for name in cluster.kubectl("get", "nodes", "-l", "type=kwok", "-o", "name").stdout.split():
+            cluster.kubectl("cordon", name)
+        yield cluster
+    finally:
+        workdir, bridge = node.workdir, node.bridge
+        cluster.stop()
+        left = realnode.leftovers(workdir, bridge)
+        assert not left, f"the real node left these behind: {left}"
+
+
+@pytest.fixture
+def real_namespace(real_cluster: Cluster) -> Iterator[str]:
+    with fresh_namespace(real_cluster, "r") as name:
+        yield name
+
+
+def image(cluster: Cluster) -> str:
+    assert cluster.real_node is not None
+    return cluster.real_node.images[-1]
+
+
+def bash(task_id: str, command: str, **extra: Any) -> dict[str, Any]:
+    return {"id": task_id, "operator": "BashOperator", "args": {"bash_command": command}, **extra}
+
+
+def pods_of(cluster: Cluster, namespace: str, task_id: str) -> list[dict[str, Any]]:
+    pods = [
+        p
+        for p in get(cluster, namespace, "pods")["items"]
+        if p["metadata"]["annotations"].get("zonda.dev/task-id") == task_id
+    ]
+    return sorted(pods, key=lambda p: int(p["metadata"]["labels"]["zonda.dev/try"]))
+
+
+def test_the_real_node_is_ready_beside_the_kwok_nodes(real_cluster: Cluster) -> None:
+    nodes = json.loads(real_cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    real = by_name[realnode.NODE_NAME]
+    assert real["metadata"]["labels"]["zonda.dev/node"] == "real"
+    assert real["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
+    assert real["status"]["nodeInfo"]["kubeletVersion"] == "v1.36.3"
+    ready = {
+        name: next(c["status"] for c in n["status"]["conditions"] if c["type"] == "Ready")
+        for name, n in by_name.items()
+    }
+    assert set(ready.values()) == {"True"}, ready
+    assert "kwok.x-k8s.io/node" not in real["metadata"].get("annotations", {}), "kwok must not manage it"
+
+
+def test_tasks_run_in_real_containers_with_results_skips_retries_and_logs(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    ns = real_namespace
+    apply(
+        real_cluster,
+        ns,
+        dag(
+            "real",
+            [
+                bash("hello", 'echo "hello from {{ ti.task_id }} as $(id -u)"; echo 42'),
+                bash("skipper", "echo skipping; exit 99"),
+                bash("flaky", 'echo "flaky try {{ ti.try_number }}"; exit 3', retries=1, retryDelay="1s"),
+                {
+                    "id": "container",
+                    "container": {
+                        "image": image(real_cluster),
+                        "command": ["python3", "-c", "print('boxed')"],
+                    },
+                },
+                bash("after", "echo {{ ti.xcom_pull(task_ids='hello') }}", dependsOn=["hello"]),
+            ],
+        ),
+    )
+    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+        run = trigger(real_cluster, ns, "real")
+        body = wait_run_finished(real_cluster, ns, run, timeout=240)
+    tis = body["status"]["taskInstances"]
+    assert ti_states(body) == {
+        "hello": "success",
+        "skipper": "skipped",
+        "flaky": "failed",
+        "container": "success",
+        "after": "success",
+    }, tis
+    assert tis["flaky"]["tryNumber"] == 2, "retries=1 means two tries"
+
+    # The output is the container's own, through the kubelet: kubectl logs and zonda logs agree.
+    hello_pod = pods_of(real_cluster, ns, "hello")[0]["metadata"]["name"]
+    kubectl_log = real_cluster.kubectl("logs", "-n", ns, hello_pod, "-c", "base").stdout
+    assert "hello from hello as 10001" in kubectl_log
+    assert "hello from hello as 10001" in zonda(real_cluster, "logs", run, "hello", "-n", ns).stdout
+    assert (
+        "42"
+        in real_cluster.kubectl(
+            "logs", "-n", ns, pods_of(real_cluster, ns, "after")[0]["metadata"]["name"]
+        ).stdout
+    )
+    for number, pod in enumerate(pods_of(real_cluster, ns, "flaky"), start=1):
+        assert f"flaky try {number}" in real_cluster.kubectl("logs", "-n", ns, pod["metadata"]["name"]).stdout
+        terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert terminated["exitCode"] != 0, "the runner reports the failed try through its exit code"
+    for number in (1, 2):
+        log = zonda(real_cluster, "logs", run, "flaky", "--try", str(number), "-n", ns).stdout
+        assert f"flaky try {number}" in log
+    skip_pod = pods_of(real_cluster, ns, "skipper")[0]
+    # The runner turns bash's exit 99 into a skip, reported through the termination message.
+    skip_terminated = skip_pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert skip_terminated["exitCode"] == 0 and "skipped" in skip_terminated["message"].lower()
+    assert (
+        "boxed"
+        in real_cluster.kubectl(
+            "logs", "-n", ns, pods_of(real_cluster, ns, "container")[0]["metadata"]["name"]
+        ).stdout
+    )
+    assert all(p["spec"]["nodeName"] == realnode.NODE_NAME for p in get(real_cluster, ns, "pods")["items"])
+
+
+def test_a_container_killed_by_its_memory_limit_fails_the_try_as_oomkilled_then_retries(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    ns = real_namespace
+    hog = {
+        "id": "hog",
+        "container": {
+            "image": image(real_cluster),
+            "command": ["python3", "-c", "b = bytearray(512 * 1024 * 1024); print(len(b))"],
+            "resources": {"limits": {"memory": "64Mi"}, "requests": {"memory": "64Mi"}},
+        },
+        "retries": 1,
+        "retryDelay": "1s",
+    }
+    apply(real_cluster, ns, dag("oom", [hog]))
+    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+        run = trigger(real_cluster, ns, "oom")
+        body = wait_run_finished(real_cluster, ns, run, timeout=180)
+    ti = body["status"]["taskInstances"]["hog"]
+    assert ti["state"] == "failed" and ti["tryNumber"] == 2, ti
+    assert "OOMKilled" in (ti.get("reason") or ""), ti
+    for pod in pods_of(real_cluster, ns, "hog"):
+        assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "OOMKilled"
+
+
+def test_execution_timeout_kills_a_running_container(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    ns = real_namespace
+    apply(real_cluster, ns, dag("slow", [bash("sleeper", "echo started; sleep 600", executionTimeout="5s")]))
+    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+        run = trigger(real_cluster, ns, "slow")
+        body = wait_run_finished(real_cluster, ns, run, timeout=120)
+        ti = body["status"]["taskInstances"]["sleeper"]
+        assert ti["state"] == "failed"
+        reason = (ti.get("reason") or "").lower()
+        assert "timeout" in reason or "timed out" in reason, ti
+        wait_for(lambda: not pods_of(real_cluster, ns, "sleeper"), "the pod to be deleted", timeout=60)
+    # The container is gone from the node, not just the Pod object from the apiserver.
+    assert real_cluster.real_node is not None
+    wait_for(
+        lambda: "sleep 600" not in _node_processes(),
+        "the container's process to end on the node",
+        timeout=30,
+    )
+
+
+def test_a_task_pod_passes_pod_security_restricted(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    ns = real_namespace
+    real_cluster.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+    restricted = {
+        "spec": {
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": "base",
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        }
+    }
+    apply(
+        real_cluster, ns, dag("secure", [bash("locked", "echo locked down; id -u", podOverride=restricted)])
+    )
+    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+        run = trigger(real_cluster, ns, "secure")
+        body = wait_run_finished(real_cluster, ns, run, timeout=120)
+    assert ti_states(body) == {"locked": "success"}, body["status"]
+    pod = pods_of(real_cluster, ns, "locked")[0]["metadata"]["name"]
+    assert "locked down" in real_cluster.kubectl("logs", "-n", ns, pod).stdout
+
+
+def _node_processes() -> str:
+    lines = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                lines.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return "\n".join(lines)
