@@ -36,6 +36,7 @@ MODULES: dict[str, str] = {
     "airflow.operators.python": "zonda.operators.python",
     "airflow.operators.python_operator": "zonda.operators.python",
     "airflow.operators.latest_only": "zonda.operators.latest_only",
+    "airflow.operators.branch": "zonda.operators.branch",
     "airflow.operators.latest_only_operator": "zonda.operators.latest_only",
     "airflow.sensors.base": "zonda.sensors.base",
     "airflow.sensors.base_sensor_operator": "zonda.sensors.base",

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 _dags: list[DAG] = []
 _groups: list[TaskGroup] = []
+#: DAGs used as a context manager since `start_collecting` (Airflow 2.4's `auto_register`): a DAG file
+#: may write `with DAG(...):` without binding the DAG to a name, and it is still loaded.
+_collected: list[DAG] = []
 
 
 def current_dag() -> DAG | None:
@@ -36,6 +39,16 @@ def push_dag(dag: DAG) -> None:
 def pop_dag(dag: DAG) -> None:
     if _dags and _dags[-1] is dag:
         _dags.pop()
+    if dag.auto_register and dag not in _collected:
+        _collected.append(dag)
+
+
+def start_collecting() -> None:
+    _collected.clear()
+
+
+def collected() -> list[DAG]:
+    return list(_collected)
 
 
 def push_group(group: TaskGroup) -> None:

@@ -3,7 +3,8 @@
 Each Python file is imported as a module named after its path in the DAGs folder (`team/etl.py` ->
 `team.etl`), with the DAGs folder on `sys.path` as Airflow puts it, so a DAG file imports its helper
 modules the same way under `zonda dags render` and in the task runner. The DAG objects at the top level
-of a module are its DAGs. A file that fails to import is reported with its line and traceback tail; the
+of a module are its DAGs, and so are those its top-level code used as a context manager (`with DAG(...):`,
+Airflow 2.4's `auto_register`). A file that fails to import is reported with its line and traceback tail; the
 other files still load.
 
 The task runner uses `load_task_callable` to follow a `dagfile:` reference (see
@@ -28,7 +29,7 @@ from typing import Any
 
 import pathspec
 
-from zonda.authoring import manifests
+from zonda.authoring import contexts, manifests
 from zonda.authoring.dags import DAG
 
 #: Where task runners (and `zonda dags test`) find DAG files; `zonda dags render` uses its PATH argument.
@@ -169,6 +170,7 @@ def _load_module(path: Path, folder: Path, name: str, *, zip_path: Path | None =
     with _on_sys_path(zip_path or folder):
         sys.modules.pop(name, None)
         manifests.DAG_FILE_MODULES.add(name)
+        contexts.start_collecting()
         try:
             if zip_path is not None:
                 module = importlib.import_module(name)
@@ -184,7 +186,8 @@ def _load_module(path: Path, folder: Path, name: str, *, zip_path: Path | None =
                 raise
             result.failure = describe_import_error(path, error)
             return result
-    result.dags = top_level_dags(module)
+    found = top_level_dags(module)
+    result.dags = found + [dag for dag in contexts.collected() if dag not in found]
     return result
 
 

@@ -46,7 +46,6 @@ UNSUPPORTED_DAG_ARGUMENTS = {
     "owner_links": "UI setting; ignored",
     "full_filepath": "ignored",
     "fail_stop": "not implemented",
-    "auto_register": "ignored",
 }
 
 
@@ -73,6 +72,7 @@ class DAG:
         params: dict[str, Any] | None = None,
         tags: Iterable[str] | None = None,
         is_paused_upon_creation: bool | None = None,
+        auto_register: bool = True,
         **others: Any,
     ) -> None:
         unknown = sorted(set(others) - set(UNSUPPORTED_DAG_ARGUMENTS))
@@ -100,6 +100,8 @@ class DAG:
         self.params: dict[str, Any] = dict(params or {})
         self.tags = list(tags or [])
         self.is_paused_upon_creation = is_paused_upon_creation
+        #: Loaded from its file when used as a context manager, even if not bound to a global name.
+        self.auto_register = auto_register
         self.unsupported = {name: UNSUPPORTED_DAG_ARGUMENTS[name] for name in others if others[name]}
         self.task_dict: dict[str, BaseOperator] = {}
         self.task_groups: list[TaskGroup] = []

@@ -24,13 +24,19 @@ class DependencyMixin:
         """The nodes an edge out of this one starts from."""
         raise NotImplementedError
 
-    def set_upstream(self, other: Relatable, edge_modifier: Label | None = None) -> None:
+    def set_upstream(self, other: Relatable, edge_modifier: Label | DependencyMixin | None = None) -> None:
+        other, label = _with_label(other, edge_modifier)
         for node in _flatten(other):
-            _link(node, self, edge_modifier)
+            _link(node, self, label)
 
-    def set_downstream(self, other: Relatable, edge_modifier: Label | None = None) -> None:
+    def set_downstream(self, other: Relatable, edge_modifier: Label | DependencyMixin | None = None) -> None:
+        """`a.set_downstream(b)`, `a.set_downstream([b, c])`, `a.set_downstream(b, Label("x"))`.
+
+        `a.set_downstream(b, c)` (as the DAGs page writes it) means both tasks, not a label.
+        """
+        other, label = _with_label(other, edge_modifier)
         for node in _flatten(other):
-            _link(self, node, edge_modifier)
+            _link(self, node, label)
 
     def update_relative(self, other: DependencyMixin, upstream: bool = True) -> None:
         """Called on the other side of an edge (Airflow's hook); nothing to do by default."""
@@ -114,6 +120,12 @@ class Label(DependencyMixin):
 
 
 Relatable = Union[DependencyMixin, Sequence[DependencyMixin]]  # noqa: UP007 - a runtime alias
+
+
+def _with_label(other: Any, edge_modifier: Any) -> tuple[Any, Label | None]:
+    if edge_modifier is None or isinstance(edge_modifier, Label):
+        return other, edge_modifier
+    return [*_flatten(other), *_flatten(edge_modifier)], None
 
 
 def _flatten(other: Any) -> list[DependencyMixin]:

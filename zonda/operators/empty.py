@@ -11,3 +11,7 @@ class EmptyOperator(BaseOperator):
 
     def execute(self, context: Context) -> None:
         pass
+
+
+#: Airflow's pre-2.4 name (`airflow.operators.dummy.DummyOperator`).
+DummyOperator = EmptyOperator
