@@ -104,14 +104,14 @@ class Label(DependencyMixin):
     def leaves(self) -> list[Node]:
         return []
 
-    def set_upstream(self, other: Relatable, edge_modifier: Label | None = None) -> None:
+    def set_upstream(self, other: Relatable, edge_modifier: Label | DependencyMixin | None = None) -> None:
         for node in _flatten(other):
             for leaf in node.leaves():
                 self._upstream.append(leaf)
                 for downstream in self._downstream:
                     downstream.add_upstream(leaf, self.label)
 
-    def set_downstream(self, other: Relatable, edge_modifier: Label | None = None) -> None:
+    def set_downstream(self, other: Relatable, edge_modifier: Label | DependencyMixin | None = None) -> None:
         for node in _flatten(other):
             for root in node.roots():
                 self._downstream.append(root)
