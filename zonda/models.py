@@ -259,6 +259,20 @@ class DagRunSpec(CrdModel):
     conf: JsonObject = Field(default_factory=dict)
 
 
+def manual_dagrun(
+    name: str, namespace: str, dag: str, logical_date: datetime, conf: JsonObject
+) -> JsonObject:
+    """The DagRun `zonda trigger` creates (`name` from `zonda.scheduling.dagrun_name`, so the same
+    trigger twice is refused as a duplicate rather than run twice)."""
+    spec = DagRunSpec(dag_name=dag, run_type=RunType.MANUAL, logical_date=logical_date, conf=conf)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DagRun",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec.to_wire(),
+    }
+
+
 class Deferral(CrdModel):
     """What a deferred task handed to the triggerer, and how it resumes (Airflow's TaskDeferred)."""
 

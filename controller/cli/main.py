@@ -32,7 +32,7 @@ from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from zonda import actions
 from zonda.actions import ActionResult
 from zonda.dags import ResolvedDag
-from zonda.models import API_VERSION, DagRunStatus, TaskInstanceState, TaskInstanceStatus
+from zonda.models import DagRunStatus, TaskInstanceState, TaskInstanceStatus, manual_dagrun
 
 _namespace, _run = namespace_or_default, run_kube
 
@@ -258,17 +258,7 @@ def trigger(
             if await kube.get_custom(DAGS, ns, dag) is None:
                 raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
             name = dagrun_name(dag, when, "manual")
-            body = {
-                "apiVersion": API_VERSION,
-                "kind": "DagRun",
-                "metadata": {"name": name, "namespace": ns},
-                "spec": {
-                    "dagName": dag,
-                    "runType": "manual",
-                    "logicalDate": when.isoformat(),
-                    "conf": conf_obj,
-                },
-            }
+            body = manual_dagrun(name, ns, dag, when, conf_obj)
             try:
                 await kube.create_custom(DAGRUNS, ns, body)
             except AlreadyExists as exc:
