@@ -10,6 +10,7 @@ test    run one DAG run in this process, through the controller's `decide()` and
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ _IGNORE = click.option(
 @click.group("dags")
 def dags() -> None:
     """Render, apply and test Python DAG files."""
+    # As `python -m` would: DAG files import helpers relative to where the user runs the command.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def _render(paths: tuple[Path, ...], airflow_compat: bool, safe_mode: bool, ignore_syntax: str | None) -> Any:

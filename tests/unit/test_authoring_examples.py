@@ -42,3 +42,10 @@ def test_every_yaml_example_has_a_python_twin(rendered: dict[str, dict[str, Any]
 def test_the_python_twin_renders_to_the_yaml(name: str, rendered: dict[str, dict[str, Any]]) -> None:
     written = parse_dag_spec(yaml_dags()[name]["spec"])
     assert parse_dag_spec(rendered[name]["spec"]) == written
+
+
+def test_the_readme_shows_the_python_twin_of_its_yaml() -> None:
+    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    source = (EXAMPLES / "example_scheduled.py").read_text()
+    assert source.endswith(block) and source[: -len(block)].rstrip().endswith('"""')
