@@ -99,6 +99,20 @@ def test_readme_dag_runs_on_schedule_and_every_printer_column_tells_the_truth(
         paused = load_example("example_scheduled", paused=True)
         paused["metadata"]["name"] = "paused-every-minute"
         apply(cluster, namespace, paused)
+        workday = {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "DAG",
+            "metadata": {"name": "workday"},
+            "spec": {
+                "timetable": {
+                    "class": "examples.timetables.workday.SometimeAfterWorkdayTimetable",
+                    "params": {"schedule_at": "08:00:00"},
+                },
+                "catchup": False,
+                "tasks": [{"id": "noop", "operator": "EmptyOperator"}],
+            },
+        }
+        apply(cluster, namespace, workday)
         scheduled = readme_dags[0]["metadata"]["name"]
         first = wait_for(lambda: runs_of(cluster, namespace, scheduled), "the first scheduled run", 60)[0]
         assert first["spec"]["runType"] == "scheduled"
@@ -111,7 +125,7 @@ def test_readme_dag_runs_on_schedule_and_every_printer_column_tells_the_truth(
             lambda: all(
                 (d.get("status") or {}).get("lastRunState") == "success"
                 for d in get(cluster, namespace, "dags")["items"]
-                if d["metadata"]["name"] != "paused-every-minute"
+                if d["metadata"]["name"] not in ("paused-every-minute", "workday")
             ),
             "every DAG to show its last run's state",
         )
@@ -163,6 +177,8 @@ def test_readme_dag_runs_on_schedule_and_every_printer_column_tells_the_truth(
     )
     assert dags["example-bash"]["SCHEDULE"] == "None" and dags["example-bash"]["PAUSED"] == "false"
     assert dags["example-bash"]["LAST RUN STATE"] == "success" and dags["example-bash"]["LAST RUN"] == manual
+    assert dags["workday"]["SCHEDULE"] == "after each workday, at 08:00:00", dags["workday"]
+    assert ISO_TIME.match(dags["workday"]["NEXT RUN"]), dags["workday"]
     assert triggers[0]["STATE"] == "fired" and triggers[0]["HOLDER"] == "triggerer-a"
 
 
