@@ -26,7 +26,9 @@ from aiohttp import web
 from prometheus_client import start_http_server
 
 from controller.app import leader, metrics
-from controller.executors.executors import LABEL_DAGRUN_UID, Executor, KubernetesExecutor, LocalExecutor
+from controller.executors.base import LABEL_DAGRUN_UID, Executor
+from controller.executors.kubernetes import KubernetesExecutor
+from controller.executors.local import LocalExecutor
 from controller.executors.pods import PodDefaults
 from controller.kube import DAGRUNS, DAGS, Kube
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers

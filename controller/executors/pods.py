@@ -1,7 +1,7 @@
 """Task pods: a pure builder (no client) and a pure reader of what a pod says about its try.
 
 Argo's shape: `build_task_pod` only builds a manifest from its inputs (snapshot-testable);
-submission lives in `controller.executors.executors`. `observe_pod` turns a pod's status into the core's
+submission lives in `controller.executors.kubernetes`. `observe_pod` turns a pod's status into the core's
 `ObservedAttempt`, parsing the runner's `TaskResult` from the container's termination message.
 """
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from controller.executors.executors import Executor
+from controller.executors.base import Executor
 from controller.kube import Kube
 from controller.reconcilers.common import StatusWriter
 from controller.reconcilers.dags import DagReconciler

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.app import metrics
-from controller.executors.executors import Executor
+from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, Kube
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, previous_states, previous_success

@@ -1,0 +1,34 @@
+"""What every executor offers the reconcilers: start a try, observe every try of a run, kill one.
+
+- `controller.executors.kubernetes.KubernetesExecutor` (default): one Pod per try.
+- `controller.executors.local.LocalExecutor` (Airflow's LocalExecutor): tries as local processes.
+
+Both speak the same protocol with the task runner (`zonda.invocations`), so states and results are
+identical whichever runs a try.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from zonda.dags import ResolvedTask
+from zonda.decisions import ObservedAttempt
+from zonda.invocations import TaskInvocation
+
+#: Label on every attempt a run owns (pods), so one list call finds them.
+LABEL_DAGRUN_UID = "zonda.dev/dagrun-uid"
+
+
+class Executor(Protocol):
+    name: str
+
+    async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
+        """Every attempt of this run the executor knows of, by attempt name."""
+
+    async def launch(
+        self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
+    ) -> None:
+        """Start one try; starting one that exists already is a no-op (idempotent)."""
+
+    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None: ...

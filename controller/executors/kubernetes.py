@@ -1,0 +1,56 @@
+"""The Kubernetes executor: one Pod per try, named deterministically, owned by the DagRun.
+
+The manifest comes from the pure builder `controller.executors.pods`; this module only submits,
+lists and deletes (409 AlreadyExists counts as launched, so a launch is idempotent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from controller.executors import pods
+from controller.executors.base import LABEL_DAGRUN_UID
+from controller.kube import AlreadyExists, Kube
+from zonda.dags import ResolvedTask
+from zonda.decisions import ObservedAttempt
+from zonda.invocations import TaskInvocation
+
+
+class KubernetesExecutor:
+    name = "kubernetes"
+
+    def __init__(self, kube: Kube, defaults: pods.PodDefaults) -> None:
+        self.kube = kube
+        self.defaults = defaults
+
+    async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
+        meta = run["metadata"]
+        found = await self.kube.list_pods(meta["namespace"], f"{LABEL_DAGRUN_UID}={meta['uid']}")
+        attempts = {}
+        for pod in found:
+            pod_meta = pod["metadata"]
+            task_id = pod_meta.get("annotations", {}).get(pods.ANNOTATION_TASK_ID, "")
+            try_number = int(pod_meta.get("labels", {}).get(pods.LABEL_TRY, "0"))
+            attempts[pod_meta["name"]] = pods.observe_pod(pod, task_id=task_id, try_number=try_number)
+        return attempts
+
+    async def launch(
+        self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
+    ) -> None:
+        meta = run["metadata"]
+        manifest = pods.build_task_pod(
+            invocation=invocation,
+            task=task,
+            namespace=meta["namespace"],
+            name=attempt_name,
+            owner=run,
+            defaults=self.defaults,
+        )
+        manifest["metadata"]["labels"][LABEL_DAGRUN_UID] = meta["uid"]
+        with contextlib.suppress(AlreadyExists):
+            await self.kube.create_pod(meta["namespace"], manifest)
+
+    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
+        await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name, grace_period_seconds=5)

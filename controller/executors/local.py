@@ -1,0 +1,408 @@
+"""The local executor (Airflow's LocalExecutor): tries as local processes, at most `parallelism` at once.
+
+Used where no kubelet exists (the README's main job) and by tests that need task code to really run.
+Operator tries are forked from a pre-imported runner (`controller.runner.forkserver`), as Airflow's
+LocalExecutor forks, so a try does not pay for an interpreter and its imports; container tasks run
+their command as a subprocess. Either way a try is its own session (killed as a group), with its own
+environment, working directory and log file.
+
+Its state lives in files (`<state-dir>/<run uid>/<attempt>/`: attempt.json, invocation.json, log, pid,
+started_at, finished_at, exit_code, result.json), so a restarted controller adopts tries still running
+(by pid) and reads the results of those that finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from controller.executors import pods
+from zonda.dags import ResolvedTask
+from zonda.decisions import AttemptPhase, ObservedAttempt
+from zonda.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation, TaskOutcome
+
+logger = logging.getLogger(__name__)
+
+RUNNER_MODULE = "controller.runner"
+#: How often a try that is not our child (adopted after a restart) is checked for exit.
+ADOPTED_POLL_SECONDS = 0.5
+
+
+class ForkServerLost(Exception):
+    """The fork server exited; tries it started live on in their own sessions."""
+
+
+class ForkServer:
+    """The executor's end of `controller.runner.forkserver`: start it, ask for tries, hear of exits."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = dict(env)
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
+        self._started: dict[str, asyncio.Future[int]] = {}  # attempt -> pid
+        self._exited: dict[str, asyncio.Future[int]] = {}  # attempt -> exit code
+        self._closing = False
+
+    async def ensure_started(self) -> None:
+        async with self._starting:
+            if self._process is not None and self._process.returncode is None:
+                return
+            self._closing = False
+            self._process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                f"{RUNNER_MODULE}.forkserver",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=self.env,
+            )
+            self._reader = asyncio.create_task(self._read_replies(self._process), name="forkserver-replies")
+
+    async def spawn(
+        self, attempt: Path, *, env: Mapping[str, str], cwd: str, log: Path
+    ) -> tuple[int, asyncio.Future[int]]:
+        """Fork a try; once it runs, its pid and a future of its exit code."""
+        await self.ensure_started()
+        assert self._process is not None and self._process.stdin is not None
+        key = str(attempt)
+        loop = asyncio.get_running_loop()
+        started = self._started[key] = loop.create_future()
+        exited = self._exited[key] = loop.create_future()
+        request = {"attempt": key, "argv": [], "env": dict(env), "cwd": cwd, "log": str(log)}
+        try:
+            self._process.stdin.write((json.dumps(request) + "\n").encode())
+            await self._process.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as error:
+            self._fail_pending(ForkServerLost(f"the fork server is gone: {error}"))
+        return await started, exited
+
+    async def _read_replies(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None
+        try:
+            while line := await process.stdout.readline():
+                reply = json.loads(line)
+                key = reply["attempt"]
+                if "error" in reply:
+                    self._resolve(self._started.pop(key, None), exception=OSError(reply["error"]))
+                    self._exited.pop(key, None)
+                elif "exit_code" in reply:
+                    self._resolve(self._exited.pop(key, None), value=int(reply["exit_code"]))
+                else:
+                    self._resolve(self._started.pop(key, None), value=int(reply["pid"]))
+        finally:
+            code = await process.wait()
+            if not self._closing:
+                logger.warning("the local executor's fork server exited (%s); starting another", code)
+            self._fail_pending(ForkServerLost(f"the fork server exited ({code})"))
+
+    @staticmethod
+    def _resolve(
+        future: asyncio.Future[int] | None, *, value: int = 0, exception: BaseException | None = None
+    ) -> None:
+        if future is None or future.done():
+            return
+        if exception is not None:
+            future.set_exception(exception)
+        else:
+            future.set_result(value)
+
+    def _fail_pending(self, error: ForkServerLost) -> None:
+        for futures in (self._started, self._exited):
+            for future in futures.values():
+                self._resolve(future, exception=error)
+            futures.clear()
+
+    async def close(self) -> None:
+        """Stop the server (its stdin closes); the tries it started keep running."""
+        process, self._process = self._process, None
+        self._closing = True
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), timeout=5)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+
+class LocalExecutor:
+    """Runs tries as local processes, at most `parallelism` at once; state in files, adoptable."""
+
+    name = "local"
+
+    def __init__(
+        self, state_dir: Path, *, parallelism: int = 8, on_exit: Callable[[str, str], None] | None = None
+    ) -> None:
+        self.state_dir = state_dir
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.parallelism = parallelism
+        self.on_exit = on_exit  # (namespace, run name) -> None: wake the run's reconciler
+        self._slots = asyncio.Semaphore(parallelism)
+        self._tasks: dict[Path, asyncio.Task[None]] = {}
+        self._fork_server = ForkServer(self._environment())
+
+    @staticmethod
+    def _environment() -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+        return env
+
+    async def start(self) -> None:
+        """Start the fork server now rather than at the first try (optional)."""
+        await self._fork_server.ensure_started()
+
+    def _attempt_dir(self, run_uid: str, attempt_name: str) -> Path:
+        return self.state_dir / run_uid / attempt_name
+
+    async def launch(
+        self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
+    ) -> None:
+        meta = run["metadata"]
+        attempt = self._attempt_dir(meta["uid"], attempt_name)
+        if (attempt / "invocation.json").exists():
+            return  # launched before (idempotent)
+        attempt.mkdir(parents=True, exist_ok=True)
+        command = self._command(task)
+        record = {
+            "namespace": meta["namespace"],
+            "run": meta["name"],
+            "task_id": invocation.task_id,
+            "try_number": invocation.try_number,
+            "command": command,
+        }
+        (attempt / "attempt.json").write_text(json.dumps(record))
+        (attempt / "invocation.json").write_text(invocation.model_dump_json(by_alias=True))
+        self._start(attempt)
+
+    @staticmethod
+    def _command(task: ResolvedTask) -> list[str]:
+        if not pods.is_container_task(task):
+            return [sys.executable, "-m", RUNNER_MODULE]
+        container = dict(task.container)
+        command = [*container.get("command", []), *container.get("args", [])]
+        if not command and task.operator in pods.CONTAINER_OPERATORS:
+            command = [*task.args.get("cmds", []), *task.args.get("arguments", [])]
+        if not command:
+            return [
+                "sh",
+                "-c",
+                "echo 'the local executor runs a container task by its command; "
+                "this task has none (image only)' >&2; exit 1",
+            ]
+        return [str(part) for part in command]
+
+    def _start(self, attempt: Path) -> None:
+        if attempt not in self._tasks:
+            self._tasks[attempt] = asyncio.create_task(self._run(attempt), name=f"local-{attempt.name}")
+
+    async def _run(self, attempt: Path) -> None:
+        record = json.loads((attempt / "attempt.json").read_text())
+        try:
+            async with self._slots:
+                env = self._environment()
+                env[INVOCATION_ENV] = (attempt / "invocation.json").read_text()
+                env[RESULT_PATH_ENV] = str(attempt / "result.json")
+                with (attempt / "log").open("ab") as log:
+                    log.write(
+                        f"[zonda] {datetime.now(UTC).isoformat()} running: "
+                        f"{shlex.join(record['command'])}\n".encode()
+                    )
+                if record["command"][-2:] == ["-m", RUNNER_MODULE]:
+                    code = await self._run_forked(attempt, record, env)
+                else:
+                    code = await self._run_subprocess(attempt, record, env)
+                (attempt / "finished_at").write_text(datetime.now(UTC).isoformat())
+                (attempt / "exit_code").write_text(str(code))
+        finally:
+            self._tasks.pop(attempt, None)
+            self._notify(record)
+
+    async def _run_forked(self, attempt: Path, record: Mapping[str, Any], env: Mapping[str, str]) -> int:
+        try:
+            pid, exited = await self._fork_server.spawn(
+                attempt, env=env, cwd=os.getcwd(), log=attempt / "log"
+            )
+        except (ForkServerLost, OSError) as error:
+            logger.warning("cannot fork %s (%s): starting a fresh interpreter", attempt, error)
+            return await self._run_subprocess(attempt, record, env)
+        self._started(attempt, record, pid)
+        try:
+            return await exited
+        except ForkServerLost:
+            return await self._wait_not_our_child(attempt, pid)
+
+    async def _run_subprocess(self, attempt: Path, record: Mapping[str, Any], env: Mapping[str, str]) -> int:
+        with (attempt / "log").open("ab") as log:
+            process = await asyncio.create_subprocess_exec(
+                *record["command"],
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+                stdin=asyncio.subprocess.DEVNULL,
+                env=dict(env),
+                start_new_session=True,
+            )
+            self._started(attempt, record, process.pid)
+            return await process.wait()
+
+    def _started(self, attempt: Path, record: Mapping[str, Any], pid: int) -> None:
+        (attempt / "pid").write_text(str(pid))
+        (attempt / "started_at").write_text(datetime.now(UTC).isoformat())
+        self._notify(record)
+
+    def _notify(self, record: Mapping[str, Any]) -> None:
+        if self.on_exit is not None:
+            self.on_exit(record["namespace"], record["run"])
+
+    def adopt(self) -> None:
+        """After a restart: start tries accepted but never started, and watch those still running."""
+        for invocation in self.state_dir.glob("*/*/invocation.json"):
+            attempt = invocation.parent
+            if (attempt / "exit_code").exists() or attempt in self._tasks:
+                continue
+            if not (attempt / "pid").exists():
+                self._start(attempt)
+            else:
+                self._tasks[attempt] = asyncio.create_task(self._watch_adopted(attempt))
+
+    async def _watch_adopted(self, attempt: Path) -> None:
+        """A try started by a previous controller: not our child, so poll until it exits."""
+        record = json.loads((attempt / "attempt.json").read_text())
+        try:
+            code = await self._wait_not_our_child(attempt, int((attempt / "pid").read_text()))
+            (attempt / "finished_at").write_text(datetime.now(UTC).isoformat())
+            (attempt / "exit_code").write_text(str(code))
+        finally:
+            self._tasks.pop(attempt, None)
+            self._notify(record)
+
+    @staticmethod
+    async def _wait_not_our_child(attempt: Path, pid: int) -> int:
+        """Poll until `pid` exits; its exit code is lost to us, so say what its result says."""
+        while _alive(pid):  # noqa: ASYNC110 - not our child: nothing to await but polling
+            await asyncio.sleep(ADOPTED_POLL_SECONDS)
+        result_text = (attempt / "result.json").read_text() if (attempt / "result.json").exists() else None
+        result, _ = pods.parse_result(result_text)
+        failed = result is None or result.outcome in (TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY)
+        return 1 if failed else 0
+
+    async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
+        run_dir = self.state_dir / run["metadata"]["uid"]
+        attempts: dict[str, ObservedAttempt] = {}
+        if not run_dir.exists():
+            return attempts
+        for attempt in run_dir.iterdir():
+            if (attempt / "attempt.json").exists():
+                attempts[attempt.name] = self._observe(attempt)
+        return attempts
+
+    def _observe(self, attempt: Path) -> ObservedAttempt:
+        record = json.loads((attempt / "attempt.json").read_text())
+        task_id, try_number = record["task_id"], record["try_number"]
+        started = _read_time(attempt / "started_at")
+        if (attempt / "exit_code").exists():
+            code = int((attempt / "exit_code").read_text())
+            result_text = (
+                (attempt / "result.json").read_text() if (attempt / "result.json").exists() else None
+            )
+            result, problem = pods.parse_result(result_text)
+            return ObservedAttempt(
+                task_id=task_id,
+                try_number=try_number,
+                name=attempt.name,
+                phase=AttemptPhase.SUCCEEDED if code == 0 else AttemptPhase.FAILED,
+                result=result,
+                exit_code=code,
+                message=problem or (None if code == 0 else f"process exited {code}"),
+                started_at=started,
+                finished_at=_read_time(attempt / "finished_at"),
+            )
+        if (attempt / "pid").exists():
+            pid = int((attempt / "pid").read_text())
+            if attempt in self._tasks or _alive(pid):
+                return ObservedAttempt(
+                    task_id=task_id,
+                    try_number=try_number,
+                    name=attempt.name,
+                    phase=AttemptPhase.RUNNING,
+                    started_at=started,
+                )
+            return ObservedAttempt(
+                task_id=task_id,
+                try_number=try_number,
+                name=attempt.name,
+                phase=AttemptPhase.FAILED,
+                started_at=started,
+                message="the task process vanished (controller restarted while it ran?)",
+            )
+        if attempt in self._tasks:
+            return ObservedAttempt(
+                task_id=task_id,
+                try_number=try_number,
+                name=attempt.name,
+                phase=AttemptPhase.PENDING,
+                message="waiting for a local executor slot",
+            )
+        return ObservedAttempt(
+            task_id=task_id,
+            try_number=try_number,
+            name=attempt.name,
+            phase=AttemptPhase.MISSING,
+            message="accepted but never started",
+        )
+
+    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
+        attempt = self._attempt_dir(run["metadata"]["uid"], attempt_name)
+        task = self._tasks.get(attempt)
+        if (attempt / "pid").exists():
+            pid = int((attempt / "pid").read_text())
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:  # a forked try between fork and setsid: no group yet
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGTERM)
+            except PermissionError:
+                pass
+        elif task is not None:
+            task.cancel()
+
+    async def close(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await self._fork_server.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours is not alive: reap it if it is ours.
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return False
+    return True
+
+
+def _read_time(path: Path) -> datetime | None:
+    if not path.exists():
+        return None
+    return datetime.fromisoformat(path.read_text().strip())
