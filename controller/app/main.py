@@ -26,7 +26,7 @@ from aiohttp import web
 from prometheus_client import start_http_server
 
 from controller.app import leader, metrics
-from controller.executors.base import LABEL_DAGRUN_UID, Executor
+from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
 from controller.executors.pods import PodDefaults
@@ -34,6 +34,7 @@ from controller.kube import DAGRUNS, DAGS, Kube
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
 from controller.triggerer.health import serve_http
 from zonda.models import GROUP, VERSION
+from zonda.wire import LABEL_DAGRUN_UID
 
 logger = logging.getLogger(__name__)
 

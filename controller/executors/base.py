@@ -16,9 +16,6 @@ from zonda.dags import ResolvedTask
 from zonda.decisions import ObservedAttempt
 from zonda.invocations import TaskInvocation
 
-#: Label on every attempt a run owns (pods), so one list call finds them.
-LABEL_DAGRUN_UID = "zonda.dev/dagrun-uid"
-
 
 class Executor(Protocol):
     name: str

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.executors import pods
-from controller.executors.base import LABEL_DAGRUN_UID
 from controller.kube import AlreadyExists, Kube
 from zonda.dags import ResolvedTask
 from zonda.decisions import ObservedAttempt
 from zonda.invocations import TaskInvocation
+from zonda.wire import LABEL_DAGRUN_UID
 
 
 class KubernetesExecutor:

@@ -2,8 +2,9 @@
 
 Used where no kubelet exists (the README's main job) and by tests that need task code to really run.
 Operator tries are forked from a pre-imported runner (`controller.runner.forkserver`), as Airflow's
-LocalExecutor forks, so a try does not pay for an interpreter and its imports; container tasks run
-their command as a subprocess. Either way a try is its own session (killed as a group), with its own
+LocalExecutor forks, so a try does not pay for an interpreter and its imports (until the server is
+ready, at start, a try runs in a fresh interpreter, as quick then); container tasks run their command
+as a subprocess. Either way a try is its own session (killed as a group), with its own
 environment, working directory and log file.
 
 Its state lives in files (`<state-dir>/<run uid>/<attempt>/`: attempt.json, invocation.json, log, pid,
@@ -53,12 +54,23 @@ class ForkServer:
         self._started: dict[str, asyncio.Future[int]] = {}  # attempt -> pid
         self._exited: dict[str, asyncio.Future[int]] = {}  # attempt -> exit code
         self._closing = False
+        self._ready = asyncio.Event()
+
+    @property
+    def ready(self) -> bool:
+        """Whether the server has finished its imports (until then a fresh interpreter is as quick)."""
+        return self._ready.is_set() and self._process is not None and self._process.returncode is None
+
+    async def wait_ready(self) -> None:
+        await self.ensure_started()
+        await self._ready.wait()
 
     async def ensure_started(self) -> None:
         async with self._starting:
             if self._process is not None and self._process.returncode is None:
                 return
             self._closing = False
+            self._ready.clear()
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
@@ -92,6 +104,9 @@ class ForkServer:
         try:
             while line := await process.stdout.readline():
                 reply = json.loads(line)
+                if reply.get("ready"):
+                    self._ready.set()
+                    continue
                 key = reply["attempt"]
                 if "error" in reply:
                     self._resolve(self._started.pop(key, None), exception=OSError(reply["error"]))
@@ -102,8 +117,9 @@ class ForkServer:
                     self._resolve(self._started.pop(key, None), value=int(reply["pid"]))
         finally:
             code = await process.wait()
+            self._ready.clear()
             if not self._closing:
-                logger.warning("the local executor's fork server exited (%s); starting another", code)
+                logger.warning("the local executor's fork server exited (%s); the next try restarts it", code)
             self._fail_pending(ForkServerLost(f"the fork server exited ({code})"))
 
     @staticmethod
@@ -156,6 +172,7 @@ class LocalExecutor:
         self._slots = asyncio.Semaphore(parallelism)
         self._tasks: dict[Path, asyncio.Task[None]] = {}
         self._fork_server = ForkServer(self._environment())
+        self._warming: asyncio.Task[None] | None = None
 
     @staticmethod
     def _environment() -> dict[str, str]:
@@ -164,8 +181,13 @@ class LocalExecutor:
         return env
 
     async def start(self) -> None:
-        """Start the fork server now rather than at the first try (optional)."""
-        await self._fork_server.ensure_started()
+        """Start the fork server and wait for it to be ready (`adopt` starts it without waiting)."""
+        await self._fork_server.wait_ready()
+
+    def _warm_up(self) -> None:
+        """Start the fork server in the background if it is not running."""
+        if self._warming is None or self._warming.done():
+            self._warming = asyncio.create_task(self._fork_server.ensure_started(), name="forkserver-start")
 
     def _attempt_dir(self, run_uid: str, attempt_name: str) -> Path:
         return self.state_dir / run_uid / attempt_name
@@ -223,9 +245,10 @@ class LocalExecutor:
                         f"[zonda] {datetime.now(UTC).isoformat()} running: "
                         f"{shlex.join(record['command'])}\n".encode()
                     )
-                if record["command"][-2:] == ["-m", RUNNER_MODULE]:
+                if record["command"][-2:] == ["-m", RUNNER_MODULE] and self._fork_server.ready:
                     code = await self._run_forked(attempt, record, env)
-                else:
+                else:  # a container task's command, or a runner try while the fork server warms up
+                    self._warm_up()
                     code = await self._run_subprocess(attempt, record, env)
                 (attempt / "finished_at").write_text(datetime.now(UTC).isoformat())
                 (attempt / "exit_code").write_text(str(code))
@@ -270,7 +293,8 @@ class LocalExecutor:
             self.on_exit(record["namespace"], record["run"])
 
     def adopt(self) -> None:
-        """After a restart: start tries accepted but never started, and watch those still running."""
+        """At (re)start: warm the fork server, start tries accepted but never started, watch running ones."""
+        self._warm_up()
         for invocation in self.state_dir.glob("*/*/invocation.json"):
             attempt = invocation.parent
             if (attempt / "exit_code").exists() or attempt in self._tasks:

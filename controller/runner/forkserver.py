@@ -7,8 +7,9 @@ serves requests from the local executor, one JSON line each on stdin:
 
     {"attempt": "<dir>", "argv": [...], "env": {...}, "cwd": "<dir>", "log": "<file>"}
 
-and answers on stdout with `{"attempt", "pid"}` once the child exists (or `{"attempt", "error"}`) and
-`{"attempt", "pid", "exit_code"}` when it has exited (negative: killed by that signal).
+and answers on stdout: `{"ready": true}` once its imports are done; `{"attempt", "pid"}` once the
+child exists (or `{"attempt", "error"}`); `{"attempt", "pid", "exit_code"}` when it has exited
+(negative: killed by that signal).
 
 Each child is as isolated as a fresh process: its own session and process group (so the executor
 kills it and everything it started with one `killpg`), the try's environment and working directory,
@@ -163,7 +164,9 @@ def main() -> int:
     os.dup2(null, 0)
     os.dup2(2, 1)
     os.close(null)
-    Server(requests_fd, replies_fd, task.main).serve()
+    server = Server(requests_fd, replies_fd, task.main)
+    server.reply({"ready": True})
+    server.serve()
     return 0
 
 

@@ -39,6 +39,7 @@ def describe_process():
     print("hello from the task's own log")
     return {
         "pid": os.getpid(),
+        "parent": os.getppid(),
         "pgid": os.getpgid(0),
         "sid": os.getsid(0),
         "cwd": os.getcwd(),
@@ -61,6 +62,7 @@ def helpers_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 async def executor(tmp_path: Path, helpers_path: Path) -> AsyncIterator[LocalExecutor]:
     local = LocalExecutor(tmp_path / "state", parallelism=4)
+    await local.start()  # tries are forked once the server is ready; before, they start afresh
     yield local
     await local.close()
 
@@ -149,6 +151,8 @@ async def test_every_forked_try_is_its_own_process_session_and_import(
         assert process["cwd"] == os.getcwd()
         assert process["run_id_env"] == "{", "the try's invocation is in its environment"
     assert seen[0]["pid"] != seen[1]["pid"]
+    server = executor._fork_server._process
+    assert server is not None and seen[0]["parent"] == seen[1]["parent"] == server.pid, "forked by the server"
     log = (tmp_path / "state" / RUN["metadata"]["uid"] / "first" / "log").read_text()
     assert "hello from the task's own log" in log
     assert "[zonda]" in log and "Task finished: success" in log
@@ -189,6 +193,7 @@ async def test_tries_outlive_a_lost_fork_server(executor: LocalExecutor) -> None
 
 async def test_a_restarted_controller_adopts_running_tries(tmp_path: Path, helpers_path: Path) -> None:
     before = LocalExecutor(tmp_path / "state")
+    await before.start()
     await launch(before, "adopted", "BashOperator", {"bash_command": "sleep 1; echo adopted"})
     await running(before, "adopted")
     await before.close()  # the controller stops; the try runs on in its own session
@@ -203,3 +208,23 @@ async def test_a_restarted_controller_adopts_running_tries(tmp_path: Path, helpe
         (tmp_path / "state" / RUN["metadata"]["uid"] / "adopted" / "attempt.json").read_text()
     )
     assert record["task_id"] == "adopted"
+
+
+async def test_tries_start_afresh_until_the_fork_server_is_ready(tmp_path: Path, helpers_path: Path) -> None:
+    cold = LocalExecutor(tmp_path / "state")
+    try:
+        await launch(
+            cold, "early", "PythonOperator", {"python_callable": "local_executor_helpers:describe_process"}
+        )
+        observed = await finished(cold, ["early"])
+        early = observed["early"].result
+        assert early is not None and early.xcom["parent"] == os.getpid(), "a subprocess of the executor"
+        await cold.start()
+        await launch(
+            cold, "warm", "PythonOperator", {"python_callable": "local_executor_helpers:describe_process"}
+        )
+        warm = (await finished(cold, ["warm"]))["warm"].result
+        server = cold._fork_server._process
+        assert warm is not None and server is not None and warm.xcom["parent"] == server.pid
+    finally:
+        await cold.close()
