@@ -476,3 +476,15 @@ def test_the_runner_re_imports_the_dag_file_for_nested_callables(
     assert run("lam", {}) == 42
     assert run("add", {"extract": run("extract", {}), "lam": 42}) == 3
     assert os.environ[DAGS_FOLDER_ENV] == str(tmp_path)
+
+
+def test_an_operator_put_next_to_one_in_a_dag_joins_that_dag() -> None:
+    """The DAGs page's third way of assigning a DAG."""
+    built = DAG("assigned", schedule=None)
+    inside = EmptyOperator(task_id="inside", dag=built)
+    outside = EmptyOperator(task_id="outside")
+    later = EmptyOperator(task_id="later")
+    inside >> outside
+    later >> outside
+    assert built.task_ids == ["inside", "outside", "later"]
+    assert tasks_of(built)["outside"]["dependsOn"] == ["inside", "later"]

@@ -81,6 +81,8 @@ class Node(DependencyMixin):
             raise ValueError(f"{self.node_id!r} cannot depend on itself")
         if label is not None or upstream not in self.upstream_edges:
             self.upstream_edges[upstream] = label
+        _share_dag(self, upstream)
+        _share_dag(upstream, self)
 
 
 class Label(DependencyMixin):
@@ -120,6 +122,14 @@ class Label(DependencyMixin):
 
 
 Relatable = Union[DependencyMixin, Sequence[DependencyMixin]]  # noqa: UP007 - a runtime alias
+
+
+def _share_dag(node: Node, other: Node) -> None:
+    """Airflow's DAG assignment: an operator put up- or downstream of one in a DAG joins that DAG."""
+    dag = getattr(other, "authoring_dag", None)
+    if dag is not None and getattr(node, "authoring_dag", "n/a") is None:
+        node.authoring_dag = node.dag = dag  # type: ignore[attr-defined]
+        dag.add_task(node)
 
 
 def _with_label(other: Any, edge_modifier: Any) -> tuple[Any, Label | None]:
