@@ -28,6 +28,7 @@ cluster: install binaries
 lint: install
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
+	lint-imports
 	hadolint Dockerfile
 
 crds:

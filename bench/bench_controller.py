@@ -9,7 +9,8 @@ and a fan-out of `--fanout` tasks, and prints:
 - upstream done -> downstream pod created: for every chain edge, the time between the bench's watch
   seeing the upstream pod Succeeded and seeing the downstream pod ADDED (one clock, ms resolution);
 - API writes per task instance, from the apiserver's own `apiserver_request_total` counters
-  (POST/PUT/PATCH/DELETE by resource), before and after.
+  (POST/PUT/PATCH/DELETE by resource), before and after; and the controller's share (its objects'
+  writes, plus the Events Zonda reported in the namespace).
 
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
@@ -58,6 +59,20 @@ def api_writes(cluster: Cluster) -> dict[str, float]:
         key = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
         totals[key] = totals.get(key, 0) + float(match.group("value"))
     return totals
+
+
+#: What the controller writes (the rest: the scheduler binds pods, kwok writes their status).
+CONTROLLER_RESOURCES = ("dagruns", "dagruns/status", "dags/status", "pods", "triggers")
+
+
+def zonda_events(cluster: Cluster, namespace: str) -> int:
+    """Events in `namespace` reported by Zonda (core/v1 `source` or events.k8s.io `reportingController`)."""
+    items = json.loads(cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+    return sum(
+        1
+        for event in items
+        if "zonda" in (event.get("reportingComponent") or (event.get("source") or {}).get("component") or "")
+    )
 
 
 def dag(chain: int, fanout: int) -> dict[str, object]:
@@ -206,6 +221,8 @@ def main() -> int:
                 for name in names:
                     await asyncio.to_thread(wait_run_finished, cluster, namespace, name, 300)
                 after = api_writes(cluster)
+                await asyncio.sleep(1)  # Events are posted in the background, after the status write
+                events = await asyncio.to_thread(zonda_events, cluster, namespace)
                 await asyncio.to_thread(
                     measure_schedule_precision, cluster, namespace, metrics_port, args.ticks
                 )
@@ -223,6 +240,11 @@ def main() -> int:
                     total += delta
                     print(f"  {resource:24s} {delta / task_instances:6.2f}  ({delta:.0f} writes)")
             print(f"  {'all':24s} {total / task_instances:6.2f}")
+            own = sum(after.get(r, 0) - before.get(r, 0) for r in CONTROLLER_RESOURCES)
+            print(
+                f"  by the controller: {(own + events) / task_instances:.2f} per task instance "
+                f"({own:.0f} object writes + {events} Events, of which Events {events / task_instances:.2f})"
+            )
             return names
 
         names = asyncio.run(run())

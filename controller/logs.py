@@ -10,7 +10,18 @@ import json
 import logging
 from datetime import UTC, datetime
 
-CONTEXT_FIELDS = ("dag", "run", "task", "try_number", "namespace", "trigger", "shard")
+CONTEXT_FIELDS = (
+    "dag",
+    "run",
+    "task",
+    "try_number",
+    "namespace",
+    "trigger",
+    "shard",
+    "from_state",
+    "state",
+    "reason",
+)
 
 
 class JsonFormatter(logging.Formatter):

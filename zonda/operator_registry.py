@@ -1,7 +1,10 @@
 """Which class runs a task: Airflow's operator names mapped to Zonda's implementations.
 
 A DAG names its operator the way an Airflow user would (`BashOperator`), or by import path
-(`pkg.mod.Class` / `pkg.mod:Class`) for user-written operators. Nothing here imports an operator:
+(`pkg.mod.Class` / `pkg.mod:Class`) for user-written operators. Operators of provider packages
+(Zonda's own Kubernetes-aware ones live in `controller.providers`) are registered the way Airflow's
+providers are: an entry point in the `zonda.operators` group, declared in the provider's
+pyproject.toml, so this module names no package above it. Nothing here imports an operator:
 the controller decides and validates DAGs in an image that may not contain the user's package, so an
 import path is only checked for shape; the task runner imports it where the user's code lives.
 """
@@ -9,6 +12,8 @@ import path is only checked for shape; the task runner imports it where the user
 from __future__ import annotations
 
 import difflib
+import functools
+import importlib.metadata
 import re
 
 #: Airflow-style operator name -> import path of Zonda's implementation.
@@ -30,8 +35,9 @@ BUILTIN_OPERATORS: dict[str, str] = {
     "DateTimeSensorAsync": "zonda.sensors.time.DateTimeSensorAsync",
     "TimeDeltaSensorAsync": "zonda.sensors.time.TimeDeltaSensorAsync",
     "FileSensor": "zonda.sensors.filesystem.FileSensor",
-    "WaitForObjectSensor": "controller.providers.kubernetes.sensors.WaitForObjectSensor",
 }
+#: The entry-point group in which provider packages register their operators by name.
+PROVIDER_GROUP = "zonda.operators"
 
 #: Operators the scheduler decides by itself, without launching a Pod or a process.
 NO_POD_OPERATORS = frozenset({"EmptyOperator", "DummyOperator", "LatestOnlyOperator"})
@@ -51,6 +57,19 @@ def is_builtin(name: str) -> bool:
     return name in BUILTIN_OPERATORS
 
 
+@functools.cache
+def provider_operators() -> dict[str, str]:
+    """Operator name -> import path, from the installed providers' `zonda.operators` entry points.
+
+    Read from package metadata, nothing is imported. A provider cannot shadow a built-in name.
+    """
+    return {
+        entry.name: entry.value.replace(":", ".")
+        for entry in importlib.metadata.entry_points(group=PROVIDER_GROUP)
+        if entry.name not in BUILTIN_OPERATORS
+    }
+
+
 def is_import_path(name: str) -> bool:
     """Whether `name` has the shape of `pkg.mod.Class` or `pkg.mod:Class` (nothing is imported)."""
     return _IMPORT_PATH.match(name) is not None
@@ -63,9 +82,11 @@ def operator_classpath(name: str) -> str:
     """
     if name in BUILTIN_OPERATORS:
         return BUILTIN_OPERATORS[name]
+    if name in (providers := provider_operators()):
+        return providers[name]
     if is_import_path(name):
         return name
-    close = difflib.get_close_matches(name, list(BUILTIN_OPERATORS), n=3)
+    close = difflib.get_close_matches(name, [*BUILTIN_OPERATORS, *providers], n=3)
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
     raise UnknownOperator(
         f"unknown operator {name!r}{hint}: use a built-in name such as 'BashOperator' "

@@ -67,6 +67,11 @@ def parse_time(value: Any) -> datetime | None:
     return moment.astimezone(UTC)
 
 
+def format_micro_time(moment: datetime) -> str:
+    """Kubernetes MicroTime (RFC 3339 with exactly six fractional digits): Lease times, Event times."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 __all__ = [
     "ANNOTATION_CAPACITY",
     "ANNOTATION_DELETE_RUNS",
@@ -81,6 +86,7 @@ __all__ = [
     "LABEL_SHARD",
     "LABEL_TASK",
     "LABEL_TRY",
+    "format_micro_time",
     "label_value",
     "parse_time",
 ]

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from controller.kube import AlreadyExists, Conflict, Kube, KubeError
-from controller.triggerer.leases import LeaseObserver, LeaseRecord, format_micro_time
+from controller.triggerer.leases import LeaseObserver, LeaseRecord
+from zonda.wire import format_micro_time
 
 logger = logging.getLogger(__name__)
 

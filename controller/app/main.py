@@ -25,12 +25,13 @@ import kopf
 from aiohttp import web
 from prometheus_client import start_http_server
 
-from controller.app import leader, metrics
+from controller.app import leader
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
 from controller.executors.pods import PodDefaults
 from controller.kube import DAGRUNS, DAGS, Kube
+from controller.reconcilers import metrics
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
 from controller.triggerer.health import serve_http
 from zonda.models import GROUP, VERSION
@@ -88,6 +89,25 @@ async def _reconcile(key: Hashable) -> datetime | None:
     return await reconcilers.reconcile_run(namespace, name)
 
 
+_PLURALS = {"dag": DAGS, "run": DAGRUNS}
+
+
+async def _report_failing(key: Hashable, failures: int, error: BaseException) -> None:
+    assert isinstance(key, tuple)
+    kind, namespace, name = key
+    reconcilers = _get().reconcilers
+    if reconcilers is not None:
+        await reconcilers.report_failing(_PLURALS[kind], namespace, name, failures, error)
+
+
+async def _report_recovered(key: Hashable) -> None:
+    assert isinstance(key, tuple)
+    kind, namespace, name = key
+    reconcilers = _get().reconcilers
+    if reconcilers is not None:
+        await reconcilers.report_recovered(_PLURALS[kind], namespace, name)
+
+
 def _enqueue(kind: str, namespace: str, name: str) -> None:
     state = _state
     if state is not None and state.queue is not None:
@@ -121,7 +141,9 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         trigger_shards=state.settings.trigger_shards,
         on_run_state_change=_run_state_changed,
     )
-    state.queue = WorkQueue(_reconcile, workers=state.settings.workers)
+    state.queue = WorkQueue(
+        _reconcile, workers=state.settings.workers, on_failing=_report_failing, on_recovered=_report_recovered
+    )
     if state.settings.leader_election:
         namespace = state.settings.leader_namespace or (state.settings.namespaces or ["default"])[0]
         state.queue.pause()

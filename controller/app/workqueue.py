@@ -5,6 +5,12 @@ is down, so deleting a DAG would hang) and poll at fixed intervals. kopf's event
 enqueue keys here; workers reconcile one key at a time (never the same key twice at once), and a
 reconciler asks to be woken at an exact time (`wake_at`) with `loop.call_at`, so a run due at 12:00:00
 is created at 12:00:00, not at the next poll.
+
+A reconcile that raises is retried after a capped exponential backoff per key (controller-runtime's
+`ItemExponentialFailureRateLimiter`): 0.5 s, 1 s, 2 s ... 5 min, reset by the first success. After
+`Backoff.report_after` failures in a row, `on_failing(key, failures, error)` is called once so the
+controller can say so on the object (a condition and one Event); `on_recovered(key)` when it succeeds
+again.
 """
 
 from __future__ import annotations
@@ -13,20 +19,56 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 logger = logging.getLogger(__name__)
 
 Reconcile = Callable[[Hashable], Awaitable[datetime | None]]
+OnFailing = Callable[[Hashable, int, BaseException], Awaitable[None]]
+OnRecovered = Callable[[Hashable], Awaitable[None]]
+
+
+@dataclass
+class Backoff:
+    """Failures in a row per key, and the capped exponential delay before the next try. Pure."""
+
+    base: float = 0.5
+    cap: float = 300.0
+    report_after: int = 3
+    failures: dict[Hashable, int] = field(default_factory=dict)
+
+    def failed(self, key: Hashable) -> float:
+        """Count a failure of `key`; the delay before retrying it."""
+        count = self.failures[key] = self.failures.get(key, 0) + 1
+        return min(self.cap, self.base * 2.0 ** (count - 1))
+
+    def succeeded(self, key: Hashable) -> int:
+        """Forget `key`'s failures; how many there were."""
+        return self.failures.pop(key, 0)
+
+    def should_report(self, key: Hashable) -> bool:
+        """True exactly once per failing streak: when it reaches `report_after`."""
+        return self.failures.get(key, 0) == self.report_after
 
 
 class WorkQueue:
     """Deduplicating queue: a key waiting once is processed once, however many times it was added."""
 
-    def __init__(self, reconcile: Reconcile, *, workers: int = 4, retry_delay: float = 1.0) -> None:
+    def __init__(
+        self,
+        reconcile: Reconcile,
+        *,
+        workers: int = 4,
+        backoff: Backoff | None = None,
+        on_failing: OnFailing | None = None,
+        on_recovered: OnRecovered | None = None,
+    ) -> None:
         self._reconcile = reconcile
         self._workers = workers
-        self._retry_delay = retry_delay
+        self.backoff = backoff or Backoff()
+        self._on_failing = on_failing
+        self._on_recovered = on_recovered
         self._queue: asyncio.Queue[Hashable] = asyncio.Queue()
         self._waiting: set[Hashable] = set()  # in the queue, not yet picked
         self._active: set[Hashable] = set()  # being reconciled now
@@ -92,10 +134,21 @@ class WorkQueue:
                 wake_at = await self._reconcile(key)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                logger.exception("reconciling %s failed; retrying in %.1fs", key, self._retry_delay)
-                self._schedule_retry(key)
+            except Exception as exc:
+                delay = self.backoff.failed(key)
+                failures = self.backoff.failures[key]
+                logger.exception(
+                    "reconciling %s failed (%d in a row); retrying in %.1fs", key, failures, delay
+                )
+                self._schedule_retry(key, delay)
+                if self.backoff.should_report(key) and self._on_failing is not None:
+                    await self._report(self._on_failing(key, failures, exc))
             else:
+                if (
+                    self.backoff.succeeded(key) >= self.backoff.report_after
+                    and self._on_recovered is not None
+                ):
+                    await self._report(self._on_recovered(key))
                 if wake_at is not None:
                     self.add_at(key, wake_at)
             finally:
@@ -104,9 +157,17 @@ class WorkQueue:
                     self._dirty.discard(key)
                     self.add(key)
 
-    def _schedule_retry(self, key: Hashable) -> None:
+    @staticmethod
+    async def _report(call: Awaitable[None]) -> None:
+        """Telling the user is best effort: it must not stop the worker."""
+        try:
+            await call
+        except Exception:
+            logger.warning("could not report a failing reconcile", exc_info=True)
+
+    def _schedule_retry(self, key: Hashable, delay: float) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._retry_delay
+        deadline = loop.time() + delay
         existing = self._timers.get(key)
         if existing is not None and existing[0] <= deadline:
             return

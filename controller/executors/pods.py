@@ -11,7 +11,6 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,13 +19,17 @@ from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import INVOCATION_ENV, TaskInvocation, TaskResult
 from zonda.models import API_VERSION
+from zonda.wire import (
+    ANNOTATION_LOGICAL_DATE,
+    ANNOTATION_TASK_ID,
+    LABEL_DAG,
+    LABEL_DAGRUN,
+    LABEL_TASK,
+    LABEL_TRY,
+    label_value,
+)
+from zonda.wire import parse_time as _parse_time
 
-LABEL_DAG = "zonda.dev/dag"
-LABEL_DAGRUN = "zonda.dev/dagrun"
-LABEL_TASK = "zonda.dev/task"
-LABEL_TRY = "zonda.dev/try"
-ANNOTATION_TASK_ID = "zonda.dev/task-id"  # labels cannot hold every task id (dots are fine, length not)
-ANNOTATION_LOGICAL_DATE = "zonda.dev/logical-date"
 BASE_CONTAINER = "base"  # Airflow's name for the task's container in pod_override
 CONTAINER_OPERATORS = frozenset({"KubernetesPodOperator"})
 
@@ -42,12 +45,6 @@ class PodDefaults:
     env: tuple[Mapping[str, Any], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     image_pull_secrets: tuple[Any, ...] = ()  # names or {"name": ...} objects
-
-
-def label_value(text: str) -> str:
-    """A valid label value (≤ 63 chars, alphanumeric ends) for ids that may be longer or odd."""
-    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:63]
-    return cleaned.strip("-_.") or "x"
 
 
 def deep_merge(base: Any, override: Any) -> Any:
@@ -176,12 +173,6 @@ def build_task_pod(
     if task.pod_override:
         pod = deep_merge(pod, dict(task.pod_override))
     return pod
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
 def parse_result(message: str | None) -> tuple[TaskResult | None, str | None]:

@@ -14,5 +14,16 @@ from controller.kube.client import (
     KubeError,
     NotFound,
 )
+from controller.kube.protocol import KubeApi
 
-__all__ = ["DAGRUNS", "DAGS", "TRIGGERS", "AlreadyExists", "Conflict", "Kube", "KubeError", "NotFound"]
+__all__ = [
+    "DAGRUNS",
+    "DAGS",
+    "TRIGGERS",
+    "AlreadyExists",
+    "Conflict",
+    "Kube",
+    "KubeApi",
+    "KubeError",
+    "NotFound",
+]

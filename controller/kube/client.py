@@ -10,7 +10,9 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import json
+import logging
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -19,6 +21,7 @@ from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from zonda.models import GROUP, VERSION
+from zonda.wire import format_micro_time
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -29,6 +32,7 @@ TRIGGERS = "triggers"
 
 Body = dict[str, Any]
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class KubeError(Exception):
@@ -94,6 +98,7 @@ class Kube:
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
+        self.events = client.EventsV1Api(api_client)
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, component: str = "zonda") -> Kube:
@@ -354,35 +359,43 @@ class Kube:
         warning: bool = False,
         component: str = "zonda",
     ) -> None:
-        """Post a core/v1 Event about `involved` (what `kubectl describe` shows). Best effort."""
+        """Post an events.k8s.io/v1 Event about `involved` (what `kubectl describe` shows). Best effort.
+
+        The events API's `eventTime` has microseconds, and `kubectl describe` sorts by it when an
+        Event has no `lastTimestamp`: Events posted one after another read in the order they happened
+        (core/v1 `firstTimestamp`/`lastTimestamp` have whole seconds, so a second's Events came out
+        shuffled).
+        """
         meta = involved["metadata"]
         now = datetime.now(UTC)
+        # client-go's name: `<object>.<unix nanoseconds in hex>` (the events API refuses a
+        # generateName ending in a dot)
+        name = f"{meta['name'][:200]}.{time.time_ns():x}"
         event = {
-            "apiVersion": "v1",
+            "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {
+            "metadata": {"name": name, "namespace": meta["namespace"]},
+            "eventTime": format_micro_time(now),
+            "regarding": {
                 "apiVersion": involved.get("apiVersion"),
                 "kind": involved.get("kind"),
                 "name": meta["name"],
                 "namespace": meta["namespace"],
                 "uid": meta.get("uid"),
             },
-            "reason": reason,
-            "message": message[:1024],
+            "reason": reason[:128],
+            "action": reason[:128],
+            "note": message[:1024],
             "type": "Warning" if warning else "Normal",
-            "source": {"component": component},
-            "firstTimestamp": now.isoformat(),
-            "lastTimestamp": now.isoformat(),
-            "count": 1,
-            "reportingComponent": component,
-            "reportingInstance": os.environ.get("HOSTNAME", component),
+            "reportingController": f"zonda.dev/{component}",
+            "reportingInstance": os.environ.get("HOSTNAME", component)[:128],
         }
         try:
-            await self.core.create_namespaced_event(meta["namespace"], event)  # type: ignore[arg-type]
+            await self.events.create_namespaced_event(meta["namespace"], event)  # type: ignore[arg-type]
         except ApiException as exc:  # events are advisory: never fail a reconcile for one
             if exc.status not in (403, 404, 409, 422):
                 raise _translate(exc) from exc
+            log.warning("Event %s about %s not recorded: %s", reason, meta["name"], _translate(exc).reason)
 
     # ------------------------------------------------------------ acting as someone else (the UI)
 

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import pendulum
 from pydantic import BaseModel, ValidationError
 
-from controller.app import metrics
-from controller.kube import Conflict, Kube
+from controller.kube import Conflict, KubeApi
+from controller.reconcilers import metrics
 from zonda.decisions import RunEvent
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def parse_status(model: type[M], raw: Mapping[str, Any] | None) -> M:
 class StatusWriter:
     """Writes statuses and remembers their resourceVersions, so our own writes' watch events are skipped."""
 
-    kube: Kube
+    kube: KubeApi
     own_writes: dict[tuple[str, str, str], str] = field(default_factory=dict)
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 

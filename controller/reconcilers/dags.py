@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from controller.app import metrics
-from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
+from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
+from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from zonda import plans, scheduling
 from zonda.models import API_VERSION, DagRunSpec, DagRunState, DagStatus, RunType
@@ -26,7 +26,7 @@ _RUN_STATES = frozenset(s.value for s in DagRunState)
 
 @dataclass
 class DagReconciler:
-    kube: Kube
+    kube: KubeApi
     writer: StatusWriter
 
     async def reconcile(self, namespace: str, name: str) -> datetime | None:

@@ -14,11 +14,13 @@ from collections.abc import Callable
 from datetime import datetime
 
 from controller.executors.base import Executor
-from controller.kube import Kube
-from controller.reconcilers.common import StatusWriter
+from controller.kube import KubeApi
+from controller.reconcilers.common import StatusWriter, utcnow
 from controller.reconcilers.dags import DagReconciler
 from controller.reconcilers.index import RunIndex
 from controller.reconcilers.runs import RunReconciler
+from zonda import conditions
+from zonda.models import Condition
 from zonda.plans import FINISHED_RUN_STATES
 
 __all__ = ["FINISHED_RUN_STATES", "Reconcilers"]
@@ -29,12 +31,13 @@ class Reconcilers:
 
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeApi,
         executor: Executor,
         *,
         trigger_shards: int = 16,
         on_run_state_change: Callable[[str, str, str, str | None], None] | None = None,
     ) -> None:
+        self.kube = kube
         self.writer = StatusWriter(kube)
         self.index = RunIndex()
         self.dags = DagReconciler(kube, self.writer)
@@ -55,3 +58,37 @@ class Reconcilers:
 
     def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
         return self.writer.is_own_write(plural, namespace, name, resource_version)
+
+    async def report_failing(
+        self, plural: str, namespace: str, name: str, failures: int, error: BaseException
+    ) -> None:
+        """A reconcile keeps failing: say so on the object (condition `Reconciled=False`, one Event)."""
+        message = (
+            f"{failures} reconciles in a row failed, retrying with backoff: {type(error).__name__}: {error}"
+        )
+        await self._set_reconciled(plural, namespace, name, ok=False, message=message)
+
+    async def report_recovered(self, plural: str, namespace: str, name: str) -> None:
+        await self._set_reconciled(plural, namespace, name, ok=True, message="")
+
+    async def _set_reconciled(
+        self, plural: str, namespace: str, name: str, *, ok: bool, message: str
+    ) -> None:
+        obj = await self.kube.get_custom(plural, namespace, name)
+        if obj is None:
+            return
+        status = dict(obj.get("status") or {})
+        old = [Condition.model_validate(c) for c in status.get("conditions") or []]
+        reason = "Reconciled" if ok else "ReconcileFailing"
+        new = conditions.set_condition(
+            old, type="Reconciled", status=ok, reason=reason, message=message, now=utcnow()
+        )
+        if not conditions.condition_changed(old, new, "Reconciled"):
+            return
+        if ok and not any(c.type == "Reconciled" for c in old):
+            return  # never reported failing: nothing to take back
+        status["conditions"] = [c.to_wire() for c in new]
+        await self.writer.write_status(plural, obj, obj.get("status") or {}, status)
+        await self.kube.emit_event(
+            obj, reason=reason, message=message or "reconciles succeed again", warning=not ok
+        )

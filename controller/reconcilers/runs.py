@@ -17,13 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.app import metrics
 from controller.executors.base import Executor
-from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, Kube
+from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi
+from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, previous_states, previous_success
 from controller.triggerer.shards import shard_for
-from zonda import decisions, plans
+from zonda import decisions, events, plans
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.decisions import ObservedTrigger
 from zonda.invocations import TaskInvocation
@@ -44,7 +44,7 @@ DAG_NOT_FOUND_RETRY = timedelta(seconds=5)
 
 @dataclass
 class RunReconciler:
-    kube: Kube
+    kube: KubeApi
     executor: Executor
     writer: StatusWriter
     index: RunIndex
@@ -65,7 +65,7 @@ class RunReconciler:
             await self.kube.emit_event(run, reason="InvalidSpec", message=str(exc), warning=True)
             return None
         old_wire = dict(run.get("status") or {})
-        status = parse_status(DagRunStatus, old_wire)
+        status = before = parse_status(DagRunStatus, old_wire)
         if status.dag_spec is None:
             start = await self._start(run, spec, status, now)
             if not start.started:
@@ -103,7 +103,8 @@ class RunReconciler:
         old_state, new_state = old_wire.get("state"), new_wire.get("state")
         if old_state != new_state and self.on_run_state_change is not None:
             self.on_run_state_change(namespace, spec.dag_name, name, new_state)
-        self.writer.post_events(run, plan.events)
+        self.writer.post_events(run, events.events_to_post(plan.events))
+        log_state_changes(namespace, spec.dag_name, name, before, plan.status)
         metrics.record_run(run, plan.status)
         self.index.update({**run, "status": new_wire})
         return plan.wake_at
@@ -246,6 +247,35 @@ class RunReconciler:
         }
         with contextlib.suppress(AlreadyExists):
             await self.kube.create_custom(TRIGGERS, meta["namespace"], body)
+
+
+def log_state_changes(namespace: str, dag: str, run: str, old: DagRunStatus, new: DagRunStatus) -> None:
+    """One INFO line per run and task-instance state change, with its fields for JSON logs."""
+    for change in events.state_changes(old, new):
+        fields = {
+            "namespace": namespace,
+            "dag": dag,
+            "run": run,
+            "task": change.task,
+            "try_number": change.try_number,
+            "from_state": change.old,
+            "state": change.new,
+            "reason": change.reason,
+        }
+        if change.task is None:
+            logger.info("run %s/%s: %s -> %s", namespace, run, change.old, change.new, extra=fields)
+        else:
+            logger.info(
+                "run %s/%s task %s try %s: %s -> %s (%s)",
+                namespace,
+                run,
+                change.task,
+                change.try_number,
+                change.old,
+                change.new,
+                change.reason or "",
+                extra=fields,
+            )
 
 
 def trigger_report(trigger: Mapping[str, Any]) -> ObservedTrigger:

@@ -26,16 +26,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.kube import AlreadyExists, Conflict, Kube, NotFound
+from zonda.wire import ANNOTATION_CAPACITY, LABEL_COMPONENT, LABEL_LEASE_KIND, LABEL_SHARD, format_micro_time
+from zonda.wire import parse_time as _parse_time
 
 log = logging.getLogger(__name__)
 
-COMPONENT_LABEL = "zonda.dev/component"
+COMPONENT_LABEL = LABEL_COMPONENT
 COMPONENT = "triggerer"
-LEASE_KIND_LABEL = "zonda.dev/lease-kind"
+LEASE_KIND_LABEL = LABEL_LEASE_KIND
 SHARD_KIND = "shard"
 MEMBER_KIND = "member"
-SHARD_NUMBER_LABEL = "zonda.dev/shard"
-CAPACITY_ANNOTATION = "zonda.dev/capacity"
+SHARD_NUMBER_LABEL = LABEL_SHARD
+CAPACITY_ANNOTATION = ANNOTATION_CAPACITY
 SHARD_LEASE_PREFIX = "zonda-triggerer-shard-"
 MEMBER_LEASE_PREFIX = "zonda-triggerer-member-"
 #: Every Lease the triggerer owns, for one list call per cycle.
@@ -57,20 +59,6 @@ def member_lease_name(identity: str) -> str:
         return MEMBER_LEASE_PREFIX + identity
     slug = re.sub(r"[^a-z0-9-]+", "-", identity.lower()).strip("-")[:40].strip("-") or "x"
     return f"{MEMBER_LEASE_PREFIX}{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
-
-
-def format_micro_time(moment: datetime) -> str:
-    """Kubernetes MicroTime (RFC 3339 with exactly six fractional digits), which Lease times must be."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    parsed = datetime.fromisoformat(str(value))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

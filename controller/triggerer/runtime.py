@@ -40,6 +40,7 @@ from controller.triggerer.health import (
     serve_http,
 )
 from controller.triggerer.leases import (
+    LEASE_KIND_LABEL,
     MEMBER_KIND,
     Holding,
     LeaseKeeper,
@@ -355,7 +356,7 @@ class Triggerer:
             self.observer.observe(record, now)
         self.observer.forget_except({record.name for record in records})
         own_member = member_lease_name(self.identity)
-        members = [r for r in records if r.labels.get("zonda.dev/lease-kind") == MEMBER_KIND]
+        members = [r for r in records if r.labels.get(LEASE_KIND_LABEL) == MEMBER_KIND]
         my_capacity = shard_capacity(
             running_triggers=len(self.running),
             trigger_capacity=self.capacity,

@@ -12,8 +12,10 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from zonda.wire import LABEL_SHARD
+
 #: Label every Trigger carries with its shard number, so a replica watches only its shards.
-SHARD_LABEL = "zonda.dev/shard"
+SHARD_LABEL = LABEL_SHARD
 
 
 def shard_for(key: str, shards: int) -> int:

@@ -67,3 +67,23 @@ def test_the_clock_is_read_only_through_pinnable_functions(path: Path) -> None:
                 assert (relative, name) in CLOCK_READERS, (
                     f"{relative}:{node.lineno} reads the clock in {name}()"
                 )
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ZONDA.parent)))
+def test_the_domain_names_no_controller_module_even_by_string(path: Path) -> None:
+    """A class named by import path is an import import-linter cannot see: providers register instead."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            assert not node.value.startswith("controller."), f"{path.name}:{node.lineno} names {node.value!r}"
+
+
+def test_providers_register_their_operators_by_entry_point() -> None:
+    """Zonda's Kubernetes provider is found through the `zonda.operators` entry-point group."""
+    import importlib
+
+    from controller.providers.kubernetes.sensors import WaitForObjectSensor
+    from zonda import operator_registry
+
+    classpath = operator_registry.operator_classpath("WaitForObjectSensor")
+    module, _, name = classpath.rpartition(".")
+    assert getattr(importlib.import_module(module), name) is WaitForObjectSensor

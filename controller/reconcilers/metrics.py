@@ -1,4 +1,4 @@
-"""Prometheus metrics of the controller (the triggerer has its own in controller/triggerer/metrics.py)."""
+"""Prometheus metrics the reconcilers record (served by the controller process; the triggerer has its own)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,210 @@
+"""The reconcilers against `FakeKube`: gather -> decide -> act, without a cluster.
+
+Real: the reconcilers, the pure core, the status writes with resourceVersion checks (the fake
+refuses stale writes with Conflict as the apiserver does). Fake: the API (`controller.kube.fake`)
+and the executor (attempts are what the test says they are). tests/cluster proves the real thing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from controller.kube import DAGRUNS, DAGS
+from controller.kube.fake import FakeKube, matches
+from controller.reconcilers.reconcilers import Reconcilers
+from zonda.dags import ResolvedTask
+from zonda.decisions import AttemptPhase, ObservedAttempt
+from zonda.invocations import TaskInvocation, TaskOutcome, TaskResult
+
+NS = "ns"
+
+
+@dataclass
+class FakeExecutor:
+    """Launches are recorded; what `observe` reports is set by the test."""
+
+    name: str = "fake"
+    launched: list[str] = field(default_factory=list)
+    killed: list[str] = field(default_factory=list)
+    attempts: dict[str, ObservedAttempt] = field(default_factory=dict)
+
+    async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
+        return dict(self.attempts)
+
+    async def launch(
+        self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
+    ) -> None:
+        self.launched.append(attempt_name)
+        self.attempts[attempt_name] = ObservedAttempt(
+            task_id=task.task_id,
+            try_number=invocation.try_number,
+            name=attempt_name,
+            phase=AttemptPhase.PENDING,
+        )
+
+    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
+        self.killed.append(attempt_name)
+
+    def finish(self, attempt_name: str, *, ok: bool = True) -> None:
+        attempt = self.attempts[attempt_name]
+        self.attempts[attempt_name] = ObservedAttempt(
+            task_id=attempt.task_id,
+            try_number=attempt.try_number,
+            name=attempt_name,
+            phase=AttemptPhase.SUCCEEDED if ok else AttemptPhase.FAILED,
+            result=TaskResult(outcome=TaskOutcome.SUCCESS) if ok else None,
+            exit_code=0 if ok else 1,
+        )
+
+
+def dag_body(name: str, **spec: Any) -> dict[str, Any]:
+    tasks = [
+        {"id": "extract", "operator": "BashOperator", "args": {"bash_command": "true"}},
+        {
+            "id": "load",
+            "operator": "BashOperator",
+            "args": {"bash_command": "true"},
+            "dependsOn": ["extract"],
+        },
+    ]
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": name},
+        "spec": {"tasks": tasks} | spec,
+    }
+
+
+def run_body(name: str, dag: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DagRun",
+        "metadata": {"name": name},
+        "spec": {"dagName": dag, "runType": "manual", "logicalDate": "2026-01-01T00:00:00+00:00"},
+    }
+
+
+@pytest.fixture
+def world() -> tuple[FakeKube, FakeExecutor, Reconcilers]:
+    kube, executor = FakeKube(), FakeExecutor()
+    return kube, executor, Reconcilers(kube, executor)
+
+
+async def settle() -> None:
+    """Let the background Event posts run."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_a_manual_run_goes_from_start_to_success(world: tuple[FakeKube, FakeExecutor, Reconcilers]) -> None:
+    kube, executor, reconcilers = world
+
+    async def scenario() -> None:
+        await kube.create_custom(DAGS, NS, dag_body("etl"))
+        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
+        await reconcilers.reconcile_run(NS, "etl-1")
+        assert len(executor.launched) == 1 and "extract" in executor.launched[0]
+        executor.finish(executor.launched[0])
+        await reconcilers.reconcile_run(NS, "etl-1")
+        executor.finish(executor.launched[1])
+        await reconcilers.reconcile_run(NS, "etl-1")
+        await settle()
+
+    asyncio.run(scenario())
+    run = kube.objects[(DAGRUNS, NS, "etl-1")]
+    assert run["status"]["state"] == "success"
+    assert {t: ti["state"] for t, ti in run["status"]["taskInstances"].items()} == {
+        "extract": "success",
+        "load": "success",
+    }
+    assert [e.reason for e in kube.events] == ["RunStarted", "TaskSucceeded", "TaskSucceeded", "RunSucceeded"]
+    # three passes, three status writes, nothing else but launches and Events
+    assert kube.writes.get("replace-status dagruns") == 3
+
+
+def test_a_run_of_a_missing_dag_says_so_once_and_waits(
+    world: tuple[FakeKube, FakeExecutor, Reconcilers],
+) -> None:
+    kube, executor, reconcilers = world
+
+    async def scenario() -> Any:
+        await kube.create_custom(DAGRUNS, NS, run_body("orphan-1", "nope"))
+        first = await reconcilers.reconcile_run(NS, "orphan-1")
+        second = await reconcilers.reconcile_run(NS, "orphan-1")
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    assert first is not None and second is not None  # looks again later
+    ready = kube.objects[(DAGRUNS, NS, "orphan-1")]["status"]["conditions"][0]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "DagNotFound")
+    assert [e.reason for e in kube.events] == ["DagNotFound"]
+    assert executor.launched == []
+
+
+def test_a_user_write_between_read_and_write_wins_and_the_pass_is_retried(
+    world: tuple[FakeKube, FakeExecutor, Reconcilers],
+) -> None:
+    kube, _, reconcilers = world
+
+    async def scenario() -> Any:
+        await kube.create_custom(DAGS, NS, dag_body("etl"))
+        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
+        original = kube.get_custom
+
+        async def get_then_user_writes(plural: str, namespace: str, name: str) -> Any:
+            body = await original(plural, namespace, name)
+            if plural == DAGRUNS and body is not None:  # a user's clear lands right after our read
+                await kube.patch_custom_status(DAGRUNS, namespace, name, {"message": "user"})
+            return body
+
+        kube.get_custom = get_then_user_writes  # type: ignore[method-assign]
+        again = await reconcilers.reconcile_run(NS, "etl-1")
+        kube.get_custom = original  # type: ignore[method-assign]
+        return again
+
+    again = asyncio.run(scenario())
+    assert again is not None  # decide again at once on the fresh object
+    assert kube.objects[(DAGRUNS, NS, "etl-1")]["status"] == {"message": "user"}
+
+
+def test_a_scheduled_dag_creates_its_backlog_once(world: tuple[FakeKube, FakeExecutor, Reconcilers]) -> None:
+    kube, _, reconcilers = world
+
+    async def scenario() -> None:
+        await kube.create_custom(
+            DAGS, NS, dag_body("daily", schedule="@daily", startDate="2026-01-01T00:00:00Z", maxActiveRuns=3)
+        )
+        await reconcilers.reconcile_dag(NS, "daily")
+        await reconcilers.reconcile_dag(NS, "daily")  # a second pass (or controller) creates nothing more
+
+    asyncio.run(scenario())
+    runs = sorted(name for kind, _, name in kube.objects if kind == DAGRUNS)
+    assert runs == [
+        "daily-scheduled-20260101t000000z",
+        "daily-scheduled-20260102t000000z",
+        "daily-scheduled-20260103t000000z",
+    ]
+    status = kube.objects[(DAGS, NS, "daily")]["status"]
+    assert status["activeRuns"] == 3
+    assert [c["reason"] for c in status["conditions"]] == ["Valid", "MaxActiveRuns"]
+    assert kube.writes["create dagruns"] == 3
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("a=1", True),
+        ("a=2", False),
+        ("a in (1,2),b=x", True),
+        ("b in (y)", False),
+        ("c", False),
+        (None, True),
+    ],
+)
+def test_the_fake_understands_label_selectors(selector: str | None, expected: bool) -> None:
+    assert matches({"a": "1", "b": "x"}, selector) is expected
