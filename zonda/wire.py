@@ -36,6 +36,10 @@ ANNOTATION_LOGICAL_DATE = "zonda.dev/logical-date"
 ANNOTATION_DELETE_RUNS = "zonda.dev/delete-runs-with-dag"
 #: On the triggerer's member Leases: how many triggers the replica can run.
 ANNOTATION_CAPACITY = "zonda.dev/capacity"
+#: On DAGs rendered from Python: the Airflow dag_id (object names cannot hold every dag_id).
+ANNOTATION_DAG_ID = "zonda.dev/dag-id"
+#: The kubeconfig context extension naming a local executor's state dir (written by `zonda up`).
+KUBECONFIG_STATE_DIR_EXTENSION = "zonda.dev/local-state-dir"
 
 
 def label_value(text: str) -> str:
@@ -74,9 +78,11 @@ def format_micro_time(moment: datetime) -> str:
 
 __all__ = [
     "ANNOTATION_CAPACITY",
+    "ANNOTATION_DAG_ID",
     "ANNOTATION_DELETE_RUNS",
     "ANNOTATION_LOGICAL_DATE",
     "ANNOTATION_TASK_ID",
+    "KUBECONFIG_STATE_DIR_EXTENSION",
     "LABEL_COMPONENT",
     "LABEL_DAG",
     "LABEL_DAGRUN",

@@ -20,9 +20,9 @@ import yaml
 
 from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube, KubeError
+from zonda.wire import ANNOTATION_TASK_ID, KUBECONFIG_STATE_DIR_EXTENSION, LABEL_DAGRUN_UID, LABEL_TRY
 
-#: The kubeconfig context extension naming a local executor's state dir (written by `zonda up`).
-STATE_DIR_EXTENSION = "zonda.dev/local-state-dir"
+STATE_DIR_EXTENSION = KUBECONFIG_STATE_DIR_EXTENSION
 NEVER_RAN = frozenset({"none", "scheduled", "skipped", "upstream_failed", "removed"})
 
 
@@ -87,12 +87,12 @@ async def pod_tries(kube: Kube, namespace: str, run_uid: str, task_id: str) -> d
     tries: dict[int, TryLogs] = {}
     pods = [
         p
-        for p in await kube.list_pods(namespace, f"zonda.dev/dagrun-uid={run_uid}")
-        if (p["metadata"].get("annotations") or {}).get("zonda.dev/task-id") == task_id
+        for p in await kube.list_pods(namespace, f"{LABEL_DAGRUN_UID}={run_uid}")
+        if (p["metadata"].get("annotations") or {}).get(ANNOTATION_TASK_ID) == task_id
     ]
     for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
         name = pod["metadata"]["name"]
-        found = tries.setdefault(int(pod["metadata"]["labels"].get("zonda.dev/try", "0")), TryLogs())
+        found = tries.setdefault(int(pod["metadata"]["labels"].get(LABEL_TRY, "0")), TryLogs())
         try:
             found.parts.append(await kube.pod_logs(namespace, name, container="base"))
         except KubeError as exc:
@@ -152,7 +152,7 @@ def logs(
                 for number, found in local_tries(candidate / uid, task_id).items():
                     tries.setdefault(number, TryLogs()).parts.extend(found.parts)
                     tries[number].sources.extend(found.sources)
-            looked.append(f"pods labelled zonda.dev/dagrun-uid={uid} in {ns} (Kubernetes executor)")
+            looked.append(f"pods labelled {LABEL_DAGRUN_UID}={uid} in {ns} (Kubernetes executor)")
             for number, found in (await pod_tries(kube, ns, uid, task_id)).items():
                 tries.setdefault(number, TryLogs()).parts.extend(found.parts)
                 tries[number].sources.extend(found.sources)

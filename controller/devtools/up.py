@@ -39,11 +39,12 @@ from controller.devtools.devcluster import (
 )
 from zonda.models import manual_dagrun
 from zonda.scheduling import dagrun_name
+from zonda.wire import KUBECONFIG_STATE_DIR_EXTENSION
 
 FINISHED = ("success", "failed")
 EXAMPLES_DIR = REPO_ROOT / "examples" / "dags"
 #: Where `zonda logs` finds the local executor's state dir: a kubeconfig context extension.
-STATE_DIR_EXTENSION = "zonda.dev/local-state-dir"
+STATE_DIR_EXTENSION = KUBECONFIG_STATE_DIR_EXTENSION
 STEPS = (
     "binaries",
     "control plane",

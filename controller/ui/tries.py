@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli import logs as task_logs
-from controller.executors.pods import ANNOTATION_TASK_ID, LABEL_TRY
 from controller.kube import Kube, KubeError
-
-LABEL_DAGRUN_UID = "zonda.dev/dagrun-uid"
+from zonda.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 
 
 @dataclass(frozen=True)

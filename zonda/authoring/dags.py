@@ -8,7 +8,7 @@ prints; an argument Airflow does not have is a TypeError, as in Airflow.
 from __future__ import annotations
 
 import functools
-import importlib
+import importlib.metadata
 import inspect
 import os
 import sys
@@ -164,11 +164,16 @@ class DAG:
     def test(self, **kwargs: Any) -> Any:
         """Run one DAG run in this process, as `zonda dags test` does; print and return the states.
 
-        It runs through the controller's own code (`controller.devtools.dag_runs`: `decide()` and the
-        task runner), which ships in the same distribution; imported by name because `zonda` never
-        imports `controller` statically (the layering contract), and only this convenience needs it.
+        It runs through the controller's own code (`decide()` and the task runner), which ships in the
+        same distribution and registers it as the `zonda.dag_test` entry point: `zonda` never names
+        `controller` (the layering contract), and only this convenience needs it.
         """
-        runs = importlib.import_module("controller.devtools.dag_runs")
+        found = importlib.metadata.entry_points(group="zonda.dag_test", name="runs")
+        if not found:
+            raise RuntimeError(
+                "dag.test() needs the zonda distribution installed (entry point zonda.dag_test)"
+            )
+        runs = next(iter(found)).load()
         outcome = runs.run_dag(self, **kwargs)
         print(runs.format_states(outcome))
         return outcome

@@ -32,6 +32,7 @@ from zonda.durations import format_duration
 from zonda.models import API_VERSION, TaskDefaults
 from zonda.operators.base import SCHEDULER_ARGUMENTS
 from zonda.operators.container import ContainerOperator
+from zonda.wire import ANNOTATION_DAG_ID
 
 if TYPE_CHECKING:
     from zonda.authoring.dags import DAG
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 #: Label on every rendered DAG: `zonda dags apply --prune` deletes only DAGs carrying it.
 MANAGED_BY_LABEL = ("app.kubernetes.io/managed-by", "zonda-dags")
-DAG_ID_ANNOTATION = "zonda.dev/dag-id"
+DAG_ID_ANNOTATION = ANNOTATION_DAG_ID
 DAG_FILE_ANNOTATION = "zonda.dev/dag-file"
 #: Scheme of a callable reference into a DAG file (see the module docstring).
 DAG_FILE_SCHEME = "dagfile:"
