@@ -16,6 +16,7 @@ import click
 
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube
+from zonda.wire import parse_time
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -29,9 +30,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _parse(value: Any) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return parse_time(value)
 
 
 def clock(value: Any) -> str:

@@ -15,7 +15,7 @@ from controller.kube import AlreadyExists, Kube
 from zonda.dags import ResolvedTask
 from zonda.decisions import ObservedAttempt
 from zonda.invocations import TaskInvocation
-from zonda.wire import LABEL_DAGRUN_UID
+from zonda.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 
 
 class KubernetesExecutor:
@@ -31,8 +31,8 @@ class KubernetesExecutor:
         attempts = {}
         for pod in found:
             pod_meta = pod["metadata"]
-            task_id = pod_meta.get("annotations", {}).get(pods.ANNOTATION_TASK_ID, "")
-            try_number = int(pod_meta.get("labels", {}).get(pods.LABEL_TRY, "0"))
+            task_id = pod_meta.get("annotations", {}).get(ANNOTATION_TASK_ID, "")
+            try_number = int(pod_meta.get("labels", {}).get(LABEL_TRY, "0"))
             attempts[pod_meta["name"]] = pods.observe_pod(pod, task_id=task_id, try_number=try_number)
         return attempts
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from zonda import wire
 from zonda.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
 
 Body = Mapping[str, Any]
@@ -52,10 +53,9 @@ GROUP_STATE_PRIORITY: tuple[str, ...] = (
 
 
 def parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
+    """`zonda.wire.parse_time`, lenient: a page shows "-" rather than fail on an odd timestamp."""
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        return wire.parse_time(value)
     except ValueError:
         return None
 
