@@ -292,7 +292,7 @@ class RunPass:
             if ti is None or ti.state not in ACTIVE_STATES or not self._is_current(ti, attempt):
                 continue
             if attempt.phase is AttemptPhase.RUNNING and ti.state is S.QUEUED:
-                start = ti.start_date or attempt.started_at or self.now
+                start = ti.start_date or _not_before(attempt.started_at, ti.queued_at) or self.now
                 self._set(task_id, S.RUNNING, f"Attempt {attempt.name} is running", start_date=start)
             elif attempt.phase in (AttemptPhase.SUCCEEDED, AttemptPhase.FAILED, AttemptPhase.MISSING):
                 self._finish_attempt(task_id, attempt)
@@ -300,7 +300,9 @@ class RunPass:
     def _finish_attempt(self, task_id: str, attempt: ObservedAttempt) -> None:
         ti = self.tis[task_id]
         ended = attempt.finished_at or self.now
-        started = ti.start_date or attempt.started_at
+        # The attempt's own start (the runner's, sub-second) unless this try resumes an earlier attempt's.
+        own_start = _not_before(attempt.started_at, ti.queued_at)
+        started = ti.start_date if ti.next_method is not None else own_start or ti.start_date
         ran = (ended - attempt.started_at).total_seconds() if attempt.started_at else 0.0
         self._update(
             task_id,
@@ -604,6 +606,13 @@ class RunPass:
                   try_number=try_number, pod_name=name, queued_at=self.now, end_date=None,
                   duration_seconds=None, exit_code=None, message=None, next_try_at=None, **fields)
         self.launches.append(TaskLaunch(task_id=task_id, try_number=try_number, attempt_name=name))
+
+
+def _not_before(moment: datetime | None, floor: datetime | None) -> datetime | None:
+    """`moment`, but never before `floor`: a pod's whole-second start must not precede its queueing."""
+    if moment is None or floor is None:
+        return moment
+    return max(moment, floor)
 
 
 #: What a try's end clears: resume data, wait times, and the sensor's first poke.

@@ -70,3 +70,13 @@ class TaskResult(CrdModel):
     deferral: Deferral | None = None
     reschedule_at: datetime | None = None
     message: str | None = None
+    started_at: datetime | None = Field(
+        default=None, description="When the runner began the try (sub-second; a pod's status has seconds)."
+    )
+    ended_at: datetime | None = Field(default=None, description="When the runner finished the try.")
+
+    def attempt_times(
+        self, started: datetime | None, finished: datetime | None
+    ) -> tuple[datetime | None, datetime | None]:
+        """The try's start and end: the runner's own clock where it said, else what the executor saw."""
+        return self.started_at or started, self.ended_at or finished

@@ -345,6 +345,9 @@ class LocalExecutor:
                 (attempt / "result.json").read_text() if (attempt / "result.json").exists() else None
             )
             result, problem = pods.parse_result(result_text)
+            finished = _read_time(attempt / "finished_at")
+            if result is not None:
+                started, finished = result.attempt_times(started, finished)
             return ObservedAttempt(
                 task_id=task_id,
                 try_number=try_number,
@@ -354,7 +357,7 @@ class LocalExecutor:
                 exit_code=code,
                 message=problem or (None if code == 0 else f"process exited {code}"),
                 started_at=started,
-                finished_at=_read_time(attempt / "finished_at"),
+                finished_at=finished,
             )
         if (attempt / "pid").exists():
             pid = int((attempt / "pid").read_text())

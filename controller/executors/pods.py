@@ -201,6 +201,12 @@ def observe_pod(pod: Mapping[str, Any], *, task_id: str, try_number: int) -> Obs
     if terminated is not None and phase in ("Succeeded", "Failed"):
         exit_code = int(terminated.get("exitCode", 1))
         result, problem = parse_result(terminated.get("message"))
+        started, finished = (
+            _parse_time(terminated.get("startedAt")) or started_at,
+            _parse_time(terminated.get("finishedAt")),
+        )
+        if result is not None:  # the runner's own times: sub-second, where the pod's are whole seconds
+            started, finished = result.attempt_times(started, finished)
         reason = terminated.get("reason")
         message = problem or (None if exit_code == 0 else f"container exited {exit_code} ({reason})")
         return ObservedAttempt(
@@ -211,8 +217,8 @@ def observe_pod(pod: Mapping[str, Any], *, task_id: str, try_number: int) -> Obs
             result=result,
             exit_code=exit_code,
             message=message,
-            started_at=_parse_time(terminated.get("startedAt")) or started_at,
-            finished_at=_parse_time(terminated.get("finishedAt")),
+            started_at=started,
+            finished_at=finished,
         )
     if phase == "Failed":  # evicted, node lost, deadline exceeded: no container result
         reason = status.get("reason") or "PodFailed"

@@ -1,7 +1,10 @@
 """`python -m controller.runner`: run one task-instance try (what a task pod's container runs)."""
 
 import sys
+from datetime import UTC, datetime
 
-from controller.runner.task import main
+started_at = datetime.now(UTC)  # before the imports: the try starts with the process
 
-sys.exit(main())
+from controller.runner.task import main  # noqa: E402
+
+sys.exit(main(started_at=started_at))

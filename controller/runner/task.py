@@ -24,6 +24,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -195,7 +196,9 @@ def fit_result(result: TaskResult) -> TaskResult:
             f"(termination message); its {result.outcome.value} outcome was lost"
         )
     print(message, file=sys.stderr)
-    return TaskResult(outcome=TaskOutcome.FAILED, message=message)
+    return TaskResult(
+        outcome=TaskOutcome.FAILED, message=message, started_at=result.started_at, ended_at=result.ended_at
+    )
 
 
 def exit_code(outcome: TaskOutcome) -> int:
@@ -227,7 +230,9 @@ def add_dags_folder_to_path() -> None:
         sys.path.append(folder)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, started_at: datetime | None = None) -> int:
+    """Run the try and write its result; `started_at` is when the process began (default: now)."""
+    started_at = started_at or datetime.now(UTC)
     parser = argparse.ArgumentParser(prog="python -m controller.runner", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--invocation-file", type=Path, help=f"read the invocation here rather than in ${INVOCATION_ENV}"
@@ -250,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             invocation.run_name,
         )
         result = run_task(invocation)
-    result = fit_result(result)
+    result = fit_result(result.model_copy(update={"started_at": started_at, "ended_at": datetime.now(UTC)}))
     try:
         Path(result_path).write_bytes(encode_result(result))
     except OSError as error:

@@ -130,6 +130,7 @@ async def test_tries_succeed_and_fail_with_their_results(executor: LocalExecutor
     assert (bad.phase, bad.exit_code) == (AttemptPhase.FAILED, 1)
     assert bad.result is not None and "exit code 3" in (bad.result.message or "")
     assert ok.started_at is not None and ok.finished_at is not None and ok.started_at <= ok.finished_at
+    assert (ok.started_at, ok.finished_at) == (ok.result.started_at, ok.result.ended_at), "the runner's clock"
 
 
 async def test_every_forked_try_is_its_own_process_session_and_import(
