@@ -159,3 +159,24 @@ def test_kubectl_get_dags_shows_schedule_and_paused_never_empty(
 def test_the_example_dag_files_parse() -> None:
     for path in up.EXAMPLES_DIR.glob("*.yaml"):
         DagSpec.model_validate(yaml.safe_load(path.read_text())["spec"])
+
+
+def _run(name: str, dag: str, run_type: str, state: str | None) -> dict[str, object]:
+    return {
+        "metadata": {"name": name, "creationTimestamp": "2026-01-01T00:01:00Z"},
+        "spec": {"dagName": dag, "runType": run_type, "dataInterval": {"end": "2026-01-01T00:01:00Z"}},
+        "status": {"state": state} if state else {},
+    }
+
+
+def test_up_waits_for_the_triggered_runs_and_a_finished_run_of_each_scheduled_dag() -> None:
+    manual = _run("m", "bash", "manual", "success")
+    running = _run("s1", "every-minute", "scheduled", "running")
+    assert not up.first_runs_done([manual], ["m"], ["every-minute"]), "no scheduled run yet"
+    assert not up.first_runs_done([manual, running], ["m"], ["every-minute"])
+    assert not up.first_runs_done([_run("m", "bash", "manual", "running"), running], ["m"], [])
+    finished = _run("s2", "every-minute", "scheduled", "failed")
+    assert up.first_runs_done([manual, running, finished], ["m"], ["every-minute"])
+    assert up.scheduled_run_line(finished) == (
+        "every-minute: scheduled run s2 due 2026-01-01T00:01:00Z, created 2026-01-01T00:01:00Z"
+    )
