@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -144,6 +145,44 @@ def stop_task_processes(state_dir: Path, grace: float = 5) -> list[int]:
     return groups
 
 
+def _processes_mentioning(text: str) -> list[int]:
+    """Processes whose command line or environment contains `text` (a work directory's path)."""
+    needle, found = text.encode(), []
+    for proc in Path("/proc").glob("[0-9]*"):
+        if int(proc.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if needle in (proc / "cmdline").read_bytes() or needle in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+    return found
+
+
+def last_up_record() -> Path:
+    """Where a running `zonda up` notes its pid and work directory, for the next one to check."""
+    default = Path(os.environ.get("ZONDA_CACHE_DIR", Path.home() / ".cache" / "zonda")) / "up.json"
+    return Path(os.environ.get("ZONDA_UP_RECORD", default))
+
+
+def clean_after_previous_up(record: Path) -> list[int]:
+    """A previous `zonda up` killed before it could stop (SIGKILL, a crash) left its control plane,
+    controller and task processes running: stop them and remove its work directory. An up that is
+    still alive is left alone. Returns the pids stopped."""
+    try:
+        previous = json.loads(record.read_text())
+        pid, workdir = int(previous["pid"]), Path(previous["workdir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    if _alive(pid) or not workdir.is_absolute():
+        return []
+    stale = _processes_mentioning(str(workdir))
+    for leftover in stale:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(leftover, signal.SIGKILL)
+    shutil.rmtree(workdir, ignore_errors=True)
+    record.unlink(missing_ok=True)
+    return stale
+
+
 def _record_state_dir(kubeconfig: Path, state_dir: Path) -> None:
     """Name the local executor's state dir in the kubeconfig, where `zonda logs` looks for it."""
     config = yaml.safe_load(kubeconfig.read_text())
@@ -244,11 +283,16 @@ def main(
     needed = API_BINARIES if executor == "local" else (*API_BINARIES, *NODE_BINARIES)
     bin_dir = binaries_dir(needed, build=True)
     _step(2)
+    record = last_up_record()
+    if stale := clean_after_previous_up(record):
+        log(f"stopped {len(stale)} process(es) a previous `zonda up` left running when it was killed")
     cluster = start_local_cluster(bin_dir=bin_dir, nodes=executor != "local")
     assert cluster.workdir is not None
     workdir = cluster.workdir
     state_dir = workdir / "state"
     _record_state_dir(cluster.kubeconfig, state_dir)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"pid": os.getpid(), "workdir": str(workdir)}))
     children: list[subprocess.Popen[bytes]] = []
     interrupted = False
 
@@ -256,8 +300,8 @@ def main(
         nonlocal interrupted
         interrupted = True
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal was closed
+        signal.signal(sig, on_signal)
     try:
         _step(3)
         kubeconfig = str(cluster.kubeconfig)
@@ -348,3 +392,6 @@ def main(
         if stopped := stop_task_processes(state_dir):
             log(f"stopped {len(stopped)} task process group(s) of the local executor: {stopped}")
         cluster.stop()
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(record.read_text()).get("pid") == os.getpid():
+                record.unlink()

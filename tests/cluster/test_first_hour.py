@@ -6,6 +6,7 @@ the run's story, and `zonda up` leaves no task process behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -238,7 +240,10 @@ def live_processes_with(marker: str) -> list[int]:
     return pids
 
 
-def test_zonda_up_stops_the_task_processes_it_started_and_leaves_nothing_behind(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def zonda_up_running_a_long_task(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, Path, Path]]:
+    """`zonda up` with one DAG whose task sleeps: yields the up process, the task's marker, the
+    work directory and up's output, once the task's process runs. Kills what is left at the end."""
     marker = f"zonda-up-test-{uuid.uuid4().hex[:8]}"
     dag = {
         "apiVersion": "zonda.dev/v1alpha1",
@@ -264,19 +269,45 @@ def test_zonda_up_stops_the_task_processes_it_started_and_leaves_nothing_behind(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=REPO_ROOT,
-            env=dict(os.environ),
+            env={**os.environ, "ZONDA_UP_RECORD": str(tmp_path / "up.json")},
             start_new_session=True,
         )
+    workdir = tmp_path / "unknown"
     try:
         wait_for(lambda: live_processes_with(marker), "the task's process to run", timeout=120)
         workdir = Path(re.findall(r"logs in (\S+)", output.read_text())[0])
         assert workdir.exists()
-        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C
-        assert process.wait(timeout=60) == 130, output.read_text()
+        yield process, marker, workdir, output
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    time.sleep(0.5)
-    assert live_processes_with(marker) == [], output.read_text()
-    assert "stopped 1 task process group(s)" in output.read_text()
-    assert not workdir.exists(), "a rerun starts clean: the work dir (etcd, state, logs) is gone"
+            process.wait()
+        for pid in up._processes_mentioning(str(workdir)):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_zonda_up_stops_the_task_processes_it_started_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    with zonda_up_running_a_long_task(tmp_path) as (process, marker, workdir, output):
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C
+        assert process.wait(timeout=60) == 130, output.read_text()
+        time.sleep(0.5)
+        assert live_processes_with(marker) == [], output.read_text()
+        assert "stopped 1 task process group(s)" in output.read_text()
+        assert not workdir.exists(), "a rerun starts clean: the work dir (etcd, state, logs) is gone"
+        assert not (tmp_path / "up.json").exists()
+
+
+def test_after_a_killed_zonda_up_the_next_one_stops_what_it_left(tmp_path: Path) -> None:
+    with zonda_up_running_a_long_task(tmp_path) as (process, marker, workdir, _):
+        process.kill()  # kill -9: no chance to clean up
+        process.wait()
+        time.sleep(0.5)
+        left = up._processes_mentioning(str(workdir))
+        assert len(left) >= 4 and live_processes_with(marker), "etcd, apiserver, controller, triggerer, task"
+        assert set(left) <= set(
+            up.clean_after_previous_up(tmp_path / "up.json")
+        )  # what `zonda up` does first
+        time.sleep(0.5)
+        assert up._processes_mentioning(str(workdir)) == [] and live_processes_with(marker) == []
+        assert not workdir.exists()

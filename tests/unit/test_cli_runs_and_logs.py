@@ -120,6 +120,10 @@ def test_up_stops_task_process_groups_it_finds_in_the_state_dir(tmp_path: Path) 
         (attempt / "pid").write_text(str(process.pid))
         (tmp_path / "run-uid" / "other").mkdir()
         (tmp_path / "run-uid" / "other" / "pid").write_text(str(stranger.pid))  # a recycled pid: not ours
+        deadline = time.monotonic() + 10
+        while str(attempt).encode() not in Path(f"/proc/{process.pid}/environ").read_bytes():
+            assert time.monotonic() < deadline, "the task process never started"
+            time.sleep(0.05)  # between fork and exec the child still has our environment
         assert up.task_process_groups(tmp_path) == [process.pid]
         assert up.stop_task_processes(tmp_path) == [process.pid]
         assert process.wait(timeout=5) == -signal.SIGTERM
@@ -180,3 +184,27 @@ def test_up_waits_for_the_triggered_runs_and_a_finished_run_of_each_scheduled_da
     assert up.scheduled_run_line(finished) == (
         "every-minute: scheduled run s2 due 2026-01-01T00:01:00Z, created 2026-01-01T00:01:00Z"
     )
+
+
+def test_a_rerun_stops_what_a_killed_up_left_behind_and_leaves_a_live_up_alone(tmp_path: Path) -> None:
+    workdir = tmp_path / "zonda-cluster-x"
+    workdir.mkdir()
+    record = tmp_path / "up.json"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(workdir / "etcd")])
+    try:
+        deadline = time.monotonic() + 10
+        while str(workdir).encode() not in Path(f"/proc/{leftover.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the leftover process never started"
+            time.sleep(0.05)  # between fork and exec the child still shows our command line
+        record.write_text(json.dumps({"pid": os.getpid(), "workdir": str(workdir)}))
+        assert up.clean_after_previous_up(record) == [], "that up is alive: not ours to stop"
+        assert leftover.poll() is None and workdir.exists()
+        record.write_text(json.dumps({"pid": dead.pid, "workdir": str(workdir)}))
+        assert up.clean_after_previous_up(record) == [leftover.pid]
+        assert leftover.wait(timeout=5) == -signal.SIGKILL
+        assert not workdir.exists() and not record.exists()
+    finally:
+        leftover.kill()
+        leftover.wait()
