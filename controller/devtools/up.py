@@ -8,7 +8,8 @@ control plane and install the CRDs, start the controller and the triggerer, appl
 stops everything it started: the controller, the triggerer, the local executor's task processes
 (they run in their own process groups so a restarted controller can adopt them, so stopping the
 controller alone leaves them running), and the control plane, whose work directory it removes so
-a rerun starts clean.
+a rerun starts clean. An up killed before it could stop (SIGKILL, a crash) leaves its pid and work
+directory in `~/.cache/zonda/up.json`; the next up stops what it left and removes that directory.
 """
 
 from __future__ import annotations
