@@ -87,18 +87,29 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def _started_at(pid: int) -> float:
+    """When process `pid` started, in seconds since the epoch (from /proc: boot time + start ticks)."""
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    boot = next(
+        int(line.split()[1])
+        for line in Path("/proc/stat").read_text().splitlines()
+        if line.startswith("btime")
+    )
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
 def task_process_groups(state_dir: Path) -> list[int]:
     """The local executor's task process groups still alive under `state_dir`.
 
-    A pid file alone could name a recycled pid: a group counts only if its leader's environment
-    still points at that attempt's directory (the executor passes the result path in it).
+    A pid file alone could name a recycled pid: a process counts only if it started before its pid
+    file was written (the executor writes it once the try runs). Its environment cannot tell: a try
+    forked from the executor's fork server shows the server's.
     """
     groups = []
     for pid_file in state_dir.glob("*/*/pid"):
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, IndexError):
             pid = int(pid_file.read_text())
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-            if str(pid_file.parent).encode() in environ:
+            if _alive(pid) and _started_at(pid) <= pid_file.stat().st_mtime + 1:
                 groups.append(pid)
     return groups
 

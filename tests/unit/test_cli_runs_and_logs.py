@@ -111,19 +111,15 @@ def test_local_tries_groups_attempts_by_try(tmp_path: Path) -> None:
 def test_up_stops_task_process_groups_it_finds_in_the_state_dir(tmp_path: Path) -> None:
     attempt = tmp_path / "run-uid" / "attempt"
     attempt.mkdir(parents=True)
-    env = dict(os.environ, ZONDA_RESULT_PATH=str(attempt / "result.json"))
-    process = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True
-    )
+    (tmp_path / "run-uid" / "other").mkdir()
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         (attempt / "pid").write_text(str(process.pid))
-        (tmp_path / "run-uid" / "other").mkdir()
-        (tmp_path / "run-uid" / "other" / "pid").write_text(str(stranger.pid))  # a recycled pid: not ours
-        deadline = time.monotonic() + 10
-        while str(attempt).encode() not in Path(f"/proc/{process.pid}/environ").read_bytes():
-            assert time.monotonic() < deadline, "the task process never started"
-            time.sleep(0.05)  # between fork and exec the child still has our environment
+        recycled = tmp_path / "run-uid" / "other" / "pid"
+        recycled.write_text(str(stranger.pid))
+        an_hour_ago = time.time() - 3600
+        os.utime(recycled, (an_hour_ago, an_hour_ago))  # written long before this pid was reused
         assert up.task_process_groups(tmp_path) == [process.pid]
         assert up.stop_task_processes(tmp_path) == [process.pid]
         assert process.wait(timeout=5) == -signal.SIGTERM
