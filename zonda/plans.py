@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from zonda import conditions, scheduling
-from zonda.dags import DagInvalid, parse_dag_spec, resolve_dag
+from zonda.dags import DagInvalid, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
     Observation,
@@ -28,7 +28,9 @@ from zonda.decisions import (
     ObservedTrigger,
     RunEvent,
 )
+from zonda.invocations import TaskInvocation
 from zonda.models import (
+    FINISHED_TI_STATES,
     DagRunSpec,
     DagRunState,
     DagRunStatus,
@@ -393,3 +395,47 @@ __all__ = [
     "start_run",
     "timetable_for",
 ]
+
+
+def task_invocation(
+    *,
+    run_name: str,
+    spec: DagRunSpec,
+    status: DagRunStatus,
+    dag_spec: DagSpec,
+    task: ResolvedTask,
+    try_number: int,
+    previous_success: tuple[datetime, datetime] | None = None,
+) -> TaskInvocation:
+    """What the task runner gets for one try: the task, the run's context and its upstream XComs.
+
+    One builder for the controller's executors and `zonda dags test`, so both run a task alike.
+    """
+    ti = status.task_instances[task.task_id]
+    assert status.logical_date and status.data_interval_start and status.data_interval_end
+    return TaskInvocation(
+        dag_name=spec.dag_name,
+        run_name=run_name,
+        run_type=spec.run_type,
+        task_id=task.task_id,
+        try_number=try_number,
+        max_tries=ti.max_tries or 0,
+        operator=task.operator,
+        args=dict(task.args),
+        logical_date=status.logical_date,
+        data_interval_start=status.data_interval_start,
+        data_interval_end=status.data_interval_end,
+        timezone=dag_spec.timezone,
+        conf=dict(spec.conf),
+        params=dict(dag_spec.params),
+        xcoms={
+            tid: t.xcom
+            for tid, t in status.task_instances.items()
+            if t.xcom is not None and t.state in FINISHED_TI_STATES
+        },
+        prev_data_interval_start_success=previous_success[0] if previous_success else None,
+        prev_data_interval_end_success=previous_success[1] if previous_success else None,
+        first_try_start=ti.first_try_start,
+        next_method=ti.next_method,
+        next_kwargs=ti.next_kwargs,
+    )

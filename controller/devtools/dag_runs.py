@@ -24,8 +24,8 @@ from zonda.authoring import compat, dag_files, manifests
 from zonda.authoring.dags import DAG
 from zonda.dags import parse_dag_spec, resolve_dag
 from zonda.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
-from zonda.invocations import TaskInvocation, TaskOutcome
-from zonda.models import FINISHED_TI_STATES, DagRunSpec, DagRunState, DagRunStatus, RunType
+from zonda.invocations import TaskOutcome
+from zonda.models import DagRunSpec, DagRunState, DagRunStatus, RunType
 
 #: Longest a test run may take (the scheduler's passes plus the waits it asks for).
 TIMEOUT = timedelta(minutes=10)
@@ -174,8 +174,6 @@ def _execute(
 ) -> ObservedAttempt:
     """Run one try with the task runner, as the local executor would in a subprocess."""
     task = resolved.tasks[launch.task_id]
-    ti = status.task_instances[launch.task_id]
-    assert status.logical_date and status.data_interval_start and status.data_interval_end
     started = pendulum.now("UTC")
     if task.operator is None:  # a container task: nothing to run in-process
         return ObservedAttempt(
@@ -183,29 +181,13 @@ def _execute(
             phase=AttemptPhase.SUCCEEDED, exit_code=0, started_at=started, finished_at=started,
             message="container task: not run by `dags test`",
         )  # fmt: skip
-    invocation = TaskInvocation(
-        dag_name=run_spec.dag_name,
+    invocation = plans.task_invocation(
         run_name=run_name,
-        run_type=run_spec.run_type,
-        task_id=launch.task_id,
+        spec=run_spec,
+        status=status,
+        dag_spec=dag_spec,
+        task=task,
         try_number=launch.try_number,
-        max_tries=ti.max_tries or 0,
-        operator=task.operator,
-        args=dict(task.args),
-        logical_date=status.logical_date,
-        data_interval_start=status.data_interval_start,
-        data_interval_end=status.data_interval_end,
-        timezone=dag_spec.timezone,
-        conf=dict(run_spec.conf),
-        params=dict(dag_spec.params),
-        xcoms={
-            t: other.xcom
-            for t, other in status.task_instances.items()
-            if other.xcom is not None and other.state in FINISHED_TI_STATES
-        },
-        first_try_start=ti.first_try_start,
-        next_method=ti.next_method,
-        next_kwargs=ti.next_kwargs,
     )
     result = run_task(invocation)
     failed = result.outcome in (TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY)

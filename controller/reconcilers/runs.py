@@ -26,10 +26,8 @@ from controller.triggerer.shards import shard_for
 from zonda import decisions, events, plans
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.decisions import ObservedTrigger
-from zonda.invocations import TaskInvocation
 from zonda.models import (
     API_VERSION,
-    FINISHED_TI_STATES,
     DagRunSpec,
     DagRunStatus,
     DagSpec,
@@ -170,32 +168,14 @@ class RunReconciler:
         success = previous_success(
             self.index.siblings(meta["namespace"], spec.dag_name, meta["name"]), status.logical_date
         )
-        assert status.logical_date and status.data_interval_start and status.data_interval_end
-        invocation = TaskInvocation(
-            dag_name=spec.dag_name,
+        invocation = plans.task_invocation(
             run_name=meta["name"],
-            run_type=spec.run_type,
-            task_id=launch.task_id,
+            spec=spec,
+            status=status,
+            dag_spec=dag_spec,
+            task=task,
             try_number=launch.try_number,
-            max_tries=ti.max_tries or 0,
-            operator=task.operator,
-            args=dict(task.args),
-            logical_date=status.logical_date,
-            data_interval_start=status.data_interval_start,
-            data_interval_end=status.data_interval_end,
-            timezone=dag_spec.timezone,
-            conf=dict(spec.conf),
-            params=dict(dag_spec.params),
-            xcoms={
-                tid: t.xcom
-                for tid, t in status.task_instances.items()
-                if t.xcom is not None and t.state in FINISHED_TI_STATES
-            },
-            prev_data_interval_start_success=success[0] if success else None,
-            prev_data_interval_end_success=success[1] if success else None,
-            first_try_start=ti.first_try_start,
-            next_method=ti.next_method,
-            next_kwargs=ti.next_kwargs,
+            previous_success=success,
         )
         await self.executor.launch(run, task=task, invocation=invocation, attempt_name=launch.attempt_name)
         metrics.PODS_CREATED.inc()
