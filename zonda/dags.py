@@ -10,7 +10,6 @@ INTERFACE FILE: the fields below are the contract the scheduler core and the con
 
 from __future__ import annotations
 
-import copy
 import difflib
 import heapq
 import types
@@ -25,7 +24,7 @@ import pendulum
 import pydantic
 from pydantic.alias_generators import to_camel
 
-from zonda import operator_arguments, operator_registry
+from zonda import merging, operator_arguments, operator_registry
 from zonda.durations import DURATION_PATTERN, parse_duration
 from zonda.models import (
     TASK_ID_PATTERN,
@@ -86,7 +85,7 @@ class ResolvedDag:
 DEFAULT_OWNER = "airflow"
 
 _DURATION_FIELDS = ("retry_delay", "max_retry_delay", "execution_timeout")
-#: `TaskDefaults` fields whose dicts merge deeply (Kubernetes objects: dicts recursively, lists replaced).
+#: `TaskDefaults` fields holding Kubernetes objects: merged by `zonda.merging.strategic_merge`.
 _DEEP_MERGED_FIELDS = ("container", "pod_override")
 _MAX_SUGGESTIONS = 3
 
@@ -685,7 +684,7 @@ def _first_set(value: _T | None, default: _T) -> _T:
 
 
 def _merge_defaults(layers: list[TaskDefaults]) -> dict[str, Any]:
-    """Later layers win field by field; `args` merge key by key, Kubernetes objects deeply."""
+    """Later layers win field by field; `args` merge key by key, Kubernetes objects strategically."""
     merged: dict[str, Any] = {}
     for layer in layers:
         for field_name in TaskDefaults.model_fields:
@@ -695,20 +694,9 @@ def _merge_defaults(layers: list[TaskDefaults]) -> dict[str, Any]:
             if field_name == "args":
                 merged["args"] = {**merged.get("args", {}), **value}
             elif field_name in _DEEP_MERGED_FIELDS:
-                merged[field_name] = merge_deeply(merged.get(field_name, {}), value)
+                merged[field_name] = merging.strategic_merge(merged.get(field_name, {}), value)
             else:
                 merged[field_name] = value
-    return merged
-
-
-def merge_deeply(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """`override` over `base`: dicts merge recursively, anything else (lists included) is replaced."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = merge_deeply(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
     return merged
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from zonda import merging
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import INVOCATION_ENV, TaskInvocation, TaskResult
@@ -45,35 +46,6 @@ class PodDefaults:
     env: tuple[Mapping[str, Any], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     image_pull_secrets: tuple[Any, ...] = ()  # names or {"name": ...} objects
-
-
-def deep_merge(base: Any, override: Any) -> Any:
-    """Dicts merge key by key; `containers` lists merge by container name; anything else is replaced."""
-    if isinstance(base, dict) and isinstance(override, dict):
-        merged = dict(base)
-        for key, value in override.items():
-            if (
-                key in ("containers", "initContainers")
-                and isinstance(value, list)
-                and isinstance(merged.get(key), list)
-            ):
-                merged[key] = _merge_named(merged[key], value)
-            else:
-                merged[key] = deep_merge(merged.get(key), value) if key in merged else copy.deepcopy(value)
-        return merged
-    return copy.deepcopy(override)
-
-
-def _merge_named(base: list[Any], override: list[Any]) -> list[Any]:
-    by_name = {item.get("name"): index for index, item in enumerate(base) if isinstance(item, dict)}
-    merged = list(base)
-    for item in override:
-        index = by_name.get(item.get("name")) if isinstance(item, dict) else None
-        if index is None:
-            merged.append(copy.deepcopy(item))
-        else:
-            merged[index] = deep_merge(merged[index], item)
-    return merged
 
 
 def is_container_task(task: ResolvedTask) -> bool:
@@ -117,12 +89,14 @@ def build_task_pod(
     if is_container_task(task):
         base["terminationMessagePolicy"] = "FallbackToLogsOnError"
         if task.operator in CONTAINER_OPERATORS:
-            base = deep_merge(base, _container_from_kpo_args(task.args))
-        base = deep_merge(base, dict(task.container))
+            base = merging.strategic_merge(base, _container_from_kpo_args(task.args))
+        base = merging.strategic_merge(base, dict(task.container))
     else:
         base["command"] = ["python", "-m", "controller.runner"]
         base["terminationMessagePolicy"] = "File"
-        base = deep_merge(base, {k: v for k, v in task.container.items() if k not in ("command", "args")})
+        base = merging.strategic_merge(
+            base, {k: v for k, v in task.container.items() if k not in ("command", "args")}
+        )
         env = [e for e in base.get("env", []) if e.get("name") != INVOCATION_ENV]
         env.append({"name": INVOCATION_ENV, "value": invocation.model_dump_json(by_alias=True)})
         base["env"] = env
@@ -171,7 +145,7 @@ def build_task_pod(
             s if isinstance(s, Mapping) else {"name": str(s)} for s in defaults.image_pull_secrets
         ]
     if task.pod_override:
-        pod = deep_merge(pod, dict(task.pod_override))
+        pod = merging.strategic_merge(pod, dict(task.pod_override))
     return pod
 
 

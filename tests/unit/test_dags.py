@@ -19,10 +19,10 @@ from zonda.dags import (
     DagInvalid,
     ResolvedDag,
     effective_priority_weights,
-    merge_deeply,
     parse_dag_spec,
     resolve_dag,
 )
+from zonda.merging import strategic_merge
 from zonda.models import TriggerRule, WeightRule
 
 
@@ -432,9 +432,9 @@ def test_container_and_pod_override_merge_deeply_and_replace_lists() -> None:
     assert resolved.pod_override == {"spec": {"nodeSelector": {"disk": "ssd"}}}
 
 
-def test_merge_deeply_leaves_its_inputs_untouched() -> None:
+def test_the_merge_leaves_its_inputs_untouched() -> None:
     base = {"a": {"b": [1]}}
-    merged = merge_deeply(base, {"a": {"c": 2}})
+    merged = strategic_merge(base, {"a": {"c": 2}})
     merged["a"]["b"].append(2)
     assert base == {"a": {"b": [1]}}
 
