@@ -488,3 +488,36 @@ def test_an_operator_put_next_to_one_in_a_dag_joins_that_dag() -> None:
     later >> outside
     assert built.task_ids == ["inside", "outside", "later"]
     assert tasks_of(built)["outside"]["dependsOn"] == ["inside", "later"]
+
+
+def test_kubernetes_client_models_in_pod_override_become_camel_case() -> None:
+    from kubernetes_asyncio.client import models as k8s
+
+    pod = k8s.V1Pod(
+        spec=k8s.V1PodSpec(
+            containers=[
+                k8s.V1Container(name="base", resources=k8s.V1ResourceRequirements(limits={"cpu": "2"}))
+            ],
+            node_selector={"disk": "ssd"},
+        )
+    )
+    with DAG("pods", schedule=None) as built:
+        BashOperator(task_id="t", bash_command="true", executor_config={"pod_override": pod})
+    assert tasks_of(built)["t"]["podOverride"] == {
+        "spec": {
+            "containers": [{"name": "base", "resources": {"limits": {"cpu": "2"}}}],
+            "nodeSelector": {"disk": "ssd"},
+        }
+    }
+
+
+def test_task_callbacks_are_accepted_and_reported_as_not_run() -> None:
+    def notify(context: Any) -> None:
+        pass
+
+    with DAG("callbacks", schedule=None, default_args={"on_failure_callback": notify}) as built:
+        BashOperator(task_id="t", bash_command="true", on_success_callback=notify)
+    spec = spec_of(built)
+    assert "defaultArgs" not in spec and "args" in spec["tasks"][0]
+    assert spec["tasks"][0]["args"] == {"bash_command": "true"}
+    assert set(built.unsupported) == {"on_failure_callback", "on_success_callback"}

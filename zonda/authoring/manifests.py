@@ -49,6 +49,20 @@ _DEFAULT_FIELDS = set(TaskDefaults.model_fields) - {"args", "container", "pod_ov
 _DURATION_FIELDS = {"retry_delay", "max_retry_delay", "execution_timeout"}
 #: Modules created by importing DAG files (`zonda.authoring.dag_files` adds to it).
 DAG_FILE_MODULES: set[str] = set()
+#: Operator arguments Zonda accepts and does not act on, with what to do instead (for `--report`).
+UNSUPPORTED_TASK_ARGUMENTS = {
+    "on_execute_callback": "task callbacks are not run; add a task with a trigger_rule",
+    "on_failure_callback": "task callbacks are not run; add a task with trigger_rule=one_failed",
+    "on_success_callback": "task callbacks are not run; add a downstream task",
+    "on_retry_callback": "task callbacks are not run",
+    "pre_execute": "not run; put the code in the task",
+    "post_execute": "not run; put the code in the task",
+    "sla": "SLAs are not implemented",
+    "email": "e-mail is not sent",
+    "email_on_failure": "e-mail is not sent",
+    "email_on_retry": "e-mail is not sent",
+    "run_as_user": "set securityContext through executor_config's pod_override",
+}
 _CONTAINER_OPERATOR_ARGUMENTS = {"image", "command", "args", "env", "container"}
 _NAME = re.compile(r"[^a-z0-9.-]+")
 
@@ -182,6 +196,7 @@ class _Compiler:
         fields: dict[str, Any] = {}
         args: dict[str, Any] = {}
         for name, value in default_args.items():
+            self.note_unsupported(name, value)
             if name in _DEFAULT_FIELDS:
                 fields[name] = self.field(name, value, where)
             elif name == "executor_config":
@@ -211,13 +226,17 @@ class _Compiler:
             return result
         pod = config.get("pod_override")
         if pod is not None:
-            result["pod_override"] = pod.to_dict() if hasattr(pod, "to_dict") else self.json(pod, where)
+            result["pod_override"] = self.json(_from_openapi_model(pod), where)
         legacy = config.get("KubernetesExecutor")
         if isinstance(legacy, Mapping):
             container = {key: legacy[key] for key in ("image", "resources", "env") if key in legacy}
             if container:
                 result["container"] = self.json(container, where)
         return result
+
+    def note_unsupported(self, name: str, value: Any) -> None:
+        if name in UNSUPPORTED_TASK_ARGUMENTS and value not in (None, False, [], ""):
+            self.dag.unsupported.setdefault(name, UNSUPPORTED_TASK_ARGUMENTS[name])
 
     # ---- tasks and groups
 
@@ -232,6 +251,7 @@ class _Compiler:
             body["group"] = group.label
         args: dict[str, Any] = {}
         for name, value in task.authored_arguments.items():
+            self.note_unsupported(name, value)
             if container_task and name in _CONTAINER_OPERATOR_ARGUMENTS:
                 continue  # compiled into `container` by the operator itself
             if name in _DEFAULT_FIELDS:
@@ -352,6 +372,25 @@ class _Compiler:
             return None
         query = urllib.parse.urlencode({"dag_id": self.dag.dag_id, "task_id": task.task_id})
         return f"{DAG_FILE_SCHEME}{self.relative_file}?{query}"
+
+
+def _from_openapi_model(value: Any) -> Any:
+    """A Kubernetes client model (`k8s.V1Pod(...)`) as the API's camelCase dict; other values as they are.
+
+    Generated clients give every model `openapi_types` and `attribute_map` (snake_case -> camelCase);
+    their own `to_dict()` keeps snake_case, which the apiserver would not accept.
+    """
+    if hasattr(value, "openapi_types") and hasattr(value, "attribute_map"):
+        return {
+            value.attribute_map[name]: _from_openapi_model(getattr(value, name))
+            for name in value.openapi_types
+            if getattr(value, name) is not None
+        }
+    if isinstance(value, list | tuple):
+        return [_from_openapi_model(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _from_openapi_model(item) for key, item in value.items()}
+    return value
 
 
 def _relative(fileloc: str, dags_folder: Path | None) -> str | None:

@@ -49,6 +49,8 @@ SCHEDULER_ARGUMENTS = frozenset(
         "max_active_tis_per_dagrun", "executor", "executor_config", "resources", "inlets", "outlets",
         "doc", "doc_md", "doc_json", "doc_yaml", "doc_rst", "task_display_name",
         "dag", "task_group", "default_args",
+        "on_execute_callback", "on_failure_callback", "on_success_callback", "on_retry_callback",
+        "pre_execute", "post_execute",
     }
 )  # fmt: skip
 
