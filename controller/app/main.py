@@ -14,11 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import kopf
@@ -26,10 +24,10 @@ from aiohttp import web
 from prometheus_client import start_http_server
 
 from controller.app import leader
+from controller.app.settings import ControllerSettings
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
-from controller.executors.pods import PodDefaults
 from controller.kube import DAGRUNS, DAGS, Kube
 from controller.reconcilers import metrics
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
@@ -38,24 +36,6 @@ from zonda.models import GROUP, VERSION
 from zonda.wire import LABEL_DAGRUN_UID
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ControllerSettings:
-    namespaces: list[str] = field(default_factory=list)  # empty: cluster-wide
-    executor: str = "kubernetes"  # kubernetes | local
-    state_dir: Path = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
-    parallelism: int = 8
-    workers: int = 4
-    trigger_shards: int = 16
-    pod_defaults: PodDefaults = field(default_factory=PodDefaults)
-    metrics_port: int | None = None
-    health_port: int | None = None
-    leader_election: bool = False
-    leader_lease: str = "zonda-controller-leader"
-    leader_namespace: str | None = None
-    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
-    kubeconfig: str | None = None
 
 
 @dataclass

@@ -9,10 +9,11 @@ from typing import Any
 
 import click
 
+from controller.app.settings import DEFAULTS
 from controller.kube import KubeError
 
 #: The local executor's default state dir (`zonda controller --state-dir`, `$ZONDA_STATE_DIR`).
-STATE_DIR = Path(os.environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda"))
+STATE_DIR: Path = DEFAULTS.state_dir
 
 
 def namespace_or_default(namespace: str | None) -> str:

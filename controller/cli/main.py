@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -23,11 +24,12 @@ import click
 
 from controller import logs as zonda_logs
 from controller import run_actions
+from controller.app.settings import DEFAULTS
 from controller.cli import dags as dags_commands
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
-from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
+from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from zonda import actions
 from zonda.actions import ActionResult
@@ -50,36 +52,44 @@ def main() -> None:
 @click.option("--namespace", "-n", "namespaces", multiple=True, help="Namespace to watch (repeatable).")
 @click.option("--all-namespaces", "-A", is_flag=True, help="Watch every namespace (cluster-wide).")
 @click.option(
-    "--executor", type=click.Choice(["kubernetes", "local"]), default="kubernetes", show_default=True
+    "--executor", type=click.Choice(["kubernetes", "local"]), default=DEFAULTS.executor, show_default=True
 )
 @click.option(
     "--state-dir",
     type=click.Path(path_type=Path),
-    default=STATE_DIR,
+    default=DEFAULTS.state_dir,
     show_default=True,
-    help="Local executor: where tries keep their logs and results.",
+    help="Local executor: where tries keep their logs and results ($ZONDA_STATE_DIR).",
 )
-@click.option("--parallelism", type=int, default=8, show_default=True, help="Local executor: tries at once.")
-@click.option("--workers", type=int, default=4, show_default=True, help="Reconciles at once.")
+@click.option(
+    "--parallelism",
+    type=int,
+    default=DEFAULTS.parallelism,
+    show_default=True,
+    help="Local executor: tries at once.",
+)
+@click.option("--workers", type=int, default=DEFAULTS.workers, show_default=True, help="Reconciles at once.")
 @click.option(
     "--trigger-shards",
     type=int,
-    default=int(os.environ.get("ZONDA_TRIGGER_SHARDS", "16")),
+    default=DEFAULTS.trigger_shards,
     show_default=True,
-    help="Must equal the triggerer's --shards.",
+    help="Must equal the triggerer's --shards ($ZONDA_TRIGGER_SHARDS).",
 )
-@click.option("--task-image", envvar="ZONDA_TASK_IMAGE", default="zonda:latest", show_default=True)
+@click.option(
+    "--task-image", envvar="ZONDA_TASK_IMAGE", default=DEFAULTS.pod_defaults.image, show_default=True
+)
 @click.option("--task-service-account", envvar="ZONDA_TASK_SERVICE_ACCOUNT", default=None)
 @click.option("--task-resources", envvar="ZONDA_TASK_RESOURCES", default=None, help="JSON resources.")
-@click.option("--metrics-port", type=int, default=None)
-@click.option("--health-port", type=int, default=None)
+@click.option("--metrics-port", type=int, default=DEFAULTS.metrics_port)
+@click.option("--health-port", type=int, default=DEFAULTS.health_port)
 @click.option(
     "--peering",
     "leader_lease",
     default=None,
     help="Name of the Lease for leader election between replicas (off when absent).",
 )
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=DEFAULTS.kubeconfig)
 @click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
 def controller(
     namespaces: tuple[str, ...],
@@ -99,31 +109,29 @@ def controller(
     log_format: str,
 ) -> None:
     """Run the controller: schedule DAGs, run task instances, move them through Airflow's states."""
-    from controller.app.main import ControllerSettings, run_controller
-    from controller.executors.pods import PodDefaults
+    from controller.app.main import run_controller
 
     zonda_logs.configure(log_format)
     if not namespaces and not all_namespaces:
         namespaces = (_namespace(None),)
-    pull_secrets = json.loads(os.environ.get("ZONDA_TASK_IMAGE_PULL_SECRETS", "[]") or "[]")
-    settings = ControllerSettings(
-        namespaces=[] if all_namespaces else list(namespaces),
+    settings = dataclasses.replace(
+        DEFAULTS,
+        namespaces=() if all_namespaces else tuple(namespaces),
         executor=executor,
         state_dir=state_dir,
         parallelism=parallelism,
         workers=workers,
         trigger_shards=trigger_shards,
-        pod_defaults=PodDefaults(
+        pod_defaults=dataclasses.replace(
+            DEFAULTS.pod_defaults,
             image=task_image,
             service_account=task_service_account,
             resources=json.loads(task_resources) if task_resources else {},
-            image_pull_secrets=tuple(pull_secrets),
         ),
         metrics_port=metrics_port,
         health_port=health_port,
         leader_election=leader_lease is not None,
-        leader_lease=leader_lease or "zonda-controller-leader",
-        leader_namespace=os.environ.get("POD_NAMESPACE"),
+        leader_lease=leader_lease or DEFAULTS.leader_lease,
         kubeconfig=kubeconfig,
     )
     run_controller(settings)
@@ -136,7 +144,7 @@ def controller(
 @click.option("--all-namespaces", "-A", is_flag=True, help="Run the Triggers of every namespace.")
 @click.option("--lease-namespace", default=None, help="Where the shard Leases live (default: $POD_NAMESPACE)")
 @click.option(
-    "--shards", type=int, default=int(os.environ.get("ZONDA_TRIGGER_SHARDS", "16")), show_default=True
+    "--shards", type=int, default=DEFAULTS.trigger_shards, show_default=True, help="$ZONDA_TRIGGER_SHARDS"
 )
 @click.option("--capacity", type=int, default=1000, show_default=True, help="Triggers per replica at most.")
 @click.option("--identity", default=None, help="Replica identity (default: pod name or host-pid).")
