@@ -19,15 +19,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from typing import Any
+from dataclasses import dataclass, replace
+from datetime import datetime
 
-from controller.kube import AlreadyExists, Conflict, Kube, NotFound
-from zonda.wire import ANNOTATION_CAPACITY, LABEL_COMPONENT, LABEL_LEASE_KIND, LABEL_SHARD, format_micro_time
-from zonda.wire import parse_time as _parse_time
+from controller.kube import Conflict, NotFound, leases
+from controller.kube.leases import LeaseObserver
+from zonda.wire import ANNOTATION_CAPACITY, LABEL_COMPONENT, LABEL_LEASE_KIND, LABEL_SHARD
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +42,7 @@ LEASES_SELECTOR = f"{COMPONENT_LABEL}={COMPONENT}"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-WallClock = Callable[[], datetime]
-MonotonicClock = Callable[[], float]
+__all__ = ["Holding", "LeaseKeeper", "LeaseObserver", "LeaseRecord", "holds"]
 
 
 def shard_lease_name(shard: int) -> str:
@@ -61,35 +57,8 @@ def member_lease_name(identity: str) -> str:
     return f"{MEMBER_LEASE_PREFIX}{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 
-@dataclass(frozen=True)
-class LeaseRecord:
-    """A Lease as read from the API, with just the fields the triggerer reasons about."""
-
-    name: str
-    holder: str | None
-    duration_seconds: float
-    transitions: int
-    acquire_time: datetime | None
-    renew_time: datetime | None
-    resource_version: str | None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> LeaseRecord:
-        metadata = body.get("metadata") or {}
-        spec = body.get("spec") or {}
-        return cls(
-            name=metadata["name"],
-            holder=spec.get("holderIdentity") or None,
-            duration_seconds=float(spec.get("leaseDurationSeconds") or 0),
-            transitions=int(spec.get("leaseTransitions") or 0),
-            acquire_time=_parse_time(spec.get("acquireTime")),
-            renew_time=_parse_time(spec.get("renewTime")),
-            resource_version=metadata.get("resourceVersion"),
-            labels=dict(metadata.get("labels") or {}),
-            annotations=dict(metadata.get("annotations") or {}),
-        )
+class LeaseRecord(leases.LeaseRecord):
+    """A Lease as read from the API, with the triggerer's shard number and capacity."""
 
     @property
     def shard(self) -> int | None:
@@ -107,11 +76,6 @@ class LeaseRecord:
             return int(self.annotations[CAPACITY_ANNOTATION])
         except (KeyError, ValueError):
             return None
-
-    @property
-    def fingerprint(self) -> tuple[str | None, datetime | None, int]:
-        """What changes whenever the holder renews or changes: an unchanged fingerprint means silence."""
-        return (self.holder, self.renew_time, self.transitions)
 
 
 @dataclass(frozen=True)
@@ -151,56 +115,8 @@ def holds(record: LeaseRecord | None, holding: Holding, identity: str, now: floa
     )
 
 
-class LeaseObserver:
-    """Tracks when this replica first saw each Lease's current fingerprint (client-go's observedTime)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, tuple[tuple[Any, ...], float]] = {}
-
-    def observe(self, record: LeaseRecord, now: float) -> None:
-        previous = self._seen.get(record.name)
-        if previous is None or previous[0] != record.fingerprint:
-            self._seen[record.name] = (record.fingerprint, now)
-
-    def silent_for(self, record: LeaseRecord, now: float) -> float:
-        """Seconds since the Lease last changed, as seen from here (0 if never observed)."""
-        seen = self._seen.get(record.name)
-        return 0.0 if seen is None or seen[0] != record.fingerprint else now - seen[1]
-
-    def live_holder(self, record: LeaseRecord, now: float) -> str | None:
-        """The Lease's holder while its lease is unexpired by our observation, else None (free)."""
-        if record.holder is None:
-            return None
-        if self.silent_for(record, now) >= record.duration_seconds:
-            return None
-        return record.holder
-
-    def forget_except(self, names: set[str]) -> None:
-        for name in set(self._seen) - names:
-            del self._seen[name]
-
-
-class LeaseKeeper:
-    """Acquires, renews, verifies and releases this replica's Leases through `controller.kube`."""
-
-    def __init__(
-        self,
-        kube: Kube,
-        *,
-        namespace: str,
-        identity: str,
-        lease_duration: float,
-        wall_clock: WallClock = lambda: datetime.now(UTC),
-        monotonic: MonotonicClock = time.monotonic,
-    ) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.identity = identity
-        self.lease_duration = lease_duration
-        self.wall_clock = wall_clock
-        self.monotonic = monotonic
-
-    # ------------------------------------------------------------------------------------ reading
+class LeaseKeeper(leases.LeaseWriter):
+    """Acquires, renews, verifies and releases this replica's shard and member Leases."""
 
     async def list_records(self) -> list[LeaseRecord]:
         bodies = await self.kube.list_leases(self.namespace, LEASES_SELECTOR)
@@ -214,81 +130,27 @@ class LeaseKeeper:
         """Re-read the shard's Lease and apply the fencing check (`holds`)."""
         return holds(await self.read(holding.lease_name), holding, self.identity, self.monotonic())
 
-    # ------------------------------------------------------------------------------------ writing
-
-    def _body(
-        self,
-        *,
-        name: str,
-        labels: Mapping[str, str],
-        annotations: Mapping[str, str] | None = None,
-        holder: str | None,
-        transitions: int,
-        acquire_time: datetime | None,
-        renew_time: datetime | None,
-        resource_version: str | None = None,
-    ) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"name": name, "namespace": self.namespace, "labels": dict(labels)}
-        if annotations:
-            metadata["annotations"] = dict(annotations)
-        if resource_version is not None:
-            metadata["resourceVersion"] = resource_version
-        spec: dict[str, Any] = {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": max(1, round(self.lease_duration)),
-            "leaseTransitions": transitions,
-        }
-        if acquire_time is not None:
-            spec["acquireTime"] = format_micro_time(acquire_time)
-        if renew_time is not None:
-            spec["renewTime"] = format_micro_time(renew_time)
-        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
-
     @staticmethod
     def shard_labels(shard: int) -> dict[str, str]:
         return {COMPONENT_LABEL: COMPONENT, LEASE_KIND_LABEL: SHARD_KIND, SHARD_NUMBER_LABEL: str(shard)}
 
     async def acquire(self, shard: int, record: LeaseRecord | None) -> Holding | None:
-        """Take shard `shard`'s Lease, free or expired as `record` showed it; None if another won."""
+        """Take shard `shard`'s Lease, free or expired as `record` showed it; None if another won.
+
+        Always a transition, even from our own identity: a previous process of this identity must
+        not be able to match the new fencing token.
+        """
         name = shard_lease_name(shard)
         sent_at = self.monotonic()
-        now = self.wall_clock()
-        try:
-            if record is None:
-                body = await self.kube.create_lease(
-                    self.namespace,
-                    self._body(
-                        name=name,
-                        labels=self.shard_labels(shard),
-                        holder=self.identity,
-                        transitions=0,
-                        acquire_time=now,
-                        renew_time=now,
-                    ),
-                )
-            else:
-                body = await self.kube.replace_lease(
-                    self.namespace,
-                    self._body(
-                        name=name,
-                        labels={**record.labels, **self.shard_labels(shard)},
-                        annotations=record.annotations,
-                        holder=self.identity,
-                        transitions=record.transitions + 1,
-                        acquire_time=now,
-                        renew_time=now,
-                        resource_version=record.resource_version,
-                    ),
-                )
-        except (AlreadyExists, Conflict):
+        acquired = await self.hold(name, record, labels=self.shard_labels(shard), renewal=False)
+        if acquired is None:
             return None  # another replica acquired it first: that is the point of the precondition
-        acquired = LeaseRecord.from_body(body)
         log.info("Acquired shard %d (lease %s, transitions %d)", shard, name, acquired.transitions)
         return Holding(
             shard=shard,
             lease_name=name,
             transitions=acquired.transitions,
-            acquire_time=now,
+            acquire_time=acquired.acquire_time or self.wall_clock(),
             resource_version=acquired.resource_version or "",
             duration_seconds=self.lease_duration,
             renewed_at=sent_at,
@@ -305,7 +167,7 @@ class LeaseKeeper:
             try:
                 body = await self.kube.replace_lease(
                     self.namespace,
-                    self._body(
+                    self.body(
                         name=holding.lease_name,
                         labels=self.shard_labels(holding.shard),
                         holder=self.identity,
@@ -335,7 +197,7 @@ class LeaseKeeper:
         try:
             await self.kube.replace_lease(
                 self.namespace,
-                self._body(
+                self.body(
                     name=holding.lease_name,
                     labels=self.shard_labels(holding.shard),
                     holder=None,
@@ -353,39 +215,15 @@ class LeaseKeeper:
 
     async def advertise(self, current: LeaseRecord | None, *, shard_capacity: int) -> None:
         """Create or renew this replica's member Lease (holder = identity, shard capacity annotated)."""
-        now = self.wall_clock()
         name = member_lease_name(self.identity)
-        labels = {COMPONENT_LABEL: COMPONENT, LEASE_KIND_LABEL: MEMBER_KIND}
-        annotations = {CAPACITY_ANNOTATION: str(shard_capacity)}
-        try:
-            if current is None:
-                await self.kube.create_lease(
-                    self.namespace,
-                    self._body(
-                        name=name,
-                        labels=labels,
-                        annotations=annotations,
-                        holder=self.identity,
-                        transitions=0,
-                        acquire_time=now,
-                        renew_time=now,
-                    ),
-                )
-            else:
-                await self.kube.replace_lease(
-                    self.namespace,
-                    self._body(
-                        name=name,
-                        labels=labels,
-                        annotations=annotations,
-                        holder=self.identity,
-                        transitions=current.transitions,
-                        acquire_time=current.acquire_time or now,
-                        renew_time=now,
-                        resource_version=current.resource_version,
-                    ),
-                )
-        except (AlreadyExists, Conflict):
+        written = await self.hold(
+            name,
+            current,
+            labels={COMPONENT_LABEL: COMPONENT, LEASE_KIND_LABEL: MEMBER_KIND},
+            annotations={CAPACITY_ANNOTATION: str(shard_capacity)},
+            renewal=True,
+        )
+        if written is None:
             log.debug("Member lease %s changed under us; renewing next cycle", name)
 
     async def delete(self, name: str) -> None:

@@ -11,11 +11,11 @@ from controller.triggerer.leases import (
     Holding,
     LeaseObserver,
     LeaseRecord,
-    format_micro_time,
     holds,
     member_lease_name,
     shard_lease_name,
 )
+from zonda.wire import format_micro_time
 
 T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
 
