@@ -305,8 +305,8 @@ def test_cluster_wide_and_a_namespace_list_are_exclusive(helm: Path, tmp_path: P
 def test_default_install_renders_every_kind_it_needs(helm: Path, tmp_path: Path) -> None:
     kinds = sorted(m["kind"] for m in render(helm, tmp_path))
     assert {kind: kinds.count(kind) for kind in set(kinds)} == {
-        "Deployment": 2, "ServiceAccount": 3, "Service": 2, "PodDisruptionBudget": 2,
-        "Role": 4, "RoleBinding": 4,
+        "Deployment": 3, "ServiceAccount": 4, "Service": 3, "PodDisruptionBudget": 2,
+        "Role": 5, "RoleBinding": 5,
     }, "a default (namespaced) install has nothing cluster-scoped"
 
 
@@ -452,15 +452,15 @@ def test_every_object_carries_the_standard_labels(helm: Path, tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("values", "kinds"),
     [
-        pytest.param({"metrics": {"serviceMonitor": {"enabled": True}}}, {"ServiceMonitor": 1, "Service": 2},
+        pytest.param({"metrics": {"serviceMonitor": {"enabled": True}}}, {"ServiceMonitor": 1, "Service": 3},
                      id="a ServiceMonitor is rendered only when asked for"),
-        pytest.param({"metrics": {"service": {"enabled": False}}}, {"ServiceMonitor": 0, "Service": 0},
+        pytest.param({"metrics": {"service": {"enabled": False}}}, {"ServiceMonitor": 0, "Service": 1},
                      id="the metrics services can be turned off"),
         pytest.param({"controller": {"podDisruptionBudget": {"enabled": False}},
                       "triggerer": {"podDisruptionBudget": {"enabled": False}}}, {"PodDisruptionBudget": 0},
                      id="disruption budgets can be turned off"),
         pytest.param({"triggerer": {"enabled": False}},
-                     {"Deployment": 1, "PodDisruptionBudget": 1, "Service": 1, "ServiceAccount": 2},
+                     {"Deployment": 2, "PodDisruptionBudget": 1, "Service": 2, "ServiceAccount": 3},
                      id="a disabled triggerer leaves nothing of itself behind"),
     ],
 )
