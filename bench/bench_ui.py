@@ -115,7 +115,7 @@ async def server_time(url: str, repeat: int = 5) -> list[float]:
 
 def summary(name: str, values: list[float], unit: str = "ms") -> None:
     ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     print(
         f"{name:58s} median {statistics.median(ordered):8.1f} {unit}   p99 {p99:8.1f} {unit}"
         f"   min {ordered[0]:8.1f}   n={len(ordered)}"
@@ -135,7 +135,8 @@ async def bench_render(args: argparse.Namespace, page: Page) -> None:
     tasks = [f"t{i:03d}" for i in range(args.grid_tasks)]
     store.apply(DAGS, "ADDED", dag_body(namespace, "big", args.grid_tasks, groups=10))
     for day in range(args.grid_runs):
-        store.apply(DAGRUNS, "ADDED", run_body(namespace, "big", day, [f"g{int(t[1:]) % 10}.{t}" for t in tasks]))
+        grouped = [f"g{int(t[1:]) % 10}.{t}" for t in tasks]
+        store.apply(DAGRUNS, "ADDED", run_body(namespace, "big", day, grouped))
     store.synced.update({(DAGS, namespace), (DAGRUNS, namespace)})
     runner, url = await serve(app)
     try:
@@ -176,8 +177,8 @@ async def bench_live(args: argparse.Namespace, page: Page) -> None:
             app = create_app(kube, UiSettings(namespaces=[namespace]))
             runner, url = await serve(app)
             try:
-                while (namespace, created["metadata"]["name"]) not in app[STORE].runs:
-                    await asyncio.sleep(0.05)
+                while (namespace, created["metadata"]["name"]) not in app[STORE].runs:  # noqa: ASYNC110
+                    await asyncio.sleep(0.05)  # the UI lists the run from the apiserver
                 await page.goto(f"{url}/dags/{namespace}/live")
                 await page.wait_for_selector("body[data-live=on]")
                 delays = []
@@ -208,7 +209,9 @@ async def bench_live(args: argparse.Namespace, page: Page) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dags", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=25)
     parser.add_argument("--grid-runs", type=int, default=100)
