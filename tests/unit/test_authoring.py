@@ -521,3 +521,9 @@ def test_task_callbacks_are_accepted_and_reported_as_not_run() -> None:
     assert "defaultArgs" not in spec and "args" in spec["tasks"][0]
     assert spec["tasks"][0]["args"] == {"bash_command": "true"}
     assert set(built.unsupported) == {"on_failure_callback", "on_success_callback"}
+
+
+def test_task_level_params_may_be_params_too() -> None:
+    with DAG("task_params", schedule=None) as built:
+        BashOperator(task_id="t", bash_command="echo {{ params.n }}", params={"n": Param(3, type="integer")})
+    assert tasks_of(built)["t"]["args"]["params"] == {"n": 3}

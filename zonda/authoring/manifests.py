@@ -323,6 +323,7 @@ class _Compiler:
     # ---- values
 
     def json(self, value: Any, where: str, *, task: BaseOperator | None = None, argument: str = "") -> Any:
+        from zonda.authoring.params import NOTSET, Param
         from zonda.authoring.taskflow import XComArg
 
         if value is None or isinstance(value, bool | int | str):
@@ -333,6 +334,12 @@ class _Compiler:
             return value
         if isinstance(value, XComArg):
             return value.to_reference()
+        if isinstance(value, Param):  # task-level params, as DAG-level ones: the checked value
+            try:
+                return self.json(value.resolve() if value.value is not NOTSET else None, where)
+            except ValueError as error:
+                self.errors.append(f"{where}: {error}")
+                return None
         if isinstance(value, enum.Enum):
             return value.value
         if isinstance(value, dt.datetime):
