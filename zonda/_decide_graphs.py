@@ -1,9 +1,11 @@
-"""Graph questions the scheduling decision asks of a resolved DAG: relatives, leaves, priority weights."""
+"""Graph questions the scheduling decision asks of a resolved DAG: relatives and leaves.
+
+Priority weights are `zonda.dags.effective_priority_weights` (one definition).
+"""
 
 from __future__ import annotations
 
 from zonda.dags import ResolvedDag
-from zonda.models import WeightRule
 
 
 def descendants(dag: ResolvedDag, task_id: str) -> set[str]:
@@ -31,21 +33,3 @@ def _relatives(dag: ResolvedDag, task_id: str, *, upstream: bool) -> set[str]:
 def leaves(dag: ResolvedDag) -> list[str]:
     """Tasks without downstream tasks: their states decide the run's (Airflow's `dag.leaves`)."""
     return [task_id for task_id, task in dag.tasks.items() if not task.downstream]
-
-
-def priority_weights(dag: ResolvedDag) -> dict[str, int]:
-    """Each task's effective priority weight, by its `weight_rule` (Airflow's `priority_weight_total`).
-
-    downstream: its own weight plus the weights of every task downstream of it, so the tasks that
-    unblock the most work go first; upstream: plus every task upstream; absolute: its own.
-    """
-    weights: dict[str, int] = {}
-    for task_id, task in dag.tasks.items():
-        if task.weight_rule is WeightRule.ABSOLUTE:
-            relatives: set[str] = set()
-        elif task.weight_rule is WeightRule.UPSTREAM:
-            relatives = ancestors(dag, task_id)
-        else:
-            relatives = descendants(dag, task_id)
-        weights[task_id] = task.priority_weight + sum(dag.tasks[r].priority_weight for r in relatives)
-    return weights

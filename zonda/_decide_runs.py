@@ -26,8 +26,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda._decide_graphs import descendants, leaves, priority_weights
-from zonda.dags import ResolvedDag, ResolvedTask
+from zonda import operator_registry
+from zonda._decide_graphs import descendants, leaves
+from zonda.dags import ResolvedDag, ResolvedTask, effective_priority_weights
 from zonda.decisions import (
     AttemptPhase,
     Observation,
@@ -55,9 +56,6 @@ from zonda.trigger_rules import TriggerRuleOutcome, evaluate_trigger_rule
 
 S = TaskInstanceState
 
-#: Operators Airflow 2.3+ marks successful without running them.
-EMPTY_OPERATORS = frozenset({"EmptyOperator", "DummyOperator"})
-LATEST_ONLY_OPERATOR = "LatestOnlyOperator"
 #: Task instances whose attempt is (or is about to be) alive: they use a `max_active_tasks` slot.
 ACTIVE_STATES = frozenset({S.QUEUED, S.RUNNING})
 _FAILED_LEAF_STATES = frozenset({S.FAILED, S.UPSTREAM_FAILED})
@@ -504,12 +502,12 @@ class RunPass:
                 self._update(task_id, reason=decision.reason)
             elif past_problem is not None:
                 self._update(task_id, reason=past_problem)
-            elif task.operator in EMPTY_OPERATORS:
+            elif task.operator in operator_registry.EMPTY_OPERATORS:
                 # Airflow's `schedule_tis` counts the try it did not need to launch: try_number + 1.
                 self._set(task_id, S.SUCCESS, "EmptyOperator: succeeded without running",
                           start_date=self.now, end_date=self.now, duration_seconds=0.0,
                           try_number=ti.try_number + 1)
-            elif task.operator == LATEST_ONLY_OPERATOR:
+            elif task.operator in operator_registry.LATEST_ONLY_OPERATORS:
                 self._run_latest_only(task)
             else:
                 self._set(task_id, S.SCHEDULED, decision.reason)
@@ -568,7 +566,7 @@ class RunPass:
         ready = [task_id for task_id in self.dag.tasks if self.tis[task_id].state is S.SCHEDULED]
         if not ready:
             return
-        weights = priority_weights(self.dag)
+        weights = effective_priority_weights(self.dag)
         ready.sort(key=lambda task_id: (-weights[task_id], task_id))
         limit = self.dag.spec.max_active_tasks
         free = max(limit - self._active_count() - self.observed.running_in_dag, 0)

@@ -41,6 +41,9 @@ PROVIDER_GROUP = "zonda.operators"
 
 #: Operators the scheduler decides by itself, without launching a Pod or a process.
 NO_POD_OPERATORS = frozenset({"EmptyOperator", "DummyOperator", "LatestOnlyOperator"})
+#: Of those, the ones that succeed without doing anything (Airflow 2.3+), and LatestOnly's.
+EMPTY_OPERATORS = frozenset({"EmptyOperator", "DummyOperator"})
+LATEST_ONLY_OPERATORS = NO_POD_OPERATORS - EMPTY_OPERATORS
 #: Operators whose Pod runs the user's container rather than the Zonda task runner.
 CONTAINER_OPERATORS = frozenset({"KubernetesPodOperator"})
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.executors import pods
+from zonda import operator_registry
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation, TaskOutcome
@@ -218,7 +219,7 @@ class LocalExecutor:
             return [sys.executable, "-m", RUNNER_MODULE]
         container = dict(task.container)
         command = [*container.get("command", []), *container.get("args", [])]
-        if not command and task.operator in pods.CONTAINER_OPERATORS:
+        if not command and task.operator in operator_registry.CONTAINER_OPERATORS:
             command = [*task.args.get("cmds", []), *task.args.get("arguments", [])]
         if not command:
             return [

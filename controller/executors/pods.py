@@ -20,6 +20,7 @@ from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import INVOCATION_ENV, TaskInvocation, TaskResult
 from zonda.models import API_VERSION
+from zonda.operator_registry import CONTAINER_OPERATORS
 from zonda.wire import (
     ANNOTATION_LOGICAL_DATE,
     ANNOTATION_TASK_ID,
@@ -32,7 +33,6 @@ from zonda.wire import (
 from zonda.wire import parse_time as _parse_time
 
 BASE_CONTAINER = "base"  # Airflow's name for the task's container in pod_override
-CONTAINER_OPERATORS = frozenset({"KubernetesPodOperator"})
 
 
 @dataclass(frozen=True)
