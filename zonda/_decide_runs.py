@@ -18,6 +18,10 @@ try...):
 
 Every state change goes through `zonda.states.check_transition`, so an illegal move is a bug that
 raises, and leaves one `RunEvent` and a `reason` on the task instance.
+
+Over 400 lines on purpose: the steps share one working copy and their order is what makes a pass
+settle everything at `now`; spread over modules, that order would be hidden. Graph questions live
+in `_decide_graphs`, trigger rules in `zonda.trigger_rules`, retry times in `zonda.retries`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@
 - `latest_window_end`: LatestOnlyOperator's window, from the run's timetable.
 
 The controller gathers (API reads), calls these, and acts (creates, writes, posts Events).
+
+Over 400 lines on purpose: every decision the reconcilers used to make inline is here, one section
+per reconciler step, so a reader checks "does the controller decide anything?" in one file. Split it
+by reconciler (DAGs / runs) when it grows further.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 Everything else in Zonda calls these coroutines with plain dicts and gets plain dicts back, so the
 rest of the code base neither imports `kubernetes_asyncio` nor knows its typed models. Errors the
 callers must act on are translated into three exceptions: `NotFound`, `AlreadyExists`, `Conflict`.
+
+Over 400 lines on purpose: being the only module that calls the API is the point, so every call
+(custom resources, pods, Leases, Events, the UI's access reviews) lives here; `protocol.KubeApi`
+lists what the controller uses, and `fake.FakeKube` implements it for unit tests.
 """
 
 from __future__ import annotations
