@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from controller.kube import TRIGGERS, Kube  # noqa: E402
 from controller.triggerer.leases import shard_lease_name  # noqa: E402
 from controller.triggerer.runtime import Triggerer  # noqa: E402
+from controller.triggerer.settings import TriggererSettings  # noqa: E402
 from controller.triggerer.shards import SHARD_LABEL, shard_for  # noqa: E402
 from zonda.models import API_VERSION  # noqa: E402
 from zonda.triggers import DateTimeTrigger, serialize_trigger  # noqa: E402
@@ -173,12 +174,14 @@ async def bench_one_replica(kube: Kube, count: int, fire_rate: float) -> None:
         gc.collect()
         triggerer = Triggerer(
             kube,
-            namespace=namespace,
-            shards=SHARDS,
-            capacity=count * 2,
-            identity="bench",
-            lease_duration=15,
-            renew_every=5,
+            TriggererSettings(
+                namespace=namespace,
+                identity="bench",
+                shards=SHARDS,
+                capacity=count * 2,
+                lease_duration=15,
+                renew_every=5,
+            ),
         )
         rss_idle = rss_mib()
         started = time.monotonic()

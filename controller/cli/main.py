@@ -31,6 +31,8 @@ from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
+from controller.triggerer.settings import DEFAULTS as TRIGGERER
+from controller.triggerer.settings import TriggererSettings
 from zonda import actions
 from zonda.actions import ActionResult
 from zonda.dags import ResolvedDag
@@ -146,10 +148,16 @@ def controller(
 @click.option(
     "--shards", type=int, default=DEFAULTS.trigger_shards, show_default=True, help="$ZONDA_TRIGGER_SHARDS"
 )
-@click.option("--capacity", type=int, default=1000, show_default=True, help="Triggers per replica at most.")
+@click.option(
+    "--capacity",
+    type=int,
+    default=TRIGGERER.capacity,
+    show_default=True,
+    help="Triggers per replica at most.",
+)
 @click.option("--identity", default=None, help="Replica identity (default: pod name or host-pid).")
-@click.option("--lease-duration", type=float, default=15.0, show_default=True)
-@click.option("--renew-every", type=float, default=5.0, show_default=True)
+@click.option("--lease-duration", type=float, default=TRIGGERER.lease_duration, show_default=True)
+@click.option("--renew-every", type=float, default=TRIGGERER.renew_every, show_default=True)
 @click.option("--metrics-port", type=int, default=None)
 @click.option("--health-port", type=int, default=None)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
@@ -172,7 +180,17 @@ def triggerer(
     from controller.triggerer.runtime import run_triggerer
 
     zonda_logs.configure(log_format)
-    identity = identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    settings = TriggererSettings(
+        namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or (namespaces or ("default",))[0],
+        identity=identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+        watch_namespaces=[] if all_namespaces else list(namespaces or (_namespace(None),)),
+        shards=shards,
+        capacity=capacity,
+        lease_duration=lease_duration,
+        renew_every=renew_every,
+        health_port=health_port,
+        metrics_port=metrics_port,
+    )
 
     async def serve() -> None:
         stop = asyncio.Event()
@@ -180,21 +198,7 @@ def triggerer(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         async with await Kube.connect(kubeconfig, component="zonda-triggerer") as kube:
-            await run_triggerer(
-                kube,
-                namespace=lease_namespace
-                or os.environ.get("POD_NAMESPACE")
-                or (namespaces or ("default",))[0],
-                watch_namespaces=[] if all_namespaces else list(namespaces or (_namespace(None),)),
-                shards=shards,
-                capacity=capacity,
-                identity=identity,
-                lease_duration=lease_duration,
-                renew_every=renew_every,
-                health_port=health_port,
-                metrics_port=metrics_port,
-                stop=stop,
-            )
+            await run_triggerer(kube, settings, stop=stop)
 
     asyncio.run(serve())
 

@@ -24,7 +24,7 @@ import enum
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +49,7 @@ from controller.triggerer.leases import (
     member_lease_name,
 )
 from controller.triggerer.metrics import CONTENT_TYPE_LATEST, TriggererMetrics
+from controller.triggerer.settings import TriggererSettings
 from controller.triggerer.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
 from zonda.models import TriggerState, TriggerStatus
 from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
@@ -218,39 +219,34 @@ class Triggerer:
     def __init__(
         self,
         kube: Kube,
+        settings: TriggererSettings,
         *,
-        namespace: str,
-        shards: int,
-        capacity: int,
-        identity: str,
-        watch_namespaces: Sequence[str] | None = None,
-        lease_duration: float = 15.0,
-        renew_every: float = 5.0,
         stop: asyncio.Event | None = None,
         metrics: TriggererMetrics | None = None,
         watchdog_interval: float = 0.5,
         block_threshold: float = 0.2,
         unhealthy_lag: float = 5.0,
     ) -> None:
-        if shards < 1 or capacity < 0:
-            raise ValueError("shards must be at least 1 and capacity non-negative")
-        if renew_every >= lease_duration:
-            raise ValueError("renew_every must be shorter than lease_duration, or every lease lapses")
         self.kube = kube
-        self.namespace = namespace  # where the Leases live
+        self.settings = settings
+        self.namespace = settings.namespace  # where the Leases live
         #: Namespaces whose Triggers this replica runs: None is every namespace.
         self.watch_namespaces: list[str] | None = (
-            [namespace] if watch_namespaces is None else (list(watch_namespaces) or None)
+            [settings.namespace]
+            if settings.watch_namespaces is None
+            else (list(settings.watch_namespaces) or None)
         )
-        self.shard_count = shards
-        self.capacity = capacity
-        self.identity = identity
-        self.lease_duration = lease_duration
-        self.renew_every = renew_every
+        self.shard_count = settings.shards
+        self.capacity = settings.capacity
+        self.identity = settings.identity
+        self.lease_duration = settings.lease_duration
+        self.renew_every = settings.renew_every
         self.stop = stop or asyncio.Event()
         self.metrics = metrics or TriggererMetrics()
         self.unhealthy_lag = unhealthy_lag
-        self.keeper = LeaseKeeper(kube, namespace=namespace, identity=identity, lease_duration=lease_duration)
+        self.keeper = LeaseKeeper(
+            kube, namespace=self.namespace, identity=self.identity, lease_duration=self.lease_duration
+        )
         self.observer = LeaseObserver()
         self.holdings: dict[int, Holding] = {}
         self.running: dict[str, RunningTrigger] = {}
@@ -700,33 +696,10 @@ class Triggerer:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-async def run_triggerer(
-    kube: Kube,
-    *,
-    namespace: str,
-    shards: int,
-    capacity: int,
-    identity: str,
-    watch_namespaces: Sequence[str] | None = None,
-    lease_duration: float = 15,
-    renew_every: float = 5,
-    health_port: int | None,
-    metrics_port: int | None,
-    stop: asyncio.Event,
-    bind_host: str = "0.0.0.0",
-) -> None:
+async def run_triggerer(kube: Kube, settings: TriggererSettings, *, stop: asyncio.Event) -> None:
     """Run one triggerer replica until `stop` is set (the CLI sets it on SIGTERM/SIGINT)."""
-    triggerer = Triggerer(
-        kube,
-        namespace=namespace,
-        shards=shards,
-        capacity=capacity,
-        identity=identity,
-        watch_namespaces=watch_namespaces,
-        lease_duration=lease_duration,
-        renew_every=renew_every,
-        stop=stop,
-    )
+    triggerer = Triggerer(kube, settings, stop=stop)
+    health_port, metrics_port, bind_host = settings.health_port, settings.metrics_port, settings.bind_host
     servers: list[web.AppRunner] = []
     try:
         if health_port is not None:

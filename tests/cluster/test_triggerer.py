@@ -29,6 +29,7 @@ from controller.kube import TRIGGERS, Kube
 from controller.providers.kubernetes.triggers import ObjectConditionTrigger
 from controller.triggerer.leases import shard_lease_name
 from controller.triggerer.runtime import Triggerer, WriteResult, write_outcome
+from controller.triggerer.settings import TriggererSettings
 from controller.triggerer.shards import SHARD_LABEL, shard_for
 from zonda.models import API_VERSION
 from zonda.triggers import BaseTrigger, DateTimeTrigger, TriggerEvent, serialize_trigger
@@ -127,7 +128,7 @@ async def replica(kube: Kube, namespace: str, identity: str, **options: Any) -> 
     """An in-process triggerer replica running on the test's event loop."""
     settings: dict[str, Any] = {"shards": 4, "capacity": 1000, "lease_duration": LEASE_SECONDS,
                                 "renew_every": RENEW_SECONDS, **options}
-    triggerer = Triggerer(kube, namespace=namespace, identity=identity, **settings)
+    triggerer = Triggerer(kube, TriggererSettings(namespace=namespace, identity=identity, **settings))
     task = asyncio.create_task(triggerer.run())
     try:
         yield triggerer

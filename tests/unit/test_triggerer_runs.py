@@ -20,6 +20,7 @@ import pytest
 from controller.kube import Kube
 from controller.triggerer.health import LagSample, LoopWatchdog, SlowSteps, describe_culprits, serve_http
 from controller.triggerer.runtime import Triggerer, TriggerResult, drive_trigger
+from controller.triggerer.settings import TriggererSettings
 from zonda.triggers import BaseTrigger, TriggerEvent
 from zonda.triggers.testing import FakeClock
 
@@ -186,9 +187,10 @@ def test_describe_culprits(slow: list[tuple[str, float]], running: list[str], de
 
 def idle_triggerer() -> Triggerer:
     """A replica that is never started: only its health reasoning is exercised."""
-    return Triggerer(
-        cast(Kube, None), namespace="ns", shards=4, capacity=4, identity="me", lease_duration=3, renew_every=1
+    settings = TriggererSettings(
+        namespace="ns", identity="me", shards=4, capacity=4, lease_duration=3, renew_every=1
     )
+    return Triggerer(cast(Kube, None), settings)
 
 
 @pytest.mark.parametrize(
