@@ -69,6 +69,8 @@ class ResolvedTask:
     doc_md: str | None = None
     owner: str = "airflow"  # Airflow's `[operators] default_owner`
     queue: str | None = None
+    connections: tuple[str, ...] = ()  # conn ids named in the spec (templates and args add more)
+    variables: tuple[str, ...] = ()  # Secret-held variables named in the spec
 
 
 @dataclass(frozen=True)
@@ -672,6 +674,8 @@ def _resolve_task(spec: DagSpec, graph: _GraphBuilder, task_id: str) -> tuple[li
         doc_md=task.doc_md,
         owner=_first_set(merged.get("owner"), DEFAULT_OWNER),
         queue=merged.get("queue"),
+        connections=tuple(merged.get("connections") or ()),
+        variables=tuple(merged.get("variables") or ()),
     )
     return errors, resolved
 

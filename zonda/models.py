@@ -146,6 +146,16 @@ class TaskDefaults(CrdModel):
     queue: str | None = None
     container: JsonObject | None = Field(default=None, description="Kubernetes container fields.")
     pod_override: JsonObject | None = Field(default=None, description="Pod fields merged over the default.")
+    connections: list[str] | None = Field(
+        default=None,
+        description="Connection ids the task reads (Secrets labelled zonda.dev/connections); "
+        "`*conn_id` arguments and `conn.ID` in templates are added without saying.",
+    )
+    variables: list[str] | None = Field(
+        default=None,
+        description="Variables the task reads from Secrets labelled zonda.dev/variables "
+        "(ConfigMap variables reach every task); `var.value.KEY` in templates is added without saying.",
+    )
 
 
 class TaskSpec(TaskDefaults):

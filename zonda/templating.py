@@ -31,6 +31,7 @@ import jinja2.sandbox
 import pendulum
 from pendulum import DateTime
 
+from zonda import variables
 from zonda.invocations import TaskInvocation
 
 #: The key of a task's return value among its XComs.
@@ -44,8 +45,6 @@ _MISSING_VARIABLE_HINTS = {
     "prev_ds": "use {{ data_interval_start | ds }} for the data interval's start",
     "next_execution_date": "use data_interval_end",
     "prev_execution_date": "use data_interval_start or prev_data_interval_start_success",
-    "var": "Zonda has no Airflow Variables: pass values as DAG params or container environment variables",
-    "conn": "Zonda has no Airflow Connections: mount a Kubernetes Secret in the task's container",
 }
 
 
@@ -292,6 +291,7 @@ def build_context(
         "ts": ts,
         "ts_nodash": logical_date.strftime("%Y%m%dT%H%M%S"),
         "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
+        **variables.template_variables(),  # var, conn: read from the try's environment
     }
 
 

@@ -12,6 +12,7 @@ One replica acts at a time: with `--leader-election`, the work queue is gated by
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections.abc import Hashable
@@ -25,6 +26,7 @@ from prometheus_client import start_http_server
 
 from controller.app import leader
 from controller.app.settings import ControllerSettings
+from controller.executors import references
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
@@ -112,6 +114,7 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
             state.settings.state_dir,
             parallelism=state.settings.parallelism,
             on_exit=lambda ns, run: _enqueue("run", ns, run),
+            environment_for=functools.partial(references.local_environment, state.kube),
         )
     else:
         state.executor = KubernetesExecutor(state.kube, state.settings.pod_defaults)

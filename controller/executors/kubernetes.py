@@ -1,7 +1,8 @@
 """The Kubernetes executor: one Pod per try, named deterministically, owned by the DagRun.
 
 The manifest comes from the pure builder `controller.executors.pods`; this module only submits,
-lists and deletes (409 AlreadyExists counts as launched, so a launch is idempotent).
+lists and deletes (409 AlreadyExists counts as launched, so a launch is idempotent). A pod gets the
+variables and connections its task names as references (`zonda.secret_refs`), never their values.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from controller.executors import pods
+from controller.executors import pods, references
 from controller.kube import AlreadyExists, Kube
+from zonda import secret_refs
 from zonda.dags import ResolvedTask
 from zonda.decisions import ObservedAttempt
 from zonda.invocations import TaskInvocation
@@ -49,6 +51,9 @@ class KubernetesExecutor:
             defaults=self.defaults,
         )
         manifest["metadata"]["labels"][LABEL_DAGRUN_UID] = meta["uid"]
+        secret_refs.apply_references(
+            manifest, await references.pod_references(self.kube, meta["namespace"], task)
+        )
         with contextlib.suppress(AlreadyExists):
             await self.kube.create_pod(meta["namespace"], manifest)
 

@@ -9,7 +9,8 @@ environment, working directory and log file.
 
 Its state lives in files (`<state-dir>/<run uid>/<attempt>/`: attempt.json, invocation.json, log, pid,
 started_at, finished_at, exit_code, result.json), so a restarted controller adopts tries still running
-(by pid) and reads the results of those that finished.
+(by pid) and reads the results of those that finished. `environment.json` (mode 0600) holds the
+variables and connections the task names, as the kubelet would give its pod (`environment_for`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,18 @@ logger = logging.getLogger(__name__)
 RUNNER_MODULE = "controller.runner"
 #: How often a try that is not our child (adopted after a restart) is checked for exit.
 ADOPTED_POLL_SECONDS = 0.5
+
+ENVIRONMENT_FILE = "environment.json"
+
+#: (namespace, task) -> the variables and connections a try of the task gets in its environment.
+EnvironmentFor = Callable[[str, ResolvedTask], Awaitable[Mapping[str, str]]]
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (it may hold secret values)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
 
 
 class ForkServerLost(Exception):
@@ -164,9 +177,15 @@ class LocalExecutor:
     name = "local"
 
     def __init__(
-        self, state_dir: Path, *, parallelism: int = 8, on_exit: Callable[[str, str], None] | None = None
+        self,
+        state_dir: Path,
+        *,
+        parallelism: int = 8,
+        on_exit: Callable[[str, str], None] | None = None,
+        environment_for: EnvironmentFor | None = None,
     ) -> None:
         self.state_dir = state_dir
+        self.environment_for = environment_for  # variables and connections, as the kubelet gives a pod
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.parallelism = parallelism
         self.on_exit = on_exit  # (namespace, run name) -> None: wake the run's reconciler
@@ -210,6 +229,9 @@ class LocalExecutor:
             "command": command,
         }
         (attempt / "attempt.json").write_text(json.dumps(record))
+        if self.environment_for is not None:  # before invocation.json: adopt() starts what has one
+            extra = await self.environment_for(meta["namespace"], task)
+            _write_private(attempt / ENVIRONMENT_FILE, json.dumps(extra))
         (attempt / "invocation.json").write_text(invocation.model_dump_json(by_alias=True))
         self._start(attempt)
 
@@ -241,6 +263,8 @@ class LocalExecutor:
                 env = self._environment()
                 env[INVOCATION_ENV] = (attempt / "invocation.json").read_text()
                 env[RESULT_PATH_ENV] = str(attempt / "result.json")
+                if (attempt / ENVIRONMENT_FILE).exists():
+                    env.update(json.loads((attempt / ENVIRONMENT_FILE).read_text()))
                 with (attempt / "log").open("ab") as log:
                     log.write(
                         f"[zonda] {datetime.now(UTC).isoformat()} running: "

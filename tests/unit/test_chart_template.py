@@ -138,13 +138,18 @@ CONTROLLER_RULES = {
     ("zonda.dev", "triggers"): "get list watch create delete",
     ("", "pods"): "get list watch create delete",
     ("", "pods/log"): "get",
+    ("", "configmaps"): "list",  # rbac.readVariablesAndConnections: Variables and Connections
+    ("", "secrets"): "list",
     ("", "events"): "create patch",
     ("events.k8s.io", "events"): "create patch",
 }
 CONTROLLER_LEASES = {("coordination.k8s.io", "leases"): "get list watch create update patch"}
 CRD_READ = {("apiextensions.k8s.io", "customresourcedefinitions"): "get list watch"}
 NAMESPACE_READ = {("", "namespaces"): "get list watch"}
-TASK_POD_RULES = {("", "pods"): "get list watch create delete", ("", "pods/log"): "get"}
+TASK_POD_RULES = {
+    ("", "pods"): "get list watch create delete", ("", "pods/log"): "get",
+    ("", "configmaps"): "list", ("", "secrets"): "list",
+}  # fmt: skip
 TRIGGERER_RULES = {
     ("zonda.dev", "triggers"): "get list watch",
     ("zonda.dev", "triggers/status"): "patch update",
@@ -239,16 +244,27 @@ def test_each_identity_gets_exactly_its_least_privilege_grants(
 
 @pytest.mark.parametrize("values", [case.values[0] for case in RBAC_CASES[:3]],
                          ids=["default", "namespace list", "cluster-wide"])
-def test_no_rule_uses_wildcards_or_touches_secrets_or_configmaps(
+def test_no_rule_uses_wildcards_and_secrets_or_configmaps_are_only_listed_by_the_controller(
     helm: Path, tmp_path: Path, values: dict[str, Any]
 ) -> None:
     manifests = render(helm, tmp_path, values)
     for role in of_kind(manifests, "Role") + of_kind(manifests, "ClusterRole"):
+        name = role["metadata"]["name"]
         for rule in role["rules"]:
             for field in ("apiGroups", "resources", "verbs"):
-                assert "*" not in rule[field], f"{role['metadata']['name']}: wildcard in {field}"
+                assert "*" not in rule[field], f"{name}: wildcard in {field}"
+            if {"secrets", "configmaps"} & set(rule["resources"]):
+                assert "controller" in name and rule["verbs"] == ["list"], name
+            assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"]), name
+
+
+def test_without_variables_and_connections_no_rule_touches_secrets_or_configmaps(
+    helm: Path, tmp_path: Path
+) -> None:
+    manifests = render(helm, tmp_path, {"rbac": {"readVariablesAndConnections": False}})
+    for role in of_kind(manifests, "Role") + of_kind(manifests, "ClusterRole"):
+        for rule in role["rules"]:
             assert not {"secrets", "configmaps"} & set(rule["resources"]), role["metadata"]["name"]
-            assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"]), role["metadata"]["name"]
 
 
 def test_the_controller_writes_dags_and_dagruns_only_through_their_status(helm: Path, tmp_path: Path) -> None:

@@ -210,7 +210,11 @@ UNDEFINED = [
         "'yesterday_ds' is undefined: use {{ macros.ds_add(ds, -1) }}",
         id="a removed Airflow variable says what to write instead",
     ),
-    pytest.param("{{ var.value.x }}", "Zonda has no Airflow Variables", id="Airflow Variables are explained"),
+    pytest.param(
+        "{{ var.value.zonda_test_absent }}",
+        "Variable zonda_test_absent does not exist (variables live in ConfigMaps and Secrets labelled",
+        id="a missing Airflow Variable says where variables live",
+    ),
 ]
 
 

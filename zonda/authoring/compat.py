@@ -62,6 +62,10 @@ MODULES: dict[str, str] = {
     "airflow.providers.cncf.kubernetes.operators.kubernetes_pod": "zonda.operators.kubernetes_pod",
     "airflow.providers.cncf.kubernetes.operators.pod": "zonda.operators.kubernetes_pod",
     "airflow.contrib.operators.kubernetes_pod_operator": "zonda.operators.kubernetes_pod",
+    "airflow.models.variable": "zonda.variables",
+    "airflow.models.connection": "zonda.variables",
+    "airflow.hooks.base": "zonda.variables",
+    "airflow.hooks.base_hook": "zonda.variables",
     # The seed pages import Airflow's example timetable; Zonda ships it in examples/.
     "airflow.example_dags.plugins.workday": "examples.timetables.workday",
 }
@@ -75,7 +79,10 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "DAG": ("zonda.authoring.dags", "DAG"),
         "BaseOperator": ("zonda.operators.base", "BaseOperator"),
         "Param": ("zonda.authoring.params", "Param"),
+        "Variable": ("zonda.variables", "Variable"),
+        "Connection": ("zonda.variables", "Connection"),
     },
+    "airflow.hooks": {},
     "airflow.operators": {},
     "airflow.sensors": {},
     "airflow.utils": {},
@@ -100,9 +107,8 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.sensors.external_task": "cross-DAG sensors are not supported: wait on a Kubernetes object "
     "with controller.providers.kubernetes WaitForObjectSensor",
     "airflow.operators.email": "e-mail is not supported: send it from a BashOperator or PythonOperator",
-    "airflow.hooks": "hooks and Connections do not exist: mount a Kubernetes Secret and use a client library",
-    "airflow.models.variable": "Variables do not exist: use DAG params or a ConfigMap/Secret",
-    "airflow.models.connection": "Connections do not exist: mount a Kubernetes Secret",
+    "airflow.hooks": "only airflow.hooks.base (BaseHook.get_connection) is provided: read the Connection "
+    "and use a client library",
     "airflow.providers": "only the cncf.kubernetes pod operator is provided: run other integrations in a "
     "KubernetesPodOperator or PythonOperator",
     "airflow.datasets": "data-aware scheduling (Datasets) is not supported: use a schedule or timetable",

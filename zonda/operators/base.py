@@ -51,6 +51,7 @@ SCHEDULER_ARGUMENTS = frozenset(
         "dag", "task_group", "default_args",
         "on_execute_callback", "on_failure_callback", "on_success_callback", "on_retry_callback",
         "pre_execute", "post_execute",
+        "connections", "variables",  # Zonda's: the Secret-held ones the task's pod may read
     }
 )  # fmt: skip
 

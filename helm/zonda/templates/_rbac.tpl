@@ -3,7 +3,10 @@ The permissions of each component, written once and used by both the Roles (name
 and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is there:
 - the controller writes only the status of DAGs and DagRuns (spec belongs to the user or GitOps):
   no update/patch on the main resources, so it cannot change what users asked for;
-- it never reads Secrets or ConfigMaps: task pods reference them, the kubelet resolves them;
+- Secrets and ConfigMaps: only `list`, and only with rbac.readVariablesAndConnections, to learn
+  which ones carry the zonda.dev/variables or zonda.dev/connections label and which keys they hold;
+  task pods reference the keys their tasks name and the kubelet resolves them, so no value is kept
+  or logged by the controller (the local executor alone reads the values it hands a try);
 - Leases (leader election) are granted only in the release namespace, by a separate Role.
 */}}
 
@@ -40,6 +43,11 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]
+{{- if .Values.rbac.readVariablesAndConnections }}
+- apiGroups: [""]
+  resources: ["configmaps", "secrets"]
+  verbs: ["list"]
+{{- end }}
 {{- end }}
 
 {{- define "zonda.triggererRules" -}}
