@@ -30,6 +30,7 @@ from types import FrameType
 from typing import Any
 
 from zonda import operator_registry, templating, triggers
+from zonda.authoring import compat
 from zonda.context import Context
 from zonda.exceptions import (
     AirflowFailException,
@@ -228,6 +229,7 @@ def add_dags_folder_to_path() -> None:
     folder = os.environ.get("ZONDA_DAGS_FOLDER")
     if folder and folder not in sys.path:
         sys.path.append(folder)
+        compat.install_unless_airflow_is_installed()  # DAG files' `airflow` imports, as when rendered
 
 
 def main(argv: list[str] | None = None, *, started_at: datetime | None = None) -> int:

@@ -195,6 +195,21 @@ def airflow_imports(*, enabled: bool) -> Iterator[None]:
             del sys.modules[name]
 
 
+def install_unless_airflow_is_installed() -> bool:
+    """Map `airflow.*` for the rest of the process (the task runner's): True if it was installed.
+
+    A task may import an operator class from an unchanged Airflow DAG file (`dags.etl.MyOperator`),
+    which imports `airflow`; without a real Airflow, that import gets Zonda's modules, as it did when
+    the file was rendered.
+    """
+    if any(isinstance(finder, _AirflowFinder) for finder in sys.meta_path):
+        return True
+    if importlib.util.find_spec("airflow") is not None:
+        return False
+    sys.meta_path.insert(0, _AirflowFinder())
+    return True
+
+
 def _airflow_imports(source: str) -> list[tuple[int, str, str | None]]:
     """(line, module, name or None) of each `airflow` import in the source."""
     found: list[tuple[int, str, str | None]] = []
