@@ -15,7 +15,7 @@ Each child is as isolated as a fresh process: its own session and process group 
 kills it and everything it started with one `killpg`), the try's environment and working directory,
 stdin from /dev/null, stdout and stderr appended to the try's log, default signal handlers, and a
 fresh import of the user's code (only Zonda's modules are pre-imported). A child never returns into
-the server's loop: it leaves with `os._exit`.
+the server's loop: it leaves through `task.leave` (threads joined, atexit run, `os._exit`).
 
 When its stdin closes (the controller stopped) the server exits and leaves running children alone:
 they belong to their own sessions, and a restarted controller adopts them from their state files.
@@ -82,10 +82,7 @@ def run_child(
     except BaseException:
         traceback.print_exc()
     finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+        task.leave(code)
 
 
 class Server:

@@ -14,6 +14,7 @@ either way, within `RESULT_LIMIT_BYTES` (Kubernetes caps termination messages at
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import io
 import json
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from zonda import operator_registry, templating, triggers
 from zonda.authoring import compat
@@ -265,6 +266,25 @@ def main(argv: list[str] | None = None, *, started_at: datetime | None = None) -
         return 1
     log.info("Task finished: %s", result.outcome.value)
     return exit_code(result.outcome)
+
+
+def leave(code: int) -> NoReturn:
+    """End the process once the result is written, skipping the interpreter's teardown.
+
+    Tearing down every module and object a try imported costs about a fifth of a `true` try's CPU
+    and delays the exit that reports the result (a pod's termination message is read after it). What
+    a normal exit does that matters still happens: the task's non-daemon threads are waited for,
+    `atexit` handlers run (logging's flush among them), and stdout and stderr are flushed.
+    """
+    try:
+        for thread in threading.enumerate():
+            if thread is not threading.main_thread() and not thread.daemon:
+                thread.join()
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
 
 
 @contextlib.contextmanager
