@@ -364,7 +364,8 @@ class RunPass:
                        f"Invalid tasks found: {unknown}.")
             return
         reason = result.message or f"Attempt {attempt.name} succeeded"
-        self._set(task_id, S.SUCCESS, reason, xcom=result.xcom, follow_task_ids=follow, **_TRY_END)
+        self._set(task_id, S.SUCCESS, reason, xcom=result.xcom, xcoms=result.xcoms or None,
+                  follow_task_ids=follow, **_TRY_END)
         if follow is not None:
             self._skip_all_except(task_id, follow)
         if result.skip_all_downstream:
@@ -599,7 +600,8 @@ class RunPass:
         else:
             try_number = ti.try_number + 1
             name = attempt_name(self.run_name, task_id, try_number)
-            fields = {"start_date": None, "running_seconds": 0.0, "xcom": None, "follow_task_ids": None}
+            fields = {"start_date": None, "running_seconds": 0.0, "xcom": None, "xcoms": None,
+                      "follow_task_ids": None}
         # The scheduled -> queued steps of one pass make one event, not two.
         if (index := self._scheduled_event_at.pop(task_id, None)) is not None:
             self.events[index] = None

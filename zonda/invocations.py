@@ -29,6 +29,7 @@ class TaskInvocation(CrdModel):
 
     dag_name: str
     run_name: str
+    namespace: str | None = None
     run_type: RunType
     task_id: str
     try_number: int
@@ -42,6 +43,9 @@ class TaskInvocation(CrdModel):
     conf: JsonObject = Field(default_factory=dict)
     params: JsonObject = Field(default_factory=dict)
     xcoms: dict[str, Any] = Field(default_factory=dict, description="Return values of finished tasks.")
+    keyed_xcoms: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Other XComs of finished tasks (xcom_push), by task id and key."
+    )
     prev_data_interval_start_success: datetime | None = None
     prev_data_interval_end_success: datetime | None = None
     first_try_start: datetime | None = None  # a rescheduled sensor's first poke (for its timeout)
@@ -61,6 +65,9 @@ class TaskOutcome(enum.StrEnum):
 class TaskResult(CrdModel):
     outcome: TaskOutcome
     xcom: Any = None
+    xcoms: dict[str, Any] = Field(
+        default_factory=dict, description="Values pushed with xcom_push (and multiple_outputs keys), by key."
+    )
     follow_task_ids: list[str] | None = Field(
         default=None, description="Branch decision: direct downstream ids to follow; the rest are skipped."
     )

@@ -310,6 +310,9 @@ class TaskInstanceStatus(CrdModel):
     message: str | None = None
     reason: str | None = Field(default=None, description="Why the task is in this state.")
     xcom: Any = Field(default=None, description="The task's return value (XCom return_value).")
+    xcoms: JsonObject | None = Field(
+        default=None, description="The task's other XComs (xcom_push, multiple_outputs keys), by key."
+    )
     follow_task_ids: list[str] | None = Field(
         default=None, description="A branch task's chosen downstream ids."
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import conditions, scheduling
+from zonda import conditions, scheduling, xcoms
 from zonda.dags import DagInvalid, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
@@ -34,7 +34,6 @@ from zonda.decisions import (
 )
 from zonda.invocations import TaskInvocation
 from zonda.models import (
-    FINISHED_TI_STATES,
     DagRunSpec,
     DagRunState,
     DagRunStatus,
@@ -410,6 +409,7 @@ def task_invocation(
     task: ResolvedTask,
     try_number: int,
     previous_success: tuple[datetime, datetime] | None = None,
+    namespace: str | None = None,
 ) -> TaskInvocation:
     """What the task runner gets for one try: the task, the run's context and its upstream XComs.
 
@@ -417,9 +417,11 @@ def task_invocation(
     """
     ti = status.task_instances[task.task_id]
     assert status.logical_date and status.data_interval_start and status.data_interval_end
+    returned, keyed = xcoms.upstream_xcoms(status.task_instances)
     return TaskInvocation(
         dag_name=spec.dag_name,
         run_name=run_name,
+        namespace=namespace,
         run_type=spec.run_type,
         task_id=task.task_id,
         try_number=try_number,
@@ -432,11 +434,8 @@ def task_invocation(
         timezone=dag_spec.timezone,
         conf=dict(spec.conf),
         params=dict(dag_spec.params),
-        xcoms={
-            tid: t.xcom
-            for tid, t in status.task_instances.items()
-            if t.xcom is not None and t.state in FINISHED_TI_STATES
-        },
+        xcoms=returned,
+        keyed_xcoms=keyed,
         prev_data_interval_start_success=previous_success[0] if previous_success else None,
         prev_data_interval_end_success=previous_success[1] if previous_success else None,
         first_try_start=ti.first_try_start,

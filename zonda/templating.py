@@ -31,11 +31,11 @@ import jinja2.sandbox
 import pendulum
 from pendulum import DateTime
 
-from zonda import variables
+from zonda import variables, xcoms
 from zonda.invocations import TaskInvocation
 
 #: The key of a task's return value among its XComs.
-XCOM_RETURN_KEY = "return_value"
+XCOM_RETURN_KEY = xcoms.RETURN_KEY
 
 #: Airflow variables Zonda does not provide, and what to write instead: added to "is undefined" errors.
 _MISSING_VARIABLE_HINTS = {
@@ -64,10 +64,12 @@ class XComReader(Protocol):
 
 
 def read_invocation_xcoms(invocation: TaskInvocation) -> XComReader:
-    """The XComs the controller hands the runner: upstream tasks' return values."""
+    """The XComs the controller hands the runner: finished tasks' return values and pushed keys."""
 
     def read(task_id: str, key: str) -> Any:
-        return invocation.xcoms.get(task_id) if key == XCOM_RETURN_KEY else None
+        if key == XCOM_RETURN_KEY and task_id in invocation.xcoms:
+            return invocation.xcoms[task_id]
+        return invocation.keyed_xcoms.get(task_id, {}).get(key)
 
     return read
 
@@ -125,6 +127,8 @@ class ContextTaskInstance:
     logical_date: DateTime
     xcom_reader: XComReader = field(repr=False)
     map_index: int = -1
+    #: What this try pushed with `xcom_push`, by key (the runner returns it with the result).
+    pushed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def execution_date(self) -> DateTime:
@@ -153,18 +157,32 @@ class ContextTaskInstance:
             raise ValueError("xcom_pull: include_prior_dates is not supported, a try sees its own run only")
         if task_ids is None:
             raise ValueError("xcom_pull needs task_ids: name the task(s) whose XCom to read")
+        if map_indexes is not None and -1 not in (
+            [map_indexes] if isinstance(map_indexes, int) else map_indexes
+        ):
+            # Airflow filters on the map index: an unmapped task's XCom has -1, so nothing is found.
+            return default if isinstance(task_ids, str) else []
         if isinstance(task_ids, str):
-            value = self.xcom_reader(task_ids, key)
+            value = self._read(task_ids, key)
             return default if value is None else value
-        values = (self.xcom_reader(task_id, key) for task_id in task_ids)
+        values = (self._read(task_id, key) for task_id in task_ids)
         return [value for value in values if value is not None]
 
-    def xcom_push(self, key: str, value: Any) -> None:
-        """Refused with a reason: only a task's return value travels back to the controller."""
-        raise NotImplementedError(
-            f"xcom_push({key!r}, ...): Zonda keeps a task's return value as its only XCom; "
-            "return the value (a dict for several) instead"
-        )
+    def _read(self, task_id: str, key: str) -> Any:
+        """This try's own pushes first (Airflow stores them at once), then finished tasks' XComs."""
+        if task_id == self.task_id and key in self.pushed:
+            return self.pushed[key]
+        return self.xcom_reader(task_id, key)
+
+    def xcom_push(self, key: str, value: Any, execution_date: Any = None) -> None:
+        """Airflow's `TaskInstance.xcom_push`: the value becomes this task's XCom `key` when it succeeds.
+
+        The value is checked (JSON, datetimes as ISO 8601) here, so a bad one fails at the push that made
+        it, as Airflow's serialisation does; a later push of the same key replaces it.
+        """
+        if execution_date is not None:
+            raise ValueError("xcom_push: execution_date is not supported, a try pushes to its own run")
+        self.pushed[key] = xcoms.deserialize(xcoms.serialize(key, value))
 
 
 @dataclass(frozen=True)

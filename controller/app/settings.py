@@ -3,8 +3,8 @@
 `zonda controller`'s options take their defaults from `DEFAULTS` (tests/unit/test_settings.py checks
 that every option maps to a field with the same default, and every field to an option or a stated
 derivation), so the CLI, the Helm chart's arguments and the process cannot disagree. The environment
-is read here, once, at import: `$ZONDA_STATE_DIR`, `$ZONDA_TRIGGER_SHARDS`, `$ZONDA_TASK_*` and
-`$POD_NAMESPACE`; nothing else in the process reads it for these.
+is read here, once, at import: `$ZONDA_STATE_DIR`, `$ZONDA_TRIGGER_SHARDS`, `$ZONDA_TASK_*`,
+`$ZONDA_XCOM_*` and `$POD_NAMESPACE`; nothing else in the process reads it for these.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller import xcom_backends
 from controller.executors.pods import PodDefaults
 
 
@@ -25,6 +26,7 @@ def _environment(environ: Mapping[str, str]) -> dict[str, object]:
         "trigger_shards": int(environ.get("ZONDA_TRIGGER_SHARDS", "16")),
         "leader_namespace": environ.get("POD_NAMESPACE"),
         "image_pull_secrets": tuple(json.loads(environ.get("ZONDA_TASK_IMAGE_PULL_SECRETS") or "[]")),
+        "task_env": xcom_backends.task_environment(environ),
     }
 
 
@@ -40,7 +42,10 @@ class ControllerSettings:
     workers: int = 4  # reconciles at once
     trigger_shards: int = _ENV["trigger_shards"]  # type: ignore[assignment]  # = the triggerer's --shards
     pod_defaults: PodDefaults = field(
-        default_factory=lambda: PodDefaults(image_pull_secrets=_ENV["image_pull_secrets"])  # type: ignore[arg-type]
+        default_factory=lambda: PodDefaults(
+            image_pull_secrets=_ENV["image_pull_secrets"],  # type: ignore[arg-type]
+            env=_ENV["task_env"],  # type: ignore[arg-type]  # $ZONDA_XCOM_*, passed on to task pods
+        )
     )
     metrics_port: int | None = None
     health_port: int | None = None

@@ -176,6 +176,7 @@ class RunReconciler:
             task=task,
             try_number=launch.try_number,
             previous_success=success,
+            namespace=meta["namespace"],
         )
         await self.executor.launch(run, task=task, invocation=invocation, attempt_name=launch.attempt_name)
         metrics.PODS_CREATED.inc()

@@ -30,7 +30,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
-from zonda import operator_registry, templating, triggers
+from controller.xcom_backends import XComStore
+from zonda import operator_registry, templating, triggers, xcoms
 from zonda.authoring import compat
 from zonda.context import Context
 from zonda.exceptions import (
@@ -91,9 +92,15 @@ def build_operator(invocation: TaskInvocation) -> BaseOperator:
     return operator
 
 
-def build_operator_context(invocation: TaskInvocation, operator: BaseOperator) -> Context:
-    """Airflow's context for this try, with the task's own params; the operator gets its `dag` from it."""
-    context: Context = templating.build_context(invocation, task_params=operator.params)
+def build_operator_context(
+    invocation: TaskInvocation, operator: BaseOperator, store: XComStore | None = None
+) -> Context:
+    """Airflow's context for this try, with the task's own params; the operator gets its `dag` from it.
+
+    XCom pulls read values stored by the XCom backend (`store`) back from it.
+    """
+    reader = (store or XComStore()).loading(templating.read_invocation_xcoms(invocation))
+    context: Context = templating.build_context(invocation, task_params=operator.params, xcom_reader=reader)
     context["task"] = operator
     operator.dag = context["dag"]
     return context
@@ -106,9 +113,10 @@ def run_task(invocation: TaskInvocation) -> TaskResult:
     except OperatorNotCreated as error:
         _print_traceback(error)
         return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(str(error)))
+    store = XComStore.from_environment()
     try:
         with _terminate_on_sigterm(operator):
-            context = build_operator_context(invocation, operator)
+            context = build_operator_context(invocation, operator, store)
             operator.render_template_fields(context)
             if invocation.next_method:
                 # The event crossed the API as JSON: give the method back its datetimes.
@@ -130,20 +138,24 @@ def run_task(invocation: TaskInvocation) -> TaskResult:
     except (Exception, SystemExit, AirflowTaskTerminated) as error:
         _print_traceback(error)
         return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(_describe(error)))
-    return _success_result(operator, value)
+    return _success_result(operator, value, invocation, store, context["ti"].pushed)
 
 
-def _success_result(operator: BaseOperator, value: Any) -> TaskResult:
-    xcom = value if operator.do_xcom_push else None
+def _success_result(
+    operator: BaseOperator, value: Any, invocation: TaskInvocation, store: XComStore, pushed: dict[str, Any]
+) -> TaskResult:
+    """Success with the XComs as the result carries them (large ones written to the backend first)."""
     try:
-        json.dumps(xcom, allow_nan=False)
-    except (TypeError, ValueError) as error:
+        xcom = store.prepare(invocation, xcoms.RETURN_KEY, value) if operator.do_xcom_push else None
+        keyed = {key: store.prepare(invocation, key, item) for key, item in pushed.items()}
+    except xcoms.XComError as error:
+        log.error("%s", error)
+        return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(f"{operator.task_type}: {error}"))
+    except OSError as error:
+        _print_traceback(error)
         return TaskResult(
             outcome=TaskOutcome.FAILED,
-            message=_shorten(
-                f"The return value of {operator.task_type} ({type(xcom).__name__}) is not JSON-serializable: "
-                f"{error}. An XCom must be JSON: return a dict, list, str, number, bool or None"
-            ),
+            message=_shorten(f"cannot write to the XCom backend: {_describe(error)}"),
         )
     follow_task_ids, skip_all_downstream = None, False
     if isinstance(operator, SkipMixin):
@@ -151,6 +163,7 @@ def _success_result(operator: BaseOperator, value: Any) -> TaskResult:
     return TaskResult(
         outcome=TaskOutcome.SUCCESS,
         xcom=xcom,
+        xcoms=keyed,
         follow_task_ids=follow_task_ids,
         skip_all_downstream=skip_all_downstream,
     )

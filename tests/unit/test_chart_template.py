@@ -398,6 +398,24 @@ def test_task_pod_defaults_reach_the_controller(
     assert {k: v for k, v in env.items() if k.startswith("ZONDA_TASK_")} == expected_env
 
 
+@pytest.mark.parametrize(
+    ("values", "expected_env"),
+    [
+        pytest.param({}, {"ZONDA_XCOM_MAX_BYTES": "67108864"}, id="no backend: large values fail"),
+        pytest.param(
+            {"xcom": {"backendUrl": "s3://bucket/xcom", "maxBytes": 1000000}},
+            {"ZONDA_XCOM_BACKEND_URL": "s3://bucket/xcom", "ZONDA_XCOM_MAX_BYTES": "1000000"},
+            id="an object-storage backend and a maximum",
+        ),
+    ],
+)
+def test_xcom_settings_reach_the_controller(
+    helm: Path, tmp_path: Path, values: dict[str, Any], expected_env: dict[str, str]
+) -> None:
+    env = env_of(render(helm, tmp_path, values), "controller")
+    assert {k: v for k, v in env.items() if k.startswith("ZONDA_XCOM_")} == expected_env
+
+
 def test_a_custom_task_account_is_created_without_a_token_or_permissions(helm: Path, tmp_path: Path) -> None:
     manifests = render(helm, tmp_path, {"taskPods": {"serviceAccount": {"name": "etl-runner"}}})
     account = named(manifests, "ServiceAccount", "etl-runner")
@@ -518,6 +536,8 @@ def test_service_monitor_selects_both_metrics_services(helm: Path, tmp_path: Pat
                      id="pods cannot run as root"),
         pytest.param({"triggerer": {"extraRules": [{"resources": ["jobs"]}]}}, "verbs",
                      id="an extra rule needs verbs"),
+        pytest.param({"xcom": {"backendUrl": "bucket/xcom"}}, "backendUrl",
+                     id="the XCom backend is a URL with its scheme"),
     ],
 )
 def test_the_schema_refuses_bad_values(

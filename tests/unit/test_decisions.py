@@ -187,8 +187,9 @@ def test_a_linear_dag_succeeds_task_after_task() -> None:
     run = started(make_dag({"extract": {}, "load": {"upstream": ["extract"]}}))
     run.step(run.running("extract"))
     assert run.states()["extract"] == "running"
-    plan = run.step(run.succeeded("extract", xcom={"rows": 3}))
+    plan = run.step(run.succeeded("extract", xcom={"rows": 3}, xcoms={"path": "/tmp/x"}))
     assert run.ti("extract").xcom == {"rows": 3}
+    assert run.ti("extract").xcoms == {"path": "/tmp/x"}  # xcom_push'ed keys are kept beside it
     assert launched(plan) == ["load"]
     run.wait(timedelta(minutes=1))
     plan = run.step(run.succeeded("load"))

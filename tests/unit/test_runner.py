@@ -352,12 +352,12 @@ CASES = [
         {},
         {
             "outcome": "failed",
-            "message": "XCom return value is 5002 bytes; the limit is 4096 (termination message); "
-            "return less or write to external storage",
+            "message": "PythonOperator: XCom 'return_value' is 5002 bytes; values over 1024 bytes need an "
+            "XCom backend: set xcom.backendUrl in the chart ($ZONDA_XCOM_BACKEND_URL), or return less",
         },
         1,
         "",
-        id="an XCom too large for a termination message fails with the limit",
+        id="an XCom too large for status without a backend fails with its size and the limit",
     ),
     pytest.param(
         "PythonOperator",

@@ -31,6 +31,7 @@ def invocation(**overrides: Any) -> TaskInvocation:
         "conf": {"table": "sales", "limit": 10},
         "params": {"limit": 5, "region": "eu"},
         "xcoms": {"extract": {"rows": 42}, "count": 7},
+        "keyed_xcoms": {"extract": {"path": "/data/x"}, "check": {"path": "/data/c"}},
         "prev_data_interval_start_success": datetime.fromisoformat("2024-03-03T00:00:00+00:00"),
         "prev_data_interval_end_success": datetime.fromisoformat("2024-03-04T00:00:00+00:00"),
     }
@@ -151,7 +152,19 @@ XCOM_PULLS = [
     pytest.param(
         "{{ ti.xcom_pull(task_ids='count', key='other') }}",
         "None",
-        id="keys other than return_value have no value",
+        id="a key the task did not push has no value",
+    ),
+    pytest.param("{{ ti.xcom_pull('extract', key='path') }}", "/data/x", id="a pushed key"),
+    pytest.param(
+        "{{ ti.xcom_pull(['extract', 'count', 'check'], key='path') }}",
+        "['/data/x', '/data/c']",
+        id="a pushed key from several tasks: the values found, in the order asked",
+    ),
+    pytest.param("{{ ti.xcom_pull('count', map_indexes=-1) }}", "7", id="an unmapped task's map index is -1"),
+    pytest.param(
+        "{{ ti.xcom_pull('count', map_indexes=[0, 1], default='-') }}",
+        "-",
+        id="other map indexes of an unmapped task find nothing",
     ),
 ]
 
@@ -190,7 +203,9 @@ def test_xcom_pull_uses_the_given_reader() -> None:
             id="pulling from earlier runs is refused",
         ),
         pytest.param(
-            "{{ ti.xcom_push('k', 1) }}", "return the value", id="pushing an XCom says to return it"
+            "{{ ti.xcom_push('k', ti) }}",
+            "XCom 'k': ContextTaskInstance",
+            id="pushing what JSON cannot hold names the key",
         ),
     ],
 )
@@ -328,3 +343,19 @@ def test_render_fields_renders_only_the_template_fields() -> None:
         "bash_command": "echo 2024-03-05",
         "cwd": "{{ ds }}",
     }
+
+
+def test_xcom_push_is_pulled_back_by_the_same_try_and_carried_as_json() -> None:
+    context = build_context(invocation())
+    ti = context["ti"]
+    ti.xcom_push(key="when", value=pendulum.datetime(2024, 3, 5, 6, tz="Europe/Paris"))
+    ti.xcom_push(key="pair", value=(1, "a"))
+    assert render("{{ ti.xcom_pull('load', key='pair') }}", context) == "[1, 'a']"
+    assert ti.pushed == {"when": "2024-03-05T06:00:00+01:00", "pair": [1, "a"]}
+    ti.xcom_push(key="pair", value=None)
+    assert ti.pushed["pair"] is None  # a later push replaces an earlier one
+
+
+def test_xcom_push_refuses_a_naive_datetime() -> None:
+    with pytest.raises(ValueError, match="naive datetime"):
+        build_context(invocation())["ti"].xcom_push(key="when", value=datetime(2024, 1, 1))

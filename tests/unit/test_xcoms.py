@@ -1,0 +1,210 @@
+"""XComs beyond the return value: pushed keys, Airflow's JSON, values too large for status in a backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.xcom_backends import XComStore
+from zonda import xcoms
+from zonda.invocations import RESULT_LIMIT_BYTES, TaskInvocation, TaskResult
+from zonda.models import RunType, TaskInstanceState, TaskInstanceStatus
+
+REPO = Path(__file__).resolve().parents[2]
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(), children, max_size=5),
+    max_leaves=30,
+)
+
+
+def invocation(**fields: Any) -> TaskInvocation:
+    defaults: dict[str, Any] = {
+        "dag_name": "etl",
+        "run_name": "etl-manual-1",
+        "namespace": "team-a",
+        "run_type": RunType.MANUAL,
+        "task_id": "extract",
+        "try_number": 2,
+        "operator": "PythonOperator",
+        "logical_date": datetime(2024, 1, 2, tzinfo=UTC),
+        "data_interval_start": datetime(2024, 1, 2, tzinfo=UTC),
+        "data_interval_end": datetime(2024, 1, 3, tzinfo=UTC),
+    }
+    return TaskInvocation(**{**defaults, **fields})
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        pytest.param(datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), '"2024-01-02T03:04:05+00:00"', id="datetime"),
+        pytest.param(date(2024, 1, 2), '"2024-01-02"', id="date"),
+        pytest.param((1, "a"), '[1,"a"]', id="a tuple is a list"),
+        pytest.param({"é": [None, True, 1.5]}, '{"é":[null,true,1.5]}', id="JSON as is, UTF-8"),
+    ],
+)
+def test_values_are_stored_as_airflows_json(value: Any, stored: str) -> None:
+    assert xcoms.serialize("k", value) == stored.encode()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param({1, 2}, "XCom 'k': set {1, 2} is not JSON-serializable", id="a set"),
+        pytest.param(float("nan"), "Out of range float values", id="NaN"),
+        pytest.param({"at": datetime(2024, 1, 2)}, "naive datetime", id="a naive datetime"),
+        pytest.param({1: "a"}, "mapping key 1 is not a string", id="a non-string key"),
+    ],
+)
+def test_values_json_cannot_hold_fail_naming_the_key(value: Any, message: str) -> None:
+    with pytest.raises(xcoms.XComError, match=message):
+        xcoms.serialize("k", value)
+
+
+@given(JSON_VALUES)
+def test_a_value_reads_back_equal_whether_inline_or_stored(value: Any) -> None:
+    store = XComStore(base_url="memory://zonda-xcom-property", inline_limit=0)
+    prepared = store.prepare(invocation(), "return_value", value)
+    assert xcoms.is_stored(prepared)
+    assert (
+        XComStore().load(prepared)
+        == value
+        == XComStore().load(XComStore(inline_limit=10**9).prepare(invocation(), "return_value", value))
+    )
+
+
+def test_a_small_value_stays_inline_and_a_large_one_goes_to_the_backend(tmp_path: Path) -> None:
+    store = XComStore(base_url=f"file://{tmp_path}/xcom")
+    assert store.prepare(invocation(), "rows", list(range(10))) == list(range(10))
+    large = "x" * 100_000
+    reference = store.prepare(invocation(), "return_value", large)
+    url = f"file://{tmp_path}/xcom/team-a/etl-manual-1/extract/2/return_value.json"
+    assert reference == {xcoms.STORED_MARKER: {"url": url, "bytes": 100_002}}
+    assert len(json.dumps(reference)) < 200  # what the run's status keeps
+    assert XComStore().load(reference) == large  # read without configuration: the URL is in the reference
+
+
+def test_a_value_over_the_maximum_fails_with_its_size_and_the_limit(tmp_path: Path) -> None:
+    store = XComStore(base_url=f"file://{tmp_path}", max_bytes=50_000)
+    with pytest.raises(xcoms.XComError, match="XCom 'big' is 60002 bytes; the limit is 50000 bytes"):
+        store.prepare(invocation(), "big", "x" * 60_000)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_without_a_backend_a_large_value_fails_saying_how_to_configure_one() -> None:
+    with pytest.raises(xcoms.XComError, match=r"2002 bytes; values over 1024 bytes need an XCom backend"):
+        XComStore().prepare(invocation(), "return_value", "x" * 2000)
+
+
+def test_a_missing_stored_value_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(xcoms.XComError, match="cannot read the stored XCom at file://"):
+        XComStore().load(xcoms.stored_reference(f"file://{tmp_path}/gone.json", 10))
+
+
+def test_multiple_outputs_needs_a_dict_with_string_keys() -> None:
+    assert xcoms.multiple_outputs({"a": 1}) == {"a": 1}
+    with pytest.raises(xcoms.XComError, match="expected dictionary for multiple_outputs"):
+        xcoms.multiple_outputs([1])
+    with pytest.raises(xcoms.XComError, match="keys must be strings when using multiple_outputs"):
+        xcoms.multiple_outputs({1: "a"})
+
+
+def test_a_try_pulls_only_finished_tasks_xcoms() -> None:
+    done = TaskInstanceStatus(state=TaskInstanceState.SUCCESS, xcom=1, xcoms={"k": "v"})
+    running = TaskInstanceStatus(state=TaskInstanceState.RUNNING, xcom=2, xcoms={"k": "w"})
+    assert xcoms.upstream_xcoms({"a": done, "b": running}) == ({"a": 1}, {"a": {"k": "v"}})
+
+
+HELPERS = """
+def push_and_return(ti, size):
+    ti.xcom_push(key="path", value="/data/part-1")
+    ti.xcom_push(key="blob", value="y" * size)
+    return "x" * size
+
+
+def measure(big, blob, path):
+    return {"big": len(big), "blob": len(blob), "path": path}
+"""
+
+
+def run_runner(tmp_path: Path, wire: TaskInvocation, backend: str | None) -> dict[str, Any]:
+    (tmp_path / "xcom_helpers.py").write_text(HELPERS)
+    result_path = tmp_path / "termination-log"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ZONDA_")}
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
+        ZONDA_RESULT_PATH=str(result_path),
+        ZONDA_TASK_INVOCATION=wire.model_dump_json(by_alias=True),
+    )
+    if backend:
+        env["ZONDA_XCOM_BACKEND_URL"] = backend
+    process = subprocess.run(
+        [sys.executable, "-m", "controller.runner"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    payload = result_path.read_bytes()
+    assert len(payload) <= RESULT_LIMIT_BYTES
+    result: dict[str, Any] = json.loads(payload)
+    TaskResult.model_validate(result)
+    assert process.returncode == (1 if result["outcome"] == "failed" else 0), process.stderr
+    return result
+
+
+def test_a_100_kb_value_and_pushed_keys_travel_through_the_backend_to_the_next_task(tmp_path: Path) -> None:
+    backend = f"file://{tmp_path}/store"
+    pushed = run_runner(
+        tmp_path,
+        invocation(args={"python_callable": "xcom_helpers:push_and_return", "op_kwargs": {"size": 100_000}}),
+        backend,
+    )
+    assert pushed["outcome"] == "success", pushed
+    assert pushed["xcom"][xcoms.STORED_MARKER]["bytes"] == 100_002
+    assert pushed["xcoms"]["path"] == "/data/part-1"
+    assert xcoms.is_stored(pushed["xcoms"]["blob"])
+    args = {
+        "python_callable": "xcom_helpers:measure",
+        "op_kwargs": {
+            "big": "{{ ti.xcom_pull('extract') }}",
+            "blob": "{{ ti.xcom_pull('extract', key='blob') }}",
+            "path": "{{ ti.xcom_pull(task_ids='extract', key='path') }}",
+        },
+    }
+    pulled = run_runner(
+        tmp_path,
+        invocation(
+            task_id="load",
+            try_number=1,
+            args=args,
+            xcoms={"extract": pushed["xcom"]},
+            keyed_xcoms={"extract": pushed["xcoms"]},
+        ),
+        None,  # reading needs no configuration
+    )
+    assert pulled["outcome"] == "success", pulled
+    assert pulled["xcom"] == {"big": 100_000, "blob": 100_000, "path": "/data/part-1"}
+
+
+def test_a_large_value_without_a_backend_fails_the_task_with_its_size(tmp_path: Path) -> None:
+    result = run_runner(
+        tmp_path,
+        invocation(args={"python_callable": "xcom_helpers:push_and_return", "op_kwargs": {"size": 5000}}),
+        None,
+    )
+    assert result["outcome"] == "failed"
+    assert (
+        "XCom 'return_value' is 5002 bytes; values over 1024 bytes need an XCom backend" in result["message"]
+    )

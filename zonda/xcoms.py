@@ -1,0 +1,102 @@
+"""XCom values: how they are serialised, how large ones are replaced by a reference to stored bytes.
+
+A task's XComs travel from its runner to the controller in the 4,096-byte termination message and
+live in the DagRun's status, so each must stay small. A value whose JSON is larger than
+`INLINE_LIMIT_BYTES` is written by an XCom backend (see `controller.xcom_backends`) and replaced by a
+*stored reference*, `{"__zonda_xcom_stored__": {"url": ..., "bytes": n}}`; a pull reads it back.
+
+Values are JSON. As Airflow's XCom JSON encoder does, an aware datetime (or a date) is stored as its
+ISO 8601 text, a tuple as a list; anything else JSON cannot hold fails the task with the key and type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from zonda.models import FINISHED_TI_STATES, TaskInstanceStatus
+from zonda.triggers import to_json_safe
+
+#: The key of a task's return value among its XComs (Airflow's XCOM_RETURN_KEY).
+RETURN_KEY = "return_value"
+#: A value whose JSON is larger than this goes to the XCom backend: status keeps a reference.
+INLINE_LIMIT_BYTES = 1024
+#: Airflow has no limit; Zonda refuses values larger than this unless configured otherwise.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+STORED_MARKER = "__zonda_xcom_stored__"
+
+
+class XComError(ValueError):
+    """A value that cannot be an XCom (not JSON, too large, no backend for its size)."""
+
+
+def serialize(key: str, value: Any) -> bytes:
+    """The value's compact JSON, datetimes as ISO 8601; XComError naming the key otherwise."""
+    if not isinstance(key, str) or not key:
+        raise XComError(f"XCom key must be a non-empty string, not {key!r}")
+    try:
+        safe = to_json_safe(value, path=f"XCom {key!r}")
+        return json.dumps(safe, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as error:
+        raise XComError(
+            f"{error}. An XCom must be JSON: a dict, list, str, number, bool, None or an aware datetime"
+        ) from error
+
+
+def deserialize(data: bytes) -> Any:
+    return json.loads(data)
+
+
+def stored_reference(url: str, size: int) -> dict[str, Any]:
+    return {STORED_MARKER: {"url": url, "bytes": size}}
+
+
+def is_stored(value: Any) -> bool:
+    return (
+        isinstance(value, dict) and set(value) == {STORED_MARKER} and isinstance(value[STORED_MARKER], dict)
+    )
+
+
+def stored_url(value: Mapping[str, Any]) -> str:
+    return str(value[STORED_MARKER]["url"])
+
+
+def check_size(key: str, size: int, max_bytes: int) -> None:
+    """Refuse a value over the configured maximum with its size and the limit."""
+    if size > max_bytes:
+        raise XComError(f"XCom {key!r} is {size} bytes; the limit is {max_bytes} bytes (xcom max size)")
+
+
+def multiple_outputs(value: Any) -> dict[str, Any]:
+    """The XComs `multiple_outputs` pushes: one per key of the returned dict, as Airflow does."""
+    if not isinstance(value, dict):
+        raise XComError(f"Returned output was type {type(value)} expected dictionary for multiple_outputs")
+    for key in value:
+        if not isinstance(key, str):
+            raise XComError(
+                f"Returned dictionary keys must be strings when using multiple_outputs, "
+                f"found {key} ({type(key)}) instead"
+            )
+    return dict(value)
+
+
+def object_path(
+    namespace: str, run_name: str, task_id: str, try_number: int, key: str, map_index: int = -1
+) -> str:
+    """Where a stored value lives under the backend's base URL: unique per run, task, try and key."""
+    index = "" if map_index < 0 else f"/{map_index}"
+    return f"{namespace}/{run_name}/{task_id}{index}/{try_number}/{key}.json"
+
+
+def upstream_xcoms(
+    task_instances: Mapping[str, TaskInstanceStatus],
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """What a try may pull: finished tasks' return values, and their other XComs by task id and key.
+
+    A task still running has pushed nothing yet: only finished tasks count.
+    """
+    finished = {tid: ti for tid, ti in task_instances.items() if ti.state in FINISHED_TI_STATES}
+    returned = {tid: ti.xcom for tid, ti in finished.items() if ti.xcom is not None}
+    keyed = {tid: dict(ti.xcoms) for tid, ti in finished.items() if ti.xcoms}
+    return returned, keyed
