@@ -29,6 +29,7 @@ from controller.cli import dags as dags_commands
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
+from controller.cli import xcom as xcom_commands
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from controller.triggerer.settings import DEFAULTS as TRIGGERER
@@ -383,6 +384,7 @@ def mark(
 
 main.add_command(logs_commands.logs)
 main.add_command(runs_commands.runs)
+main.add_command(xcom_commands.xcom)
 main.add_command(dags_commands.dags)
 ui_cli.register(main)
 

@@ -55,6 +55,7 @@ def test_the_environment_is_read_once_into_the_defaults(monkeypatch: pytest.Monk
             "ZONDA_TRIGGER_SHARDS": "4",
             "POD_NAMESPACE": "ops",
             "ZONDA_TASK_IMAGE_PULL_SECRETS": '["regcred"]',
+            "ZONDA_XCOM_BACKEND_URL": "s3://bucket/xcom",
         }
     )
     assert read == {
@@ -62,6 +63,7 @@ def test_the_environment_is_read_once_into_the_defaults(monkeypatch: pytest.Monk
         "trigger_shards": 4,
         "leader_namespace": "ops",
         "image_pull_secrets": ("regcred",),
+        "task_env": ({"name": "ZONDA_XCOM_BACKEND_URL", "value": "s3://bucket/xcom"},),
     }
 
 

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.cli.xcom import find_xcom
 from controller.xcom_backends import XComStore
 from zonda import xcoms
 from zonda.invocations import RESULT_LIMIT_BYTES, TaskInvocation, TaskResult
-from zonda.models import RunType, TaskInstanceState, TaskInstanceStatus
+from zonda.models import DagRunStatus, RunType, TaskInstanceState, TaskInstanceStatus
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -208,3 +211,41 @@ def test_a_large_value_without_a_backend_fails_the_task_with_its_size(tmp_path: 
     assert (
         "XCom 'return_value' is 5002 bytes; values over 1024 bytes need an XCom backend" in result["message"]
     )
+
+
+def finished_run(tmp_path: Path) -> DagRunStatus:
+    stored = XComStore(base_url=f"file://{tmp_path}").prepare(invocation(), "return_value", "z" * 5000)
+    return DagRunStatus(
+        task_instances={
+            "extract": TaskInstanceStatus(state=TaskInstanceState.SUCCESS, xcom=stored, xcoms={"path": "/p"}),
+            "load": TaskInstanceStatus(state=TaskInstanceState.RUNNING),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("task_id", "key", "map_index", "error"),
+    [
+        pytest.param(
+            "nope", "return_value", -1, "run r1 has no task 'nope' (its tasks: extract, load)", id="task"
+        ),
+        pytest.param(
+            "load", "return_value", -1, "task 'load' is running: its XComs exist once", id="running"
+        ),
+        pytest.param(
+            "extract", "other", -1, "has no XCom 'other'; its keys: return_value, path", id="a missing key"
+        ),
+        pytest.param("extract", "return_value", 3, "task 'extract' is not mapped", id="a map index"),
+    ],
+)
+def test_xcom_get_says_why_there_is_no_value(
+    tmp_path: Path, task_id: str, key: str, map_index: int, error: str
+) -> None:
+    with pytest.raises(click.ClickException, match=re.escape(error)):
+        find_xcom(finished_run(tmp_path), "r1", task_id, key, map_index)
+
+
+def test_xcom_get_finds_the_return_value_and_pushed_keys(tmp_path: Path) -> None:
+    status = finished_run(tmp_path)
+    assert XComStore().load(find_xcom(status, "r1", "extract", "return_value", -1)) == "z" * 5000
+    assert find_xcom(status, "r1", "extract", "path", -1) == "/p"
