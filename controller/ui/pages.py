@@ -33,6 +33,18 @@ def _static_url(name: str) -> str:
     return f"/static/{name}?v={digest}"
 
 
+def _grid_cells(states: tuple[str | None, ...]) -> Markup:
+    """A grid row's cells, built here rather than in a Jinja loop: 20,000 cells render 10x faster.
+
+    A cell carries only its state class; the page's script finds its run (the column's header) and
+    task (the row) when it is clicked or hovered.
+    """
+    return Markup("").join(
+        Markup('<td class="cell"></td>') if state is None else Markup('<td class="cell s-%s"></td>') % state
+        for state in states
+    )
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("controller.ui", "templates"),
@@ -43,6 +55,7 @@ def environment() -> jinja2.Environment:
     env.globals["static"] = _static_url
     env.filters["tojson_pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=True, default=str)
     env.filters["markdown"] = lambda text: Markup(render_markdown(text))  # sanitised by nh3 first
+    env.filters["grid_cells"] = _grid_cells
     env.filters["short_time"] = lambda value: str(value or "")[:19].replace("T", " ") or "—"
     return env
 
@@ -97,10 +110,11 @@ async def dag_list(request: web.Request) -> web.Response:
             readable.add(namespace)
         except web.HTTPForbidden:
             continue
-    rows = [
-        views.dag_row(dag, store.runs_of(dag["metadata"]["namespace"], dag["metadata"]["name"]))
-        for dag in store.dags_in(readable)
-    ]
+    # Filter on the DAGs alone (cheap), then sort the runs of the page's DAGs only.
+    dags = {
+        (row.namespace, row.name): dag for dag in store.dags_in(readable) if (row := views.dag_row(dag, ()))
+    }
+    rows = [views.dag_row(dag, ()) for dag in dags.values()]
     if query:
         rows = [row for row in rows if row.matches(query)]
     if tag:
@@ -108,7 +122,10 @@ async def dag_list(request: web.Request) -> web.Response:
     if status in ("active", "paused"):
         rows = [row for row in rows if row.paused == (status == "paused")]
     page = max(int(request.query.get("page", "1") or 1), 1)
-    shown = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    shown = [
+        views.dag_row(dags[(row.namespace, row.name)], store.runs_of(row.namespace, row.name))
+        for row in rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    ]
     return render(
         request,
         "dags.html",

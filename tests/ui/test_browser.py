@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from controller.devtools.devcluster import REPO_ROOT, Cluster, free_port
 from tests.cluster.test_ui_server import READ_RULES, service_account_token
@@ -110,6 +110,17 @@ def ui_process(cluster: Cluster, namespace: str, tmp_path: Path, *extra: str) ->
         print(f"--- ui log\n{process.log()[-4000:]}")
 
 
+def grid_cell(page: Page, task_key: str, run_name: str) -> Locator:
+    """The grid cell of one task instance: the row of the task, the column whose header is the run."""
+    column = page.evaluate(
+        "run => [...document.querySelectorAll('table.grid thead th')]"
+        ".findIndex(th => th.dataset.run === run)",
+        run_name,
+    )
+    assert column > 0, f"no column for {run_name}"
+    return page.locator(f"table.grid tr[data-key='{task_key}'] > :nth-child({column + 1})")
+
+
 def shot(page: Page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
@@ -147,9 +158,9 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
 
         # Cells change colour live: the page is never reloaded (the marker on window survives).
         page.evaluate("window.__sameDocument = true")
-        extract = page.locator(f"tr[data-key='process.extract'] td[data-run='{run_name}']")
+        extract = grid_cell(page, "process.extract", run_name)
         expect(extract).to_have_class("cell s-success")
-        flaky = page.locator(f"tr[data-key='process.flaky'] td[data-run='{run_name}']")
+        flaky = grid_cell(page, "process.flaky", run_name)
         expect(flaky).to_have_class("cell s-failed")
         assert page.evaluate("window.__sameDocument") is True
         shot(page, "grid")
@@ -169,7 +180,7 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
 
         # Open the failed task's log.
         page.goto(f"{url}/dags/{namespace}/ui-demo")
-        flaky.locator("a").click()
+        grid_cell(page, "process.flaky", run_name).click()
         expect(page.locator("#log")).to_contain_text("first try fails on purpose")
         shot(page, "task")
 

@@ -214,9 +214,30 @@ function clearDialog(button) {
   showPreview();
 }
 
+// A grid cell knows only its state: its run is its column's header, its task its row.
+function gridCell(target) {
+  const cell = target.closest("table.grid td.cell");
+  if (!cell || !cell.className.includes("s-")) return null;
+  const row = cell.parentElement;
+  const header = cell.closest("table").tHead.rows[0].cells[cell.cellIndex];
+  const state = cell.className.replace("cell s-", "");
+  return { cell, row, run: header.dataset.run, key: row.dataset.key, group: row.classList.contains("group"), state };
+}
+
+document.addEventListener("mouseover", (event) => {
+  const found = event.target instanceof Element && gridCell(event.target);
+  if (found && !found.cell.title) found.cell.title = `${found.key.replace(/^group:/, "")} · ${found.run}: ${found.state}`;
+});
+
 document.addEventListener("click", async (event) => {
   const target = event.target;
   if (!(target instanceof Element)) return;
+  const found = gridCell(target);
+  if (found && !found.group) {
+    const ns = found.cell.closest("table").dataset.ns;
+    location.href = `/runs/${encodeURIComponent(ns)}/${encodeURIComponent(found.run)}/tasks/${encodeURIComponent(found.key)}`;
+    return;
+  }
   const groupButton = target.closest(".group-toggle");
   if (groupButton) { toggleGroup(groupButton.dataset.group); applyGridGroups(); return; }
   const clearButton = target.closest(".clear-button");
