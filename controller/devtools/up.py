@@ -287,6 +287,21 @@ class RunsScreen:
         return True
 
 
+def _start_ui(
+    children: list[subprocess.Popen[bytes]], cluster: Cluster, workdir: Path, state_dir: Path
+) -> str:
+    """Start `zonda ui` (port 8080 when free) and say where it is."""
+    from controller.ui.server import free_port_near
+
+    port = free_port_near(8080)
+    kubeconfig = str(cluster.kubeconfig)
+    args = ["ui", "--namespace", "default", "--kubeconfig", kubeconfig, "--state-dir", str(state_dir)]
+    children.append(_spawn("ui", [*args, "--port", str(port)], cluster, workdir))
+    url = f"http://127.0.0.1:{port}/dags"
+    log(f"web UI started: {url}")
+    return url
+
+
 def main(
     *, executor: str = "local", examples: list[str], exit_when_done: bool = False, timeout: float = 300
 ) -> int:
@@ -340,6 +355,7 @@ def main(
             )
         )
         log(f"controller ({executor} executor) and triggerer started; logs in {workdir}")
+        ui_url = _start_ui(children, cluster, workdir, state_dir)
         _step(4)
         paths = [_example_path(example) for example in examples]
         cluster.kubectl("apply", *[arg for path in paths for arg in ("-f", str(path))])
@@ -366,7 +382,7 @@ def main(
         for run_name in manual:
             log(f"triggered {run_name}")
 
-        print(f"\nexport KUBECONFIG={cluster.kubeconfig}\n", flush=True)
+        print(f"\nexport KUBECONFIG={cluster.kubeconfig}\nweb UI: {ui_url}\n", flush=True)
         _step(5)
         deadline = time.monotonic() + timeout
         screen = RunsScreen(cluster, manual, scheduled_dags)
