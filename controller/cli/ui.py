@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -80,26 +81,44 @@ def ui(
     asyncio.run(run())
 
 
-def _load_dag(source: str, namespace: str, kubeconfig: str | None) -> dict[str, object]:
-    """A DAG from a YAML/JSON file (a DAG manifest), else the DAG of that name in the cluster."""
-    path = Path(source)
+def _dags_in_file(path: Path) -> list[dict[str, Any]]:
+    """The DAG manifests a YAML/JSON file holds, or a Python DAG file renders to (as `zonda dags render`)."""
+    if path.suffix == ".py":
+        from zonda.authoring import rendering
+
+        report = rendering.render_paths([path], airflow_compat=True, safe_mode=False)
+        if report.failed:
+            problems = [*report.file_errors.values(), *(e for d in report.dags for e in d.errors)]
+            raise click.ClickException(f"{path} does not render: {'; '.join(map(str, problems))}")
+        return list(report.manifests)
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict) and d.get("kind") == "DAG"]
+
+
+def _load_dag(source: str, namespace: str, kubeconfig: str | None) -> dict[str, Any]:
+    """A DAG from a file (`FILE` or `FILE:DAG` when it holds several), else the DAG of that name."""
+    file_part, _, wanted = source.partition(":") if not Path(source).is_file() else (source, "", "")
+    path = Path(file_part)
     if path.is_file():
-        for document in yaml.safe_load_all(path.read_text()):
-            if isinstance(document, dict) and document.get("kind") == "DAG":
-                document.setdefault("metadata", {}).setdefault("namespace", namespace)
-                return document
-        raise click.ClickException(f"{source} holds no DAG manifest")
+        found = _dags_in_file(path)
+        if wanted:
+            found = [d for d in found if d["metadata"]["name"] == wanted]
+        if len(found) != 1:
+            names = ", ".join(d["metadata"]["name"] for d in _dags_in_file(path)) or "none"
+            raise click.ClickException(f"{path} holds DAGs {names}: name one as {path}:DAG")
+        dag = found[0]
+        dag.setdefault("metadata", {}).setdefault("namespace", namespace)
+        return dag
 
     from controller.kube import DAGS, Kube
 
-    async def fetch() -> dict[str, object] | None:
+    async def fetch() -> dict[str, Any] | None:
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
             return await kube.get_custom(DAGS, namespace, source)
 
-    dag = asyncio.run(fetch())
-    if dag is None:
+    fetched = asyncio.run(fetch())
+    if fetched is None:
         raise click.ClickException(f"no file {source!r} and no DAG {source!r} in namespace {namespace}")
-    return dag
+    return fetched
 
 
 @click.command("show")
@@ -132,14 +151,14 @@ def dags_show(
     if run_name:
         from controller.kube import DAGRUNS, Kube
 
-        async def fetch_run() -> dict[str, object] | None:
+        async def fetch_run() -> dict[str, Any] | None:
             async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
                 return await kube.get_custom(DAGRUNS, ns, run_name)
 
         run = asyncio.run(fetch_run())
         if run is None:
             raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
-        tis = (run.get("status") or {}).get("taskInstances") or {}  # type: ignore[attr-defined]
+        tis = (run.get("status") or {}).get("taskInstances") or {}
         states = {task_id: ti.get("state") or "none" for task_id, ti in tis.items()}
     text = dag_dot(body, states=states, collapsed=set(collapsed))
     if fmt == "dot":

@@ -82,9 +82,10 @@ def ui_dag(name: str = "ui-dag") -> dict[str, Any]:
 class Viewer:
     """A browser-like client: the viewer's token on every request, the page's CSRF token on actions."""
 
-    def __init__(self, client: TestClient, token: str | None) -> None:
+    def __init__(self, client: TestClient, token: str | None, **headers: str) -> None:
         self.client = client
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.headers.update(headers)
 
     async def get(self, path: str) -> tuple[int, str]:
         response = await self.client.get(path, headers=self.headers)
@@ -318,6 +319,39 @@ async def test_read_only_mode_refuses_actions_before_the_api(
         assert status == 200 and "read-only" in html
         status, answer = await viewer.post(f"/api/dags/{namespace}/ui-dag/trigger", {"conf": {}})
         assert status == 403 and "read-only" in answer["error"]
+        assert get(cluster, namespace, "dagruns")["items"] == []
+    finally:
+        await client.close()
+        await kube.close()
+
+
+async def test_impersonation_reads_and_acts_as_the_proxys_user(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    service_account_token(cluster, namespace, "reader", READ_RULES)
+    apply(cluster, namespace, ui_dag())
+    kube = await Kube.connect(str(cluster.kubeconfig))  # the UI's account: admin here, RBAC checks the user
+    settings = UiSettings(namespaces=[namespace], auth=AuthMode.IMPERSONATE)
+    client = TestClient(TestServer(create_app(kube, settings)))
+    await client.start_server()
+    try:
+        for _ in range(100):
+            if (namespace, "ui-dag") in client.app[STORE].dags:
+                break
+            await asyncio.sleep(0.1)
+        groups = "system:serviceaccounts,system:authenticated"
+        reader = Viewer(
+            client,
+            None,
+            **{"X-Forwarded-User": f"system:serviceaccount:{namespace}:reader", "X-Forwarded-Groups": groups},
+        )
+        stranger = Viewer(client, None, **{"X-Forwarded-User": "mallory", "X-Forwarded-Groups": groups})
+        assert (await Viewer(client, None).get("/dags"))[0] == 401
+        assert (await reader.get(f"/dags/{namespace}/ui-dag"))[0] == 200
+        status, text = await stranger.get(f"/dags/{namespace}/ui-dag")
+        assert status == 403 and "You may not" in text
+        status, answer = await reader.post(f"/api/dags/{namespace}/ui-dag/trigger", {"conf": {}})
+        assert status == 403 and "cannot create resource" in answer["error"], answer
         assert get(cluster, namespace, "dagruns")["items"] == []
     finally:
         await client.close()
