@@ -19,20 +19,22 @@ import copy
 import datetime as dt
 import functools
 import json
+import re
 import time
 import types
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import jinja2
-import jinja2.sandbox
 import pendulum
 from pendulum import DateTime
 
 from zonda import variables, xcoms
 from zonda.invocations import TaskInvocation
+
+if TYPE_CHECKING:
+    import jinja2
 
 #: The key of a task's return value among its XComs.
 XCOM_RETURN_KEY = xcoms.RETURN_KEY
@@ -325,25 +327,31 @@ def _utc_or_none(moment: dt.datetime | None) -> DateTime | None:
 # --------------------------------------------------------------------------------------- rendering
 
 
-class _ContextUndefined(jinja2.StrictUndefined):
-    """StrictUndefined that says what to write instead of an Airflow variable Zonda lacks."""
+@functools.cache
+def _environment_classes() -> tuple[type[jinja2.Environment], type[jinja2.Undefined]]:
+    """Airflow's sandbox with Zonda's undefined-name hints; Jinja is imported only when a try needs it."""
+    import jinja2.sandbox
 
-    __slots__ = ()
+    class ContextUndefined(jinja2.StrictUndefined):
+        """StrictUndefined that says what to write instead of an Airflow variable Zonda lacks."""
 
-    @property
-    def _undefined_message(self) -> str:
-        message: str = super()._undefined_message
-        if self._undefined_obj is jinja2.utils.missing and not self._undefined_hint:
-            hint = _MISSING_VARIABLE_HINTS.get(str(self._undefined_name))
-            if hint:
-                return f"{message}: {hint}"
-        return message
+        __slots__ = ()
 
+        @property
+        def _undefined_message(self) -> str:
+            message: str = super()._undefined_message
+            if self._undefined_obj is jinja2.utils.missing and not self._undefined_hint:
+                hint = _MISSING_VARIABLE_HINTS.get(str(self._undefined_name))
+                if hint:
+                    return f"{message}: {hint}"
+            return message
 
-class _SandboxedEnvironment(jinja2.sandbox.SandboxedEnvironment):
-    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        """Airflow's rule: ``_private`` attributes are readable, ``__internal__`` ones never."""
-        return not jinja2.sandbox.is_internal_attribute(obj, attr)
+    class SandboxedEnvironment(jinja2.sandbox.SandboxedEnvironment):
+        def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+            """Airflow's rule: ``_private`` attributes are readable, ``__internal__`` ones never."""
+            return not jinja2.sandbox.is_internal_attribute(obj, attr)
+
+    return SandboxedEnvironment, ContextUndefined
 
 
 def _date_filter(fmt: str) -> Callable[[dt.date | None], str | None]:
@@ -373,9 +381,8 @@ FILTERS: dict[str, Callable[[dt.date | None], str | None]] = {
 
 def create_environment() -> jinja2.Environment:
     """Airflow's template environment: sandboxed, strict about undefined names, `do` and date filters."""
-    environment = _SandboxedEnvironment(
-        undefined=_ContextUndefined, extensions=["jinja2.ext.do"], cache_size=0
-    )
+    environment_class, undefined = _environment_classes()
+    environment = environment_class(undefined=undefined, extensions=["jinja2.ext.do"], cache_size=0)
     environment.filters.update(FILTERS)
     return environment
 
@@ -395,7 +402,7 @@ def render(
     """Render a template field as Airflow's `render_template`: strings are templates; lists, tuples,
     sets and dict values are rendered element by element (dict keys are not); anything else is
     returned as is. Errors raise `TemplateError` naming `field` and the path inside it."""
-    return _render(value, dict(context), field, environment or _default_environment())
+    return _render(value, dict(context), field, environment)
 
 
 def render_fields(
@@ -409,10 +416,29 @@ def render_fields(
     return rendered
 
 
-def _render(value: Any, context: dict[str, Any], path: str | None, environment: jinja2.Environment) -> Any:
+#: Jinja's newlines: a template's text comes out with each turned into "\n".
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+
+
+def _as_plain_text(template: str) -> str:
+    """What Jinja renders for a template without `{` (no tag can start): its text, with newlines
+    normalised and one trailing newline dropped (`keep_trailing_newline=False`), as Jinja's lexer does."""
+    lines = _NEWLINES.split(template)
+    if lines[-1] == "":
+        del lines[-1]
+    return "\n".join(lines)
+
+
+def _render(
+    value: Any, context: dict[str, Any], path: str | None, environment: jinja2.Environment | None
+) -> Any:
     if isinstance(value, str):
+        if "{" not in value and environment is None:
+            return _as_plain_text(value)  # most commands: no need to import and run Jinja
+        import jinja2
+
         try:
-            return environment.from_string(value).render(context)
+            return (environment or _default_environment()).from_string(value).render(context)
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(path, f"{exc.message} (line {exc.lineno})") from exc
         except jinja2.TemplateError as exc:  # undefined names, sandbox refusals
