@@ -122,7 +122,6 @@ class RunPass:
         self.kills.extend(self.observed.stray_attempts)
         self.triggers_to_delete.extend(self.observed.stray_triggers)
         if self.run_state in (DagRunState.SUCCESS, DagRunState.FAILED):
-            self._stop_stale_attempts()
             return self._result(wake_at=None)
         self._start_run()
         self._sync_task_instances()
@@ -279,16 +278,9 @@ class RunPass:
             return attempt.name == ti.pod_name
         return attempt.try_number == ti.try_number
 
-    def _stop_stale_attempts(self) -> None:
-        """An attempt alive for a task instance that is not expecting it (marked by a user...) is stopped."""
-        for task_id, attempt in self.observed.attempts.items():
-            ti = self.tis.get(task_id)
-            expected = ti is not None and ti.state in ACTIVE_STATES and self._is_current(ti, attempt)
-            if not expected and attempt.phase in (AttemptPhase.PENDING, AttemptPhase.RUNNING):
-                self.kills.append(attempt.name)
-
     def _apply_attempts(self) -> None:
-        self._stop_stale_attempts()
+        """Reports of the current attempts move their task instances; strays were sorted out by
+        `zonda.plans.observe` (the one place that decides them) and are only carried out here."""
         for task_id, attempt in self.observed.attempts.items():
             ti = self.tis.get(task_id)
             if ti is None or ti.state not in ACTIVE_STATES or not self._is_current(ti, attempt):

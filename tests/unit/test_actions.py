@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 
 from tests.unit.test_decisions import RUN_NAME, Run, make_dag, started
-from zonda import actions
-from zonda.decisions import Observation, decide
+from zonda import actions, plans
+from zonda.decisions import AttemptPhase, Observation, decide
 from zonda.models import DagRunState, DagRunStatus, DagSpec, TaskInstanceState, TaskSpec
 
 S = TaskInstanceState
@@ -154,7 +154,9 @@ def test_marking_a_running_task_stops_its_attempt() -> None:
     assert (extract.state, extract.end_date, extract.reason) == (S.FAILED, run.now, "Marked failed by a user")
     assert result.events[0].warning
     apply(run, result)
-    plan = run.step(run.running("extract"))
+    report = run.attempt("extract", AttemptPhase.RUNNING)
+    observed = plans.observe(run.status, {report.name: report}, [])  # as the reconciler gathers
+    plan = run.step(stray_attempts=observed.stray_attempts)
     assert plan.kills == [attempt]
     assert run.states() == {"extract": "failed", "transform": "upstream_failed", "load": "upstream_failed"}
 
