@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controller.kube import DAGRUNS, Conflict, Kube, KubeError
+from controller.kube import DAGRUNS, Conflict, KubeApi, KubeError
 from zonda import actions
 from zonda.actions import ActionResult
 from zonda.dags import ResolvedDag
@@ -41,7 +41,7 @@ def apply_action(run: Mapping[str, Any], act: Action) -> tuple[ActionResult, Dag
 
 
 async def act_on_run(
-    kube: Kube, namespace: str, run_name: str, act: Action, *, component: str = "zonda"
+    kube: KubeApi, namespace: str, run_name: str, act: Action, *, component: str = "zonda"
 ) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
     """Apply `act` to the run's status and write it back; the result and the task instances before.
 
