@@ -147,6 +147,9 @@ def _success_result(
     """Success with the XComs as the result carries them (large ones written to the backend first)."""
     try:
         xcom = store.prepare(invocation, xcoms.RETURN_KEY, value) if operator.do_xcom_push else None
+        if operator.multiple_outputs and operator.do_xcom_push and value is not None:
+            # After the callable's own pushes, as Airflow's decorated operator pushes each key.
+            pushed = {**pushed, **xcoms.multiple_outputs(value)}
         keyed = {key: store.prepare(invocation, key, item) for key, item in pushed.items()}
     except xcoms.XComError as error:
         log.error("%s", error)

@@ -249,3 +249,24 @@ def test_xcom_get_finds_the_return_value_and_pushed_keys(tmp_path: Path) -> None
     status = finished_run(tmp_path)
     assert XComStore().load(find_xcom(status, "r1", "extract", "return_value", -1)) == "z" * 5000
     assert find_xcom(status, "r1", "extract", "path", -1) == "/p"
+
+
+def test_multiple_outputs_pushes_each_key_after_the_callables_own_pushes(tmp_path: Path) -> None:
+    (tmp_path / "mo_helpers.py").write_text(
+        "def split(ti):\n    ti.xcom_push(key='a', value='pushed')\n    return {'a': 1, 'b': [2]}\n"
+        "def nothing():\n    return None\n"
+    )
+    args = {"python_callable": "mo_helpers:split", "multiple_outputs": True}
+    result = run_runner(tmp_path, invocation(args=args), None)
+    assert result["xcom"] == {"a": 1, "b": [2]}
+    assert result["xcoms"] == {"a": 1, "b": [2]}  # Airflow's decorated operator pushes each key last
+    none = run_runner(tmp_path, invocation(args={**args, "python_callable": "mo_helpers:nothing"}), None)
+    assert none["outcome"] == "success" and not none.get("xcoms")
+
+
+def test_multiple_outputs_of_a_list_fails_the_task(tmp_path: Path) -> None:
+    (tmp_path / "mo_list.py").write_text("def listing():\n    return [1]\n")
+    args = {"python_callable": "mo_list:listing", "multiple_outputs": True}
+    result = run_runner(tmp_path, invocation(args=args), None)
+    assert result["outcome"] == "failed"
+    assert "expected dictionary for multiple_outputs" in result["message"]

@@ -80,6 +80,8 @@ class PythonOperator(BaseOperator):
         `templates_dict`. (templated)
     :param templates_exts: Airflow's template file extensions; ignored.
     :param show_return_value_in_logs: log the return value (turn off for large values).
+    :param multiple_outputs: each key of the returned dict is also an XCom of its own (set by `@task`,
+        as Airflow's decorated operator; `xcom_pull(key=...)` then reads it).
     """
 
     template_fields: Sequence[str] = ("templates_dict", "op_args", "op_kwargs")
@@ -93,9 +95,11 @@ class PythonOperator(BaseOperator):
         templates_dict: dict[str, Any] | None = None,
         templates_exts: Sequence[str] | None = None,
         show_return_value_in_logs: bool = True,
+        multiple_outputs: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.multiple_outputs = multiple_outputs
         self.python_callable = resolve_python_callable(python_callable)
         self.op_args: Collection[Any] = op_args or ()
         self.op_kwargs: Mapping[str, Any] = op_kwargs or {}
