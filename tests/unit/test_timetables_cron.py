@@ -209,8 +209,8 @@ def test_cron_manual_data_interval(run_after: str, expected: DataInterval) -> No
             "0 2 * * *",
             "Europe/Berlin",
             "2024-10-26T00:00:00+02:00",
-            ["2024-10-26T02:00:00+02:00", "2024-10-27T02:00:00+02:00", "2024-10-28T02:00:00+01:00"],
-            id="a daily run in Berlin's repeated hour runs once, at the first 02:00",
+            ["2024-10-26T02:00:00+02:00", "2024-10-27T02:00:00+01:00", "2024-10-28T02:00:00+01:00"],
+            id="a daily run in Berlin's repeated hour runs once, at the later 02:00 as Airflow's",
         ),
         pytest.param(
             "0 * * * *",
@@ -247,8 +247,8 @@ def test_cron_manual_data_interval(run_after: str, expected: DataInterval) -> No
             "30 1 * * *",
             "America/New_York",
             "2024-11-02T00:00:00-04:00",
-            ["2024-11-02T01:30:00-04:00", "2024-11-03T01:30:00-04:00", "2024-11-04T01:30:00-05:00"],
-            id="a daily run in New York's repeated hour runs once, at the first 01:30",
+            ["2024-11-02T01:30:00-04:00", "2024-11-03T01:30:00-05:00", "2024-11-04T01:30:00-05:00"],
+            id="a daily run in New York's repeated hour runs once, at the later 01:30 as Airflow's",
         ),
         pytest.param(
             "0 * * * *",
@@ -302,6 +302,42 @@ def test_dst_runs_follow_the_wall_clock(cron: str, tz: str, earliest: str, expec
     assert all(isinstance(point, DateTime) and point.timezone_name == "UTC" for point in got)
 
 
+@pytest.mark.parametrize(
+    ("cron", "tz", "earliest", "expected"),
+    [
+        pytest.param(
+            "0 2 * * *",
+            "Europe/Berlin",
+            "2024-10-26T00:00:00+02:00",
+            ["2024-10-26T02:00:00+02:00", "2024-10-27T02:00:00+02:00", "2024-10-28T02:00:00+01:00"],
+            id="Berlin's repeated 02:00 at its first occurrence",
+        ),
+        pytest.param(
+            "30 1 * * *",
+            "America/New_York",
+            "2024-11-02T00:00:00-04:00",
+            ["2024-11-02T01:30:00-04:00", "2024-11-03T01:30:00-04:00", "2024-11-04T01:30:00-05:00"],
+            id="New York's repeated 01:30 at its first occurrence",
+        ),
+    ],
+)
+def test_the_first_occurrence_is_an_explicit_choice(
+    cron: str, tz: str, earliest: str, expected: list[str]
+) -> None:
+    timetable = CronDataIntervalTimetable(cron, tz, ambiguous_time="earlier")
+    assert boundaries(timetable, earliest, len(expected) - 1) == [at(text) for text in expected]
+    assert timetable.serialize()["ambiguous_time"] == "earlier"
+    assert CronDataIntervalTimetable.deserialize(timetable.serialize()) == timetable
+    assert "ambiguous_time" not in CronDataIntervalTimetable(cron, tz).serialize()  # Airflow's, the default
+    trigger = CronTriggerTimetable(cron, timezone=tz, ambiguous_time="earlier")
+    assert CronTriggerTimetable.deserialize(trigger.serialize()) == trigger
+
+
+def test_an_unknown_ambiguous_time_choice_is_refused() -> None:
+    with pytest.raises(AirflowTimetableInvalid, match="ambiguous_time must be one of later, earlier"):
+        CronDataIntervalTimetable("0 2 * * *", "UTC", ambiguous_time="first")
+
+
 @pytest.mark.parametrize("hour", range(0, 24))
 def test_catchup_off_never_crashes_on_a_dst_day(hour: int) -> None:
     """apache/airflow#30088: ``20 */4 * * *`` in Los Angeles made _skip_to_latest assert on 2023-03-12."""
@@ -328,8 +364,8 @@ def test_catchup_off_never_crashes_on_a_dst_day(hour: int) -> None:
             "0 1 * * *",
             "America/New_York",
             "2024-11-03T05:30:00+00:00",
-            interval("2024-11-02T01:00:00-04:00", "2024-11-03T01:00:00-04:00"),
-            id="a manual run in the repeated hour never gets an interval ending in the future",
+            interval("2024-11-01T01:00:00-04:00", "2024-11-02T01:00:00-04:00"),
+            id="a manual run in the repeated hour (before its later 01:00) gets the day before",
         ),
     ],
 )
@@ -435,7 +471,7 @@ def _matches(expanded: list[list[object]], wall: dt.datetime) -> bool:
 
 
 @functools.cache
-def oracle(cron: str, tz_name: str, transition: str) -> tuple[dt.datetime, ...]:
+def oracle(cron: str, tz_name: str, transition: str, ambiguous_time: str) -> tuple[dt.datetime, ...]:
     tz = parse_timezone(tz_name)
     expanded = croniter(cron).expanded
     every_hour = expanded[1] == ["*"]
@@ -448,7 +484,11 @@ def oracle(cron: str, tz_name: str, transition: str) -> tuple[dt.datetime, ...]:
     while instant < end:
         local = instant.astimezone(tz)
         wall = local.replace(tzinfo=None, fold=0)
-        fires = _matches(expanded, wall) and (every_hour or local.fold == 0)
+        if ambiguous_time == "earlier":
+            chosen = local.fold == 0
+        else:  # the later reading: the second pass of a fold, or a wall time that happens once
+            chosen = local.fold == 1 or wall.replace(tzinfo=tz, fold=1).astimezone(dt.UTC) == instant
+        fires = _matches(expanded, wall) and (every_hour or chosen)
         if previous_wall is not None and wall - previous_wall > minute:  # the clock jumped over a gap
             skipped = previous_wall + minute
             while skipped < wall:
@@ -460,11 +500,15 @@ def oracle(cron: str, tz_name: str, transition: str) -> tuple[dt.datetime, ...]:
     return tuple(fired)
 
 
+@pytest.mark.parametrize("ambiguous_time", ["later", "earlier"])
 @pytest.mark.parametrize("cron", ORACLE_CRONS)
 @pytest.mark.parametrize(("tz", "transition"), ORACLE_TRANSITIONS)
-def test_firings_near_transitions_match_the_oracle(cron: str, tz: str, transition: str) -> None:
-    schedule = CronSchedule(cron, parse_timezone(tz))
-    expected = [t for t in oracle(cron, tz, transition) if t >= at(transition) - dt.timedelta(hours=6)]
+def test_firings_near_transitions_match_the_oracle(
+    cron: str, tz: str, transition: str, ambiguous_time: str
+) -> None:
+    schedule = CronSchedule(cron, parse_timezone(tz), ambiguous_time=ambiguous_time)
+    instants = oracle(cron, tz, transition, ambiguous_time)
+    expected = [t for t in instants if t >= at(transition) - dt.timedelta(hours=6)]
     assert expected, "every case fires at least once within six hours of its transition"
     got: list[DateTime] = []
     point = at(transition) - dt.timedelta(hours=6, microseconds=1)
@@ -481,14 +525,15 @@ def test_firings_near_transitions_match_the_oracle(cron: str, tz: str, transitio
     cron=st.sampled_from(ORACLE_CRONS),
     place=st.sampled_from(ORACLE_TRANSITIONS),
     offset_s=st.integers(-5 * 3600, 5 * 3600),
+    ambiguous_time=st.sampled_from(["later", "earlier"]),
 )
 def test_next_and_prev_from_any_instant_match_the_oracle(
-    cron: str, place: tuple[str, str], offset_s: int
+    cron: str, place: tuple[str, str], offset_s: int, ambiguous_time: str
 ) -> None:
     tz, transition = place
-    instants = oracle(cron, tz, transition)
+    instants = oracle(cron, tz, transition, ambiguous_time)
     t = at(transition) + dt.timedelta(seconds=offset_s, microseconds=offset_s % 7)
-    schedule = CronSchedule(cron, parse_timezone(tz))
+    schedule = CronSchedule(cron, parse_timezone(tz), ambiguous_time=ambiguous_time)
     later = [s for s in instants if s > t]
     earlier = [s for s in instants if s < t]
     if later and later[0] < instants[-1]:

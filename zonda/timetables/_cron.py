@@ -21,8 +21,11 @@ are matched on the local date):
   jump (03:00 CEST). This is what Vixie cron and cronie do ("jobs in the skipped hour run immediately after
   the change"), and it keeps one run per day instead of silently losing one.
 * ``w`` happens twice in a fall-back fold (``30 1 * * *`` on the first Sunday of November in
-  America/New_York): a schedule with a fixed hour fires once, at the first occurrence (01:30 EDT), because
-  "daily at 01:30" means once a day. A schedule whose hour field is ``*`` (``0 * * * *``,
+  America/New_York): a schedule with a fixed hour fires once, because "daily at 01:30" means once a day,
+  at the *later* occurrence (01:30 EST) -- where Airflow fires it (its ``make_aware`` reads an ambiguous
+  wall time after the transition), so a migrated DAG runs at the same instants;
+  ``ambiguous_time="earlier"`` chooses the first occurrence (01:30 EDT) instead. A schedule whose hour
+  field is ``*`` (``0 * * * *``,
   ``*/15 * * * *``) fires at *both* occurrences, because it means "every hour on the clock" and an
   hour-long hole in an hourly series would be a skipped run. (Airflow draws the same line, see its
   ``_covers_every_hour``.)
@@ -51,7 +54,14 @@ from pendulum.tz.timezone import FixedTimezone, Timezone
 
 from zonda.timetables.base import AirflowTimetableInvalid
 
-__all__ = ["CRON_PRESETS", "CronMixin", "CronSchedule", "encode_timezone", "parse_timezone"]
+__all__ = [
+    "AMBIGUOUS_TIME_CHOICES",
+    "CRON_PRESETS",
+    "CronMixin",
+    "CronSchedule",
+    "encode_timezone",
+    "parse_timezone",
+]
 
 #: Airflow's ``airflow.utils.dates.cron_presets`` plus the two aliases classic cron also knows.
 CRON_PRESETS: dict[str, str] = {
@@ -66,6 +76,9 @@ CRON_PRESETS: dict[str, str] = {
 }
 
 _UTC = dt.UTC
+#: Which occurrence of a wall time a fall-back repeats fires a fixed-hour schedule: Airflow's or the first.
+LATER, EARLIER = "later", "earlier"
+AMBIGUOUS_TIME_CHOICES = (LATER, EARLIER)
 # Longer than any fold in today's tzdata rules (Antarctica/Troll's 2 h is the largest), and short enough to
 # hold at most one transition; see CronSchedule._fold_margin.
 _TRANSITION_HORIZON = dt.timedelta(hours=26)
@@ -139,10 +152,17 @@ class CronSchedule:
     exactly that overlap, so only scans that start inside a fold take extra steps.
     """
 
-    def __init__(self, expression: str, timezone: Timezone | FixedTimezone) -> None:
+    def __init__(
+        self, expression: str, timezone: Timezone | FixedTimezone, *, ambiguous_time: str = LATER
+    ) -> None:
         probe = _validate_expression(expression)
+        if ambiguous_time not in AMBIGUOUS_TIME_CHOICES:
+            raise AirflowTimetableInvalid(
+                f"ambiguous_time must be one of {', '.join(AMBIGUOUS_TIME_CHOICES)}, not {ambiguous_time!r}"
+            )
         self.expression = expression
         self.timezone = timezone
+        self.ambiguous_time = ambiguous_time
         # croniter normalises full ranges (0-23, */1) to "*".
         self.covers_every_hour: bool = probe.expanded[1] == ["*"]
         # Parsing dominates croniter's cost; scans copy this parsed prototype instead (see _walls).
@@ -152,8 +172,12 @@ class CronSchedule:
         """The first firing instant strictly after ``current``."""
         t = _aware(current).astimezone(_UTC)
         start = self._wall(t)
-        if self.covers_every_hour:
+        if self.covers_every_hour or self.ambiguous_time == LATER:
             start -= self._fold_margin(t, ahead=True)
+        if not self.covers_every_hour and self.ambiguous_time == LATER:
+            for wall in self._walls(start, forward=True):  # the last occurrence is monotonic in the wall
+                if (last := self._occurrences(wall)[1]) > t:
+                    return _to_pendulum(last)
         best: dt.datetime | None = None
         for wall in self._walls(start, forward=True):
             first, last = self._occurrences(wall)
@@ -167,6 +191,10 @@ class CronSchedule:
         """The last firing instant strictly before ``current``."""
         t = _aware(current).astimezone(_UTC)
         start = self._wall(t) + self._fold_margin(t, ahead=False)
+        if not self.covers_every_hour and self.ambiguous_time == LATER:
+            for wall in self._walls(start, forward=False):
+                if (last := self._occurrences(wall)[1]) < t:
+                    return _to_pendulum(last)
         best: dt.datetime | None = None
         for wall in self._walls(start, forward=False):
             first, last = self._occurrences(wall)
@@ -264,13 +292,18 @@ class CronMixin:
 
     description: str
 
-    def __init__(self, cron: str, timezone: TimezoneLike) -> None:
+    def __init__(self, cron: str, timezone: TimezoneLike, *, ambiguous_time: str = LATER) -> None:
         if not isinstance(cron, str):
             raise AirflowTimetableInvalid(f"invalid cron expression {cron!r}: expected a string")
         self._expression = CRON_PRESETS.get(cron.strip(), cron.strip())
         self._timezone = parse_timezone(timezone)
-        self._schedule = CronSchedule(self._expression, self._timezone)
+        self._schedule = CronSchedule(self._expression, self._timezone, ambiguous_time=ambiguous_time)
+        self._ambiguous_time = ambiguous_time
         self.description = f"cron {self._expression!r} in {encode_timezone(self._timezone)}"
+
+    def _serialized_ambiguous_time(self) -> dict[str, Any]:
+        """Only the non-default choice is written, so specs serialized before it existed stay equal."""
+        return {} if self._ambiguous_time == LATER else {"ambiguous_time": self._ambiguous_time}
 
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, type(self)):
@@ -278,6 +311,7 @@ class CronMixin:
         return bool(
             self._expression == other._expression
             and encode_timezone(self._timezone) == encode_timezone(other._timezone)
+            and self._ambiguous_time == other._ambiguous_time
         )
 
     @property

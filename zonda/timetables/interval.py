@@ -85,10 +85,18 @@ class CronDataIntervalTimetable(CronMixin, _DataIntervalTimetable):
 
     @classmethod
     def deserialize(cls, data: dict[str, Any]) -> Timetable:
-        return cls(data["expression"], parse_timezone(data["timezone"]))
+        return cls(
+            data["expression"],
+            parse_timezone(data["timezone"]),
+            ambiguous_time=data.get("ambiguous_time", "later"),
+        )
 
     def serialize(self) -> dict[str, Any]:
-        return {"expression": self._expression, "timezone": encode_timezone(self._timezone)}
+        return {
+            "expression": self._expression,
+            "timezone": encode_timezone(self._timezone),
+            **self._serialized_ambiguous_time(),
+        }
 
     def _skip_to_latest(self, earliest: DateTime | None) -> DateTime:
         """Start of the latest interval that has completely passed at the (pinned) current time.

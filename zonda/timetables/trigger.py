@@ -36,8 +36,9 @@ class CronTriggerTimetable(CronMixin, Timetable):
         *,
         timezone: TimezoneLike,
         interval: Delta = dt.timedelta(),
+        ambiguous_time: str = "later",
     ) -> None:
-        super().__init__(cron, timezone)
+        super().__init__(cron, timezone, ambiguous_time=ambiguous_time)
         if isinstance(interval, dt.timedelta) and interval < dt.timedelta(0):
             raise AirflowTimetableInvalid(f"interval must not be negative, not {interval!r}")
         self._interval = interval
@@ -48,6 +49,7 @@ class CronTriggerTimetable(CronMixin, Timetable):
             data["expression"],
             timezone=parse_timezone(data["timezone"]),
             interval=decode_delta(data.get("interval", 0.0)),
+            ambiguous_time=data.get("ambiguous_time", "later"),
         )
 
     def serialize(self) -> dict[str, Any]:
@@ -55,6 +57,7 @@ class CronTriggerTimetable(CronMixin, Timetable):
             "expression": self._expression,
             "timezone": encode_timezone(self._timezone),
             "interval": encode_delta(self._interval),
+            **self._serialized_ambiguous_time(),
         }
 
     def __eq__(self, other: Any) -> bool:
