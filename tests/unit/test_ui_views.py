@@ -204,3 +204,17 @@ def test_graphviz_lays_the_dot_out() -> None:
         "node-section.a",
         "cluster-section",
     }
+
+
+def test_the_vendored_graphviz_is_the_version_the_lockfile_pins() -> None:
+    """`cd ui && npm ci && npm run build` reproduces static/vendor/viz.js: same package, same version."""
+    import json
+
+    root = Path(views.__file__).resolve().parents[2]
+    locked = json.loads((root / "ui" / "package-lock.json").read_text())["packages"][
+        "node_modules/@viz-js/viz"
+    ]
+    wanted = json.loads((root / "ui" / "package.json").read_text())["dependencies"]["@viz-js/viz"]
+    vendored = (Path(views.__file__).parent / "static" / "vendor" / "viz.js").read_text()[:200]
+    assert locked["version"] == wanted
+    assert f"Viz.js {wanted}" in vendored
