@@ -33,3 +33,27 @@ def _relatives(dag: ResolvedDag, task_id: str, *, upstream: bool) -> set[str]:
 def leaves(dag: ResolvedDag) -> list[str]:
     """Tasks without downstream tasks: their states decide the run's (Airflow's `dag.leaves`)."""
     return [task_id for task_id, task in dag.tasks.items() if not task.downstream]
+
+
+def group_roots(dag: ResolvedDag, ids: list[str]) -> list[str]:
+    """`ids` with each TaskGroup id replaced by the group's root tasks (Airflow's branch expansion).
+
+    A branch callable may return a group's id; Airflow follows the group's roots (its tasks with no
+    upstream inside the group, nested groups included). Ids naming neither stay, to be reported.
+    """
+    expanded: list[str] = []
+    for name in ids:
+        members = set() if name in dag.tasks else _group_members(dag, name)
+        if not members:
+            expanded.append(name)
+            continue
+        expanded += [t for t in dag.tasks if t in members and not dag.tasks[t].upstream & members]
+    return list(dict.fromkeys(expanded))
+
+
+def _group_members(dag: ResolvedDag, group_id: str) -> set[str]:
+    return {
+        task_id
+        for task_id, task in dag.tasks.items()
+        if task.group is not None and (task.group == group_id or task.group.startswith(group_id + "."))
+    }

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from zonda import operator_registry
-from zonda._decide_graphs import descendants, leaves
+from zonda._decide_graphs import descendants, group_roots, leaves
 from zonda.dags import ResolvedDag, ResolvedTask, effective_priority_weights
 from zonda.decisions import (
     AttemptPhase,
@@ -349,7 +349,7 @@ class RunPass:
                 self._reschedule(task_id, result.reschedule_at, attempt)
 
     def _succeed(self, task_id: str, result: TaskResult, attempt: ObservedAttempt) -> None:
-        follow = result.follow_task_ids
+        follow = None if result.follow_task_ids is None else group_roots(self.dag, result.follow_task_ids)
         if follow is not None and (unknown := sorted(set(follow) - set(self.dag.tasks))):
             # Airflow's SkipMixin raises inside the branch task, which then fails (and may retry).
             self._fail(task_id, "'branch_task_ids' must contain only valid task_ids. "

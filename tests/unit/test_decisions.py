@@ -380,6 +380,20 @@ def test_a_branch_following_nothing_skips_every_direct_downstream() -> None:
     assert run.status.state is DagRunState.SUCCESS
 
 
+def test_a_branch_returning_a_task_group_id_follows_the_groups_roots() -> None:
+    """Airflow expands a TaskGroup id among branch_task_ids to the group's root tasks."""
+    dag = make_dag({"branch": {},
+                    "load.a": {"upstream": ["branch"], "group": "load"},
+                    "load.b": {"upstream": ["branch"], "group": "load"},
+                    "load.inner.c": {"upstream": ["load.a"], "group": "load.inner"},
+                    "other": {"upstream": ["branch"]}})
+    run = started(dag)
+    plan = run.step(run.succeeded("branch", follow_task_ids=["load"]))
+    assert run.ti("branch").follow_task_ids == ["load.a", "load.b"]
+    assert launched(plan) == ["load.a", "load.b"]
+    assert run.states()["other"] == "skipped"
+
+
 def test_a_branch_naming_an_unknown_task_fails() -> None:
     run = started(make_dag(BRANCH_DAG))
     run.step(run.succeeded("branch", follow_task_ids=["nope"]))
