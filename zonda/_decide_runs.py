@@ -488,6 +488,11 @@ class RunPass:
             ti = self.tis[task_id]
             if ti.state is not S.NONE:
                 continue
+            if (parent := self._skipping_parent(task)) is not None:
+                # Airflow's NotPreviouslySkippedDep: a cleared task stays skipped while the decision stands.
+                self._set(task_id, S.SKIPPED, f"Skipping because of previous XCom result from parent task "
+                          f"{parent}: it did not follow this task", end_date=self.now)
+                continue
             upstream_states = {up: self.tis[up].state for up in task.upstream if up in self.tis}
             decision = evaluate_trigger_rule(task.trigger_rule, upstream_states)
             past_problem = self._past_problem(task)
@@ -508,6 +513,16 @@ class RunPass:
                 self._run_latest_only(task)
             else:
                 self._set(task_id, S.SCHEDULED, decision.reason)
+
+    def _skipping_parent(self, task: ResolvedTask) -> str | None:
+        """A direct upstream branch (or LatestOnly) that succeeded without following this task."""
+        for up in sorted(task.upstream):
+            parent = self.tis.get(up)
+            if parent is None or parent.state is not S.SUCCESS or parent.follow_task_ids is None:
+                continue
+            if task.task_id not in self._on_followed_paths(parent.follow_task_ids):
+                return up
+        return None
 
     def _past_problem(self, task: ResolvedTask) -> str | None:
         """Airflow's PrevDagrunDep: depends_on_past needs the previous run's task instance succeeded."""
@@ -546,10 +561,14 @@ class RunPass:
         branch) is not skipped: its trigger rule decides.
         """
         followed = set(follow)
-        on_followed_paths = followed.union(*(descendants(self.dag, task_id) for task_id in followed))
-        to_skip = sorted(set(self._task(branch_id).downstream) - on_followed_paths)
+        to_skip = sorted(set(self._task(branch_id).downstream) - self._on_followed_paths(followed))
         reason = f"Branch {branch_id} followed {sorted(followed)}: this task is not on a followed path"
         self._skip_downstream(branch_id, to_skip, reason)
+
+    def _on_followed_paths(self, follow: Iterable[str]) -> set[str]:
+        """The followed tasks and everything downstream of them: what a branch does not skip."""
+        followed = {task_id for task_id in follow if task_id in self.dag.tasks}
+        return followed.union(*(descendants(self.dag, task_id) for task_id in followed))
 
     def _skip_downstream(self, task_id: str, to_skip: list[str], reason: str) -> None:
         for downstream_id in to_skip:

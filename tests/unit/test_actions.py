@@ -191,3 +191,22 @@ def test_actions_are_idempotent_once_applied() -> None:
         now=run.now,
     )
     assert plan.status.task_instances["transform"].state is S.SUCCESS
+
+
+def test_a_cleared_task_a_branch_skipped_is_skipped_again_while_the_branch_stands() -> None:
+    """Airflow's NotPreviouslySkippedDep; clearing the branch too lets it decide again."""
+    run = started(
+        make_dag({"branch": {}, "path_a": {"upstream": ["branch"]}, "path_b": {"upstream": ["branch"]}})
+    )
+    run.step(run.succeeded("branch", follow_task_ids=["path_a"]))
+    run.finish_all()
+    assert run.states() == {"branch": "success", "path_a": "success", "path_b": "skipped"}
+    apply(run, actions.clear(run.dag, run.status, task_ids=["path_b"], now=run.now))
+    plan = run.step(after=timedelta(seconds=1))
+    assert run.states()["path_b"] == "skipped" and not plan.launches
+    assert "previous XCom result from parent task branch" in (run.ti("path_b").reason or "")
+    assert run.status.state is DagRunState.SUCCESS
+    apply(run, actions.clear(run.dag, run.status, task_ids=["branch"], downstream=True, now=run.now))
+    run.step(after=timedelta(seconds=1))
+    run.step(run.succeeded("branch", follow_task_ids=["path_b"]))
+    assert run.states() == {"branch": "success", "path_a": "skipped", "path_b": "queued"}
