@@ -136,7 +136,8 @@ async def require(
 
 
 async def changes(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: one `change` event per DAG/DagRun change (of `?dag=NS/NAME` if given)."""
+    """Server-Sent Events: one `change` event per DAG/DagRun change (of `?dag=NS/NAME` if given) that
+    the viewer may list (RBAC, cached by `Access`)."""
     wanted = request.query.get("dag")
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -156,12 +157,23 @@ async def changes(request: web.Request) -> web.StreamResponse:
                     continue
                 if wanted and wanted != f"{change.namespace}/{change.dag}":
                     continue
+                if not await _may_see(request, change):
+                    continue  # even the names of objects the viewer may not list stay unsaid
                 await response.write(f"event: change\ndata: {json.dumps(change.as_json())}\n\n".encode())
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
         LIVE_PAGES.dec()
     return response
+
+
+async def _may_see(request: web.Request, change: ui_store.Change) -> bool:
+    resource = "dags" if change.kind == "DAG" else "dagruns"
+    try:
+        allowed, _ = await request.app[ACCESS].allowed(request[VIEWER], "list", resource, change.namespace)
+    except KubeError:
+        return False
+    return allowed
 
 
 async def healthz(_: web.Request) -> web.Response:

@@ -10,6 +10,7 @@ status) and `nobody` (no Role at all).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -356,3 +357,29 @@ async def test_impersonation_reads_and_acts_as_the_proxys_user(
     finally:
         await client.close()
         await kube.close()
+
+
+async def read_changes(client: TestClient, viewer: Viewer, seconds: float) -> str:
+    """What the live-update stream sends this viewer within `seconds`."""
+    received = b""
+    async with client.get("/api/changes", headers=viewer.headers) as response:
+        assert response.status == 200
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                async for chunk in response.content.iter_any():
+                    received += chunk
+    return received.decode()
+
+
+async def test_live_updates_reach_only_viewers_who_may_list_them(
+    cluster: Cluster, namespace: str, ui: tuple[TestClient, dict[str, Viewer]]
+) -> None:
+    client, viewers = ui
+    streams = [asyncio.create_task(read_changes(client, viewers[name], 4)) for name in ("reader", "nobody")]
+    await asyncio.sleep(1)  # both streams are open
+    changed = ui_dag()
+    changed["spec"]["tags"] = ["changed"]
+    await asyncio.to_thread(apply, cluster, namespace, changed)
+    reader_saw, nobody_saw = await asyncio.gather(*streams)
+    assert '"name": "ui-dag"' in reader_saw and "event: change" in reader_saw
+    assert "event: change" not in nobody_saw and "ui-dag" not in nobody_saw
