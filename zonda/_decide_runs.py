@@ -498,7 +498,9 @@ class RunPass:
             past_problem = self._past_problem(task)
             if decision.outcome is TriggerRuleOutcome.UPSTREAM_FAILED:
                 self._set(task_id, S.UPSTREAM_FAILED, decision.reason, end_date=self.now)
-            elif decision.outcome is TriggerRuleOutcome.SKIP and past_problem is None:
+            elif decision.outcome is TriggerRuleOutcome.SKIP and (
+                past_problem is None or not task.wait_for_past_depends_before_skipping
+            ):  # Airflow skips at once unless told to wait for the past first
                 self._set(task_id, S.SKIPPED, decision.reason, end_date=self.now)
             elif decision.outcome is TriggerRuleOutcome.WAIT:
                 self._update(task_id, reason=decision.reason)

@@ -59,6 +59,7 @@ class ResolvedTask:
     max_retry_delay: timedelta | None = None
     execution_timeout: timedelta | None = None
     depends_on_past: bool = False
+    wait_for_past_depends_before_skipping: bool = False
     priority_weight: int = 1
     weight_rule: WeightRule = WeightRule.DOWNSTREAM
     pool: str | None = None
@@ -664,6 +665,9 @@ def _resolve_task(spec: DagSpec, graph: _GraphBuilder, task_id: str) -> tuple[li
         max_retry_delay=duration("max_retry_delay"),
         execution_timeout=duration("execution_timeout"),
         depends_on_past=_first_set(merged.get("depends_on_past"), False),
+        wait_for_past_depends_before_skipping=_first_set(
+            merged.get("wait_for_past_depends_before_skipping"), False
+        ),
         priority_weight=_first_set(merged.get("priority_weight"), 1),
         weight_rule=_first_set(merged.get("weight_rule"), WeightRule.DOWNSTREAM),
         pool=merged.get("pool"),

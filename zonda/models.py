@@ -140,6 +140,10 @@ class TaskDefaults(CrdModel):
     max_retry_delay: Duration | None = None
     execution_timeout: Duration | None = None
     depends_on_past: bool | None = None
+    wait_for_past_depends_before_skipping: bool | None = Field(
+        default=None,
+        description="With dependsOnPast: a task its trigger rule skips waits for the past first.",
+    )
     priority_weight: int | None = None
     weight_rule: WeightRule | None = None
     pool: str | None = None

@@ -22,6 +22,7 @@ from zonda.authoring import manifests, rendering
 from zonda.authoring.dag_files import DAGS_FOLDER_ENV
 from zonda.authoring.params import ParamValidationError
 from zonda.authoring.task_groups import task_group
+from zonda.dags import parse_dag_spec, resolve_dag
 from zonda.invocations import TaskInvocation, TaskOutcome
 from zonda.models import RunType
 from zonda.operators.bash import BashOperator
@@ -527,3 +528,13 @@ def test_task_level_params_may_be_params_too() -> None:
     with DAG("task_params", schedule=None) as built:
         BashOperator(task_id="t", bash_command="echo {{ params.n }}", params={"n": Param(3, type="integer")})
     assert tasks_of(built)["t"]["args"]["params"] == {"n": 3}
+
+
+def test_wait_for_past_depends_before_skipping_reaches_the_resolved_task() -> None:
+    with DAG("waits", schedule=None, start_date=START) as built:
+        BashOperator(task_id="t", bash_command="echo", depends_on_past=True,
+                     wait_for_past_depends_before_skipping=True)  # fmt: skip
+    spec = spec_of(built)
+    assert spec["tasks"][0]["waitForPastDependsBeforeSkipping"] is True
+    resolved = resolve_dag("waits", parse_dag_spec(spec))
+    assert resolved.tasks["t"].wait_for_past_depends_before_skipping is True

@@ -716,6 +716,19 @@ def test_depends_on_past_waits_for_the_previous_run() -> None:
     assert "previous task instance is in the state 'failed'" in (run.ti("daily").reason or "")
 
 
+@pytest.mark.parametrize(("wait", "expected"), [
+    pytest.param(False, "skipped", id="by default a task its trigger rule skips is skipped at once"),
+    pytest.param(True, "none", id="wait_for_past_depends_before_skipping waits for the past first"),
+])
+def test_wait_for_past_depends_before_skipping(wait: bool, expected: str) -> None:
+    dag = make_dag({"check": {}, "daily": {"upstream": ["check"], "depends_on_past": True,
+                                           "wait_for_past_depends_before_skipping": wait}})
+    run = Run(dag)
+    run.step(previous_run_states={"daily": S.FAILED})
+    run.step(run.succeeded("check", outcome=TaskOutcome.SKIPPED), previous_run_states={"daily": S.FAILED})
+    assert run.states() == {"check": "skipped", "daily": expected}
+
+
 def test_task_instances_whose_task_left_the_dag_are_removed() -> None:
     status = DagRunStatus(state=DagRunState.RUNNING, start_date=START, task_instances={
         "gone": TaskInstanceStatus(state=S.RUNNING, try_number=1, pod_name="pod-gone"),
