@@ -90,6 +90,10 @@ if [[ ! -f "$image_dir/zonda.oci.tar" ]]; then
   bah push --quiet "$tag" "oci-archive:$image_dir/zonda.oci.tar.tmp:$tag" >&2
   mv "$image_dir/zonda.oci.tar.tmp" "$image_dir/zonda.oci.tar"
   echo "$tag" > "$image_dir/IMAGE"
+  # Every source change makes a new image: keep the store and the cache from growing without end
+  # (the three newest archives stay, for switching branches back and forth).
+  bah rmi --prune >/dev/null 2>&1 || true
+  ls -1dt "$cache_root"/image/*/ | tail -n +4 | xargs -r rm -rf
   log "image $tag built in $(( $(date +%s) - t0 ))s ($(du -h "$image_dir/zonda.oci.tar" | cut -f1) archive)"
 fi
 echo "$image_dir/zonda.oci.tar"
