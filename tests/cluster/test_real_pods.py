@@ -24,8 +24,10 @@ from tests.cluster.zonda_processes import (
     controller,
     fresh_namespace,
     get,
+    load_example,
     ti_states,
     trigger,
+    triggerer,
     wait_for,
     wait_run_finished,
     zonda,
@@ -241,3 +243,42 @@ def _node_processes() -> str:
             except OSError:
                 continue
     return "\n".join(lines)
+
+
+def test_a_deferred_sensor_s_pod_exits_and_a_new_pod_resumes_it(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    ns = real_namespace
+    dag_body = load_example("example_deferrable")
+    dag_body["spec"]["tasks"][1]["args"]["delta"] = "8s"
+    apply(real_cluster, ns, dag_body)
+    with (
+        controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]),
+        triggerer(real_cluster, ns, tmp_path),
+    ):
+        run = trigger(real_cluster, ns, "example-deferrable")
+
+        def deferred_and_exited() -> bool:
+            ti = (
+                (get(real_cluster, ns, "dagrun", run).get("status") or {})
+                .get("taskInstances", {})
+                .get("wait")
+            )
+            pods = pods_of(real_cluster, ns, "wait")
+            return bool(
+                ti
+                and ti["state"] == "deferred"
+                and pods
+                and all(p["status"].get("phase") == "Succeeded" for p in pods)
+            )
+
+        wait_for(deferred_and_exited, "the sensor to defer and its pod to exit", timeout=120)
+        body = wait_run_finished(real_cluster, ns, run, timeout=120)
+    assert ti_states(body) == {"start": "success", "wait": "success", "done": "success"}
+    wait_ti = body["status"]["taskInstances"]["wait"]
+    assert wait_ti["tryNumber"] == 1 and wait_ti["deferralCount"] == 1, wait_ti
+    pods = pods_of(real_cluster, ns, "wait")
+    assert len(pods) == 2, "the deferring pod and the resuming one, both real containers"
+    assert all(p["status"]["phase"] == "Succeeded" for p in pods)
+    done = pods_of(real_cluster, ns, "done")[0]["metadata"]["name"]
+    assert "waited; resumed at" in real_cluster.kubectl("logs", "-n", ns, done).stdout
