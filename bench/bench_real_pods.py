@@ -32,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from controller.devtools import realnode
 from controller.devtools.devcluster import Cluster, start_local_cluster
 from tests.cluster.zonda_processes import apply, controller, trigger, wait_run_finished
 
@@ -205,8 +206,7 @@ def main() -> int:
             f"node start (containerd, {len(node.images)} image imports, kubelet Ready): "
             f"{node.started_seconds:.1f}s"
         )
-        for name in cluster.kubectl("get", "nodes", "-l", "type=kwok", "-o", "name").stdout.split():
-            cluster.kubectl("cordon", name)
+        realnode.cordon_fake_nodes(cluster.kubectl)
         image = node.images[-1]
         bench_pod_start(cluster, image, args.pods)
         bench_chain(cluster, image, args.chain)

@@ -231,11 +231,21 @@ def run_task(args: tuple[str, ...]) -> None:
     "triggered.",
 )
 @click.option("--exit-when-done", is_flag=True, help="Stop once the example runs finish (for CI).")
-def up(executor: str, examples: tuple[str, ...], exit_when_done: bool) -> None:
+@click.option(
+    "--real-node",
+    is_flag=True,
+    help="Run task pods as real containers on a local kubelet node (implies --executor kubernetes; "
+    "root on Linux; builds the node and the image on first use).",
+)
+def up(executor: str, examples: tuple[str, ...], exit_when_done: bool, real_node: bool) -> None:
     """Start a local control plane, the controller and the triggerer, and run example DAGs."""
     from controller.devtools import up as local_up
 
-    sys.exit(local_up.main(executor=executor, examples=list(examples), exit_when_done=exit_when_done))
+    sys.exit(
+        local_up.main(
+            executor=executor, examples=list(examples), exit_when_done=exit_when_done, real_node=real_node
+        )
+    )
 
 
 # ----------------------------------------------------------------------------------- operate

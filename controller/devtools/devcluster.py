@@ -285,7 +285,7 @@ def start_local_cluster(
     kwok with fake nodes; return when usable. `bin_dir` defaults to the cached binaries (never built).
 
     `real_node` (default: `$ZONDA_REAL_NODE=1`; needs `nodes`) adds a kubelet + containerd node with
-    Zonda's image loaded (controller/devtools/realnode.py).
+    Zonda's images loaded, plain and with examples/ (controller/devtools/realnode.py).
     """
     if real_node is None:
         real_node = nodes and os.environ.get("ZONDA_REAL_NODE") == "1"
@@ -437,7 +437,7 @@ def start_local_cluster(
                 server=server,
                 ca_file=ca_file,
                 kubectl=cluster.kubectl,
-                images=[realnode.zonda_image()],
+                images=realnode.zonda_images(),
             )
         log(f"control plane ready at {server} in {time.monotonic() - t0:.1f}s (workdir {workdir})")
         return cluster

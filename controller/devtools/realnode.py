@@ -53,27 +53,29 @@ def token_line() -> str:
     return f'{NODE_TOKEN},system:node:{NODE_NAME},{NODE_NAME}-uid,"system:nodes"\n'
 
 
-def _run_script(script: str, what: str, *args: str) -> Path:
+def _run_script(script: str, what: str, *args: str) -> list[Path]:
+    """Runs a hack/node script; returns the paths it printed (one a line, build logs go to stderr)."""
     path = REPO_ROOT / "hack" / "node" / script
     result = subprocess.run(["bash", str(path), *args], stdout=subprocess.PIPE, text=True)
     if result.returncode != 0:
-        raise NodeError(f"{what}: hack/node/{script} failed (exit {result.returncode}); its log is above")
-    return Path(result.stdout.strip().splitlines()[-1])
+        raise NodeError(
+            f"{what}: hack/node/{script} failed (exit {result.returncode}); its log is on stderr above"
+        )
+    return [Path(line) for line in result.stdout.strip().splitlines()]
 
 
 def node_pieces() -> Path:
     """The directory with bin/kubelet and pause.oci.tar: `$ZONDA_NODE_DIR`, else built (or cached)."""
     if env := os.environ.get("ZONDA_NODE_DIR"):
         return Path(env)
-    return _run_script("build-node.sh", "building the node's kubelet and pause image")
+    return _run_script("build-node.sh", "building the node's kubelet and pause image")[-1]
 
 
-def zonda_image() -> tuple[str, Path]:
-    """Zonda's image (name, OCI archive): `$ZONDA_IMAGE_ARCHIVE`, else built from the Dockerfile."""
-    archive = Path(
-        os.environ.get("ZONDA_IMAGE_ARCHIVE") or _run_script("build-image.sh", "building the image")
-    )
-    return (archive.parent / "IMAGE").read_text().strip(), archive
+def zonda_images() -> list[tuple[str, Path]]:
+    """(name, OCI archive) of Zonda's image built from the Dockerfile, then of the same image with
+    the repository's examples/ package (hack/node/examples.Dockerfile), built or found cached."""
+    archives = _run_script("build-image.sh", "building the images", "--examples")[-2:]
+    return [((archive.parent / "IMAGE").read_text().strip(), archive) for archive in archives]
 
 
 def host_ip() -> str:
@@ -199,6 +201,12 @@ class RealNode:
                 return
             for mount in ours:
                 subprocess.run(["umount", "--lazy", mount], capture_output=True)
+
+
+def cordon_fake_nodes(kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    """Mark the kwok nodes unschedulable, so every new pod lands on the real node."""
+    for name in kubectl("get", "nodes", "-l", "type=kwok", "-o", "name").stdout.split():
+        kubectl("cordon", name)
 
 
 def leftovers(workdir: Path, bridge: str) -> list[str]:

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from controller.devtools import realnode
 from controller.devtools.devcluster import (
     API_BINARIES,
     NODE_BINARIES,
@@ -303,9 +304,16 @@ def _start_ui(
 
 
 def main(
-    *, executor: str = "local", examples: list[str], exit_when_done: bool = False, timeout: float = 300
+    *,
+    executor: str = "local",
+    examples: list[str],
+    exit_when_done: bool = False,
+    timeout: float = 300,
+    real_node: bool = False,
 ) -> int:
+    """`real_node`: task pods run as real containers on a kubelet node (controller/devtools/realnode.py)."""
     t0 = time.monotonic()
+    executor = "kubernetes" if real_node else executor
     _step(1)
     needed = API_BINARIES if executor == "local" else (*API_BINARIES, *NODE_BINARIES)
     bin_dir = binaries_dir(needed, build=True)
@@ -313,7 +321,11 @@ def main(
     record = last_up_record()
     if stale := clean_after_previous_up(record):
         log(f"stopped {len(stale)} process(es) a previous `zonda up` left running when it was killed")
-    cluster = start_local_cluster(bin_dir=bin_dir, nodes=executor != "local")
+    cluster = start_local_cluster(bin_dir=bin_dir, nodes=executor != "local", real_node=real_node)
+    task_image: list[str] = []
+    if cluster.real_node is not None:
+        realnode.cordon_fake_nodes(cluster.kubectl)
+        task_image = ["--task-image", next(i for i in cluster.real_node.images if "examples" in i)]
     assert cluster.workdir is not None
     workdir = cluster.workdir
     state_dir = workdir / "state"
@@ -338,6 +350,7 @@ def main(
                 [
                     *("controller", "--namespace", "default", "--executor", executor),
                     *("--state-dir", str(state_dir), "--kubeconfig", kubeconfig),
+                    *task_image,
                 ],
                 cluster,
                 workdir,

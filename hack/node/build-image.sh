@@ -8,16 +8,19 @@
 #   base/<key>/rootfs.tar      keyed by the suite, the package list and this script
 #   image/<key>/zonda.oci.tar  keyed by the base, the Dockerfile and the build context's files
 # so a second run with unchanged inputs returns at once. Prints the image archive path (last line);
-# the image's name is in IMAGE next to it.
+# the image's name is in IMAGE next to it. With --examples it then builds hack/node/examples.Dockerfile
+# (FROM that image, plus the repository's examples/ package) and prints that archive's path too.
 #
-#   hack/node/build-image.sh [--tag zonda:dev]
+#   hack/node/build-image.sh [--examples]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cache_root="${ZONDA_CACHE_DIR:-$HOME/.cache/zonda}"
 tag="localhost/zonda:dev"
-[[ "${1:-}" == "--tag" ]] && tag="$2"
+examples_tag="localhost/zonda-examples:dev"
+with_examples=false
+[[ "${1:-}" == "--examples" ]] && with_examples=true
 suite="bookworm"
 mirror="${ZONDA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 packages="python3,python3-pip,ca-certificates"
@@ -97,3 +100,28 @@ if [[ ! -f "$image_dir/zonda.oci.tar" ]]; then
   log "image $tag built in $(( $(date +%s) - t0 ))s ($(du -h "$image_dir/zonda.oci.tar" | cut -f1) archive)"
 fi
 echo "$image_dir/zonda.oci.tar"
+$with_examples || exit 0
+# --------------------------------------------------------------------------------------- examples
+examples_key="$( (echo "$image_key $examples_tag"; cd "$repo" && git ls-files -co --exclude-standard examples \
+  hack/node/examples.Dockerfile | grep -v -e '__pycache__' -e '\.pyc$' | LC_ALL=C sort | xargs sha256sum) \
+  | sha256sum | cut -c1-16)"
+examples_dir="$cache_root/image-examples/$examples_key"
+if [[ ! -f "$examples_dir/zonda.oci.tar" ]]; then
+  log "buildah bud hack/node/examples.Dockerfile (FROM $tag) -> $examples_tag ..."
+  t0=$(date +%s)
+  mkdir -p "$examples_dir"
+  if ! bah inspect --type image "$tag" >/dev/null 2>&1; then  # the store was pruned: reload the archive
+    bah tag "$(bah pull --quiet "oci-archive:$image_dir/zonda.oci.tar" | tail -1)" "$tag"
+  fi
+  nice buildah --root "$store/storage" --runroot "$store/run" --storage-driver vfs bud \
+    --isolation chroot --pull=never --layers=false --build-arg "ZONDA_IMAGE=$tag" -t "$examples_tag" \
+    -f "$here/examples.Dockerfile" "$repo/examples" > "$examples_dir/build.log" 2>&1 \
+    || { log "buildah bud failed: see $examples_dir/build.log"; tail -20 "$examples_dir/build.log" >&2; exit 1; }
+  bah push --quiet "$examples_tag" "oci-archive:$examples_dir/zonda.oci.tar.tmp:$examples_tag" >&2
+  mv "$examples_dir/zonda.oci.tar.tmp" "$examples_dir/zonda.oci.tar"
+  echo "$examples_tag" > "$examples_dir/IMAGE"
+  bah rmi --prune >/dev/null 2>&1 || true
+  ls -1dt "$cache_root"/image-examples/*/ | tail -n +4 | xargs -r rm -rf
+  log "image $examples_tag built in $(( $(date +%s) - t0 ))s ($(du -h "$examples_dir/zonda.oci.tar" | cut -f1) archive)"
+fi
+echo "$examples_dir/zonda.oci.tar"

@@ -223,58 +223,59 @@ def test_a_vanished_pod_is_a_zombie_retried_with_a_reason(
 # ------------------------------------------------------------------------------ local executor
 
 
-@pytest.mark.parametrize(
-    ("example", "expected", "run_state"),
-    [
-        pytest.param(
-            "branch_without_trigger",
-            {
-                "branch": "success",
-                "branch_a": "success",
-                "follow_branch_a": "success",
-                "branch_false": "skipped",
-                "join": "skipped",
-            },
-            "success",
-            id="branch_without_trigger: join is skipped under all_success",
-        ),
-        pytest.param(
-            "branch_with_trigger",
-            {
-                "branch": "success",
-                "branch_a": "success",
-                "follow_branch_a": "success",
-                "branch_false": "skipped",
-                "join": "success",
-            },
-            "success",
-            id="with none_failed_min_one_success the join runs",
-        ),
-        pytest.param(
-            "example_branch_labels",
-            {
-                t: "success"
-                for t in (
-                    "ingest",
-                    "analyze",
-                    "check_integrity",
-                    "describe_integrity",
-                    "email_error",
-                    "save",
-                    "report",
-                )
-            },
-            "success",
-            id="example_branch_labels: every task succeeds",
-        ),
-        pytest.param(
-            "example_default_args",
-            {"flaky": "failed", "after": "upstream_failed"},
-            "failed",
-            id="default_args retries reach the task; after retries it fails",
-        ),
-    ],
-)
+#: The seed examples and Airflow's outcome for each (also run as real pods: test_real_pods.py).
+SEED_EXAMPLES = [
+    pytest.param(
+        "branch_without_trigger",
+        {
+            "branch": "success",
+            "branch_a": "success",
+            "follow_branch_a": "success",
+            "branch_false": "skipped",
+            "join": "skipped",
+        },
+        "success",
+        id="branch_without_trigger: join is skipped under all_success",
+    ),
+    pytest.param(
+        "branch_with_trigger",
+        {
+            "branch": "success",
+            "branch_a": "success",
+            "follow_branch_a": "success",
+            "branch_false": "skipped",
+            "join": "success",
+        },
+        "success",
+        id="with none_failed_min_one_success the join runs",
+    ),
+    pytest.param(
+        "example_branch_labels",
+        {
+            t: "success"
+            for t in (
+                "ingest",
+                "analyze",
+                "check_integrity",
+                "describe_integrity",
+                "email_error",
+                "save",
+                "report",
+            )
+        },
+        "success",
+        id="example_branch_labels: every task succeeds",
+    ),
+    pytest.param(
+        "example_default_args",
+        {"flaky": "failed", "after": "upstream_failed"},
+        "failed",
+        id="default_args retries reach the task; after retries it fails",
+    ),
+]
+
+
+@pytest.mark.parametrize(("example", "expected", "run_state"), SEED_EXAMPLES)
 def test_seed_examples_reproduce_airflows_outcomes(
     cluster: Cluster, namespace: str, tmp_path: Path, example: str, expected: dict[str, str], run_state: str
 ) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from controller.devtools import realnode
 from controller.devtools.devcluster import Cluster, start_local_cluster
-from tests.cluster.test_controller import dag
+from tests.cluster.test_controller import SEED_EXAMPLES, dag
 from tests.cluster.zonda_processes import (
     apply,
     controller,
@@ -40,8 +40,7 @@ def real_cluster() -> Iterator[Cluster]:
     node = cluster.real_node
     assert node is not None
     try:
-        for name in cluster.kubectl("get", "nodes", "-l", "type=kwok", "-o", "name").stdout.split():
-            cluster.kubectl("cordon", name)
+        realnode.cordon_fake_nodes(cluster.kubectl)
         yield cluster
     finally:
         workdir, bridge = node.workdir, node.bridge
@@ -56,9 +55,11 @@ def real_namespace(real_cluster: Cluster) -> Iterator[str]:
         yield name
 
 
-def image(cluster: Cluster) -> str:
+def image(cluster: Cluster, *, examples: bool = False) -> str:
+    """Zonda's image as the Dockerfile builds it, or that image plus the examples/ package."""
     assert cluster.real_node is not None
-    return cluster.real_node.images[-1]
+    wanted = "zonda-examples" if examples else "zonda"
+    return next(i for i in cluster.real_node.images if i.rsplit("/", 1)[-1].split(":")[0] == wanted)
 
 
 def bash(task_id: str, command: str, **extra: Any) -> dict[str, Any]:
@@ -282,3 +283,34 @@ def test_a_deferred_sensor_s_pod_exits_and_a_new_pod_resumes_it(
     assert all(p["status"]["phase"] == "Succeeded" for p in pods)
     done = pods_of(real_cluster, ns, "done")[0]["metadata"]["name"]
     assert "waited; resumed at" in real_cluster.kubectl("logs", "-n", ns, done).stdout
+
+
+def test_the_seed_examples_reproduce_airflows_outcomes_as_real_pods(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    """The examples' callables are imported in the task pods: the image built FROM zonda with them."""
+    ns = real_namespace
+    expected: dict[str, tuple[dict[str, str], str]] = {"example-bash": ({}, "success")}
+    for example in ["example_bash", *(p.values[0] for p in SEED_EXAMPLES)]:
+        body = load_example(example)
+        if body["spec"].get("schedule") is not None:
+            body["spec"].update(schedule=None, startDate=None, catchup=False)
+        apply(real_cluster, ns, body)
+        if example != "example_bash":
+            outcome = next(p.values for p in SEED_EXAMPLES if p.values[0] == example)
+            expected[body["metadata"]["name"]] = (outcome[1], outcome[2])
+    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster, examples=True)]):
+        runs = {name: trigger(real_cluster, ns, name) for name in expected}
+        results = {name: wait_run_finished(real_cluster, ns, run, timeout=300) for name, run in runs.items()}
+    for name, (states, run_state) in expected.items():
+        if states:
+            assert ti_states(results[name]) == states, name
+        assert results[name]["status"]["state"] == run_state, (name, results[name]["status"])
+    bash_run = runs["example-bash"]
+    assert "loading: hello 42" in zonda(real_cluster, "logs", bash_run, "load", "-n", ns).stdout
+    flaky_run = runs["example-default-args"]
+    for number in (1, 2, 3):
+        assert (
+            f"try {number}"
+            in zonda(real_cluster, "logs", flaky_run, "flaky", "--try", str(number), "-n", ns).stdout
+        )
