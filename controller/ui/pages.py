@@ -245,7 +245,14 @@ async def task_page(request: web.Request) -> web.Response:
     task_spec: dict[str, Any] = next(
         (t for t in dag_spec.get("tasks") or [] if t.get("id") == task_id.rsplit(".", 1)[-1]), {}
     )
-    known = await tries.attempts(request.app[KUBE], run, task_id, request.app[SETTINGS].state_dir)
+    try:
+        await require(request, "list", "pods", namespace)
+        may_list_pods = True
+    except web.HTTPForbidden:
+        may_list_pods = False  # the page still shows the run's own record and local attempts
+    known = await tries.attempts(
+        request.app[KUBE], run, task_id, request.app[SETTINGS].state_dir, pods=may_list_pods
+    )
     numbers = list(range(1, int(ti.get("tryNumber") or 0) + 1))
     chosen = int(request.query.get("try") or (numbers[-1] if numbers else 0))
     return render(

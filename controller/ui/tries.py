@@ -55,8 +55,13 @@ async def _task_pods(kube: Kube, run: Mapping[str, Any], task_id: str) -> list[d
     return sorted(mine, key=lambda p: p["metadata"].get("creationTimestamp", ""))
 
 
-async def attempts(kube: Kube, run: Mapping[str, Any], task_id: str, state_dir: Path | None) -> list[Attempt]:
-    """Every attempt of the task instance still on record (pods are gone once the run is deleted)."""
+async def attempts(
+    kube: Kube, run: Mapping[str, Any], task_id: str, state_dir: Path | None, *, pods: bool = True
+) -> list[Attempt]:
+    """Every attempt of the task instance still on record (pods are gone once the run is deleted).
+
+    `pods=False` leaves the Kubernetes executor's pods out (for a viewer who may not list pods).
+    """
     found: list[Attempt] = []
     for number, directory in local_attempt_dirs(state_dir, run["metadata"]["uid"], task_id):
         code = _read(directory / "exit_code")
@@ -70,7 +75,7 @@ async def attempts(kube: Kube, run: Mapping[str, Any], task_id: str, state_dir: 
                 exit_reason="" if code is None else f"exit code {code}",
             )
         )
-    for pod in await _task_pods(kube, run, task_id):
+    for pod in await _task_pods(kube, run, task_id) if pods else []:
         status = pod.get("status") or {}
         terminated: dict[str, Any] = {}
         for container in status.get("containerStatuses") or []:
