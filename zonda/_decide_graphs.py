@@ -31,8 +31,22 @@ def _relatives(dag: ResolvedDag, task_id: str, *, upstream: bool) -> set[str]:
 
 
 def leaves(dag: ResolvedDag) -> list[str]:
-    """Tasks without downstream tasks: their states decide the run's (Airflow's `dag.leaves`)."""
-    return [task_id for task_id, task in dag.tasks.items() if not task.downstream]
+    """The tasks whose states decide the run's: Airflow's effective leaves (`_tis_for_dagrun_state`).
+
+    A leaf has no downstream but teardowns; a teardown is ignored unless `on_failure_fail_dagrun`
+    (so a failing cleanup does not fail the work). A DAG of teardowns only falls back to plain leaves.
+    """
+
+    def ignorable(task_id: str) -> bool:
+        task = dag.tasks[task_id]
+        return task.is_teardown and not task.on_failure_fail_dagrun
+
+    effective = [
+        task_id
+        for task_id, task in dag.tasks.items()
+        if all(ignorable(down) for down in task.downstream if down in dag.tasks) and not ignorable(task_id)
+    ]
+    return effective or [task_id for task_id, task in dag.tasks.items() if not task.downstream]
 
 
 def group_roots(dag: ResolvedDag, ids: list[str]) -> list[str]:

@@ -494,7 +494,8 @@ class RunPass:
                           f"{parent}: it did not follow this task", end_date=self.now)
                 continue
             upstream_states = {up: self.tis[up].state for up in task.upstream if up in self.tis}
-            decision = evaluate_trigger_rule(task.trigger_rule, upstream_states)
+            setups = [up for up in task.upstream if up in self.dag.tasks and self.dag.tasks[up].is_setup]
+            decision = evaluate_trigger_rule(task.trigger_rule, upstream_states, setups)
             past_problem = self._past_problem(task)
             if decision.outcome is TriggerRuleOutcome.UPSTREAM_FAILED:
                 self._set(task_id, S.UPSTREAM_FAILED, decision.reason, end_date=self.now)

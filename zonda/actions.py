@@ -88,6 +88,24 @@ def select_tasks(
     return [task_id for task_id in dag.tasks if task_id in chosen]
 
 
+def with_setups_and_teardowns(dag: ResolvedDag, chosen: list[str]) -> list[str]:
+    """`chosen` plus the setups its work tasks need and those setups' teardowns (Airflow 2.7's clear).
+
+    Work cannot run again without its resources: clearing a task clears the setups upstream of it and
+    the teardowns of those setups; clearing a setup clears its teardowns.
+    """
+    added = set(chosen)
+    for task_id in chosen:
+        task = dag.tasks[task_id]
+        setups = {task_id} if task.is_setup else set()
+        if not task.is_setup and not task.is_teardown:
+            setups |= {up for up in ancestors(dag, task_id) if dag.tasks[up].is_setup}
+        for setup in setups:
+            added.add(setup)
+            added |= {down for down in dag.tasks[setup].downstream if dag.tasks[down].is_teardown}
+    return [task_id for task_id in dag.tasks if task_id in added]
+
+
 def clear(
     dag: ResolvedDag,
     status: DagRunStatus,
@@ -100,7 +118,9 @@ def clear(
     who: str = "a user",
 ) -> ActionResult:
     """Airflow's `clear_task_instances`: the chosen task instances run again (see the module doc)."""
-    chosen = select_tasks(dag, task_ids, upstream=upstream, downstream=downstream)
+    chosen = with_setups_and_teardowns(
+        dag, select_tasks(dag, task_ids, upstream=upstream, downstream=downstream)
+    )
     return _Edit(dag, status, now=now, who=who).clear(chosen, only_failed=only_failed).result()
 
 

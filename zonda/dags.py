@@ -68,6 +68,9 @@ class ResolvedTask:
     pod_override: Mapping[str, Any] = field(default_factory=dict)
     edge_labels: Mapping[str, str] = field(default_factory=dict)  # upstream id -> label
     doc_md: str | None = None
+    is_setup: bool = False
+    is_teardown: bool = False
+    on_failure_fail_dagrun: bool = False  # a teardown whose failure fails the run
     owner: str = "airflow"  # Airflow's `[operators] default_owner`
     queue: str | None = None
     connections: tuple[str, ...] = ()  # conn ids named in the spec (templates and args add more)
@@ -638,6 +641,12 @@ def _resolve_task(spec: DagSpec, graph: _GraphBuilder, task_id: str) -> tuple[li
             )
             arguments = operator_arguments.check_operator_arguments(task.operator, merged["args"])
             errors.extend(f"task {task_id!r}: {problem}" for problem in arguments)
+    if task.is_setup and task.is_teardown:
+        errors.append(f"task {task_id!r} is both a setup and a teardown: it can be only one")
+    if task.on_failure_fail_dagrun and not task.is_teardown:
+        errors.append(
+            f"task {task_id!r}: cannot mark task as on_failure_fail_dagrun=True without being teardown"
+        )
     container = merged.get("container") or {}
     if task.operator is None and not container.get("image"):
         errors.append(
@@ -676,6 +685,9 @@ def _resolve_task(spec: DagSpec, graph: _GraphBuilder, task_id: str) -> tuple[li
         pod_override=merged.get("pod_override") or {},
         edge_labels=graph.edge_labels[task_id],
         doc_md=task.doc_md,
+        is_setup=bool(task.is_setup),
+        is_teardown=bool(task.is_teardown),
+        on_failure_fail_dagrun=bool(task.on_failure_fail_dagrun),
         owner=_first_set(merged.get("owner"), DEFAULT_OWNER),
         queue=merged.get("queue"),
         connections=tuple(merged.get("connections") or ()),

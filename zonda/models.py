@@ -177,6 +177,13 @@ class TaskSpec(TaskDefaults):
     )
     group: str | None = Field(default=None, description="Id of the task group this task belongs to.")
     doc_md: str | None = None
+    is_setup: bool | None = Field(default=None, description="Airflow's as_setup(): prepares resources.")
+    is_teardown: bool | None = Field(
+        default=None, description="Airflow's as_teardown(): cleans up; its failure does not fail the run."
+    )
+    on_failure_fail_dagrun: bool | None = Field(
+        default=None, description="A teardown whose failure fails the run (Airflow's on_failure_fail_dagrun)."
+    )
 
 
 class TaskGroupSpec(CrdModel):

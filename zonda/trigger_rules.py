@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from zonda.models import FINISHED_TI_STATES, TaskInstanceState, TriggerRule
@@ -71,14 +71,20 @@ def _format_ids(task_ids: Mapping[str, object]) -> str:
     return "{" + ", ".join(repr(task_id) for task_id in sorted(task_ids)) + "}"
 
 
-def evaluate_trigger_rule(rule: TriggerRule, upstream_states: Mapping[str, TaskInstanceState]
-                          ) -> TriggerRuleDecision:
+def evaluate_trigger_rule(rule: TriggerRule, upstream_states: Mapping[str, TaskInstanceState],
+                          setup_upstream: Collection[str] = ()) -> TriggerRuleDecision:
     """Decide whether a task instance with `rule` may run, given its direct upstreams' states.
 
     `upstream_states` maps every direct upstream task id to its task instance's current state
-    (unfinished ones included: they count as "not done").
+    (unfinished ones included: they count as "not done"). `setup_upstream` names the direct upstreams
+    that are setup tasks (for `all_done_setup_success`).
     """
     counts = UpstreamStates.count(upstream_states)
+    setup_decision = None
+    if rule is TR.ALL_DONE_SETUP_SUCCESS and setup_upstream and counts.done >= len(upstream_states):
+        setup_decision = _setup_outcome(rule, upstream_states, setup_upstream, counts)
+    if setup_decision is not None:
+        return setup_decision
     if not upstream_states:
         return TriggerRuleDecision(TriggerRuleOutcome.RUN,
                                    "The task instance did not have any upstream tasks.", counts)
@@ -99,6 +105,25 @@ def evaluate_trigger_rule(rule: TriggerRule, upstream_states: Mapping[str, TaskI
     return TriggerRuleDecision(
         TriggerRuleOutcome.RUN, f"Task's trigger rule '{rule.value}' was met." + suffix, counts
     )
+
+
+def _setup_outcome(rule: TriggerRule, upstream_states: Mapping[str, TaskInstanceState],
+                   setup_upstream: Collection[str], counts: UpstreamStates) -> TriggerRuleDecision | None:
+    """Airflow's all_done_setup_success once every upstream is done: skip when every setup was skipped,
+    upstream_failed when none succeeded, else None (run)."""
+    setups = [upstream_states[task_id] for task_id in setup_upstream if task_id in upstream_states]
+    succeeded = sum(state is TaskInstanceState.SUCCESS for state in setups)
+    skipped = sum(state is TaskInstanceState.SKIPPED for state in setups)
+    prefix = f"Task's trigger rule '{rule.value}'"
+    if setups and skipped >= len(setups):
+        return TriggerRuleDecision(TriggerRuleOutcome.SKIP,
+                                   f"{prefix}: every upstream setup task was skipped.", counts)
+    if setups and not succeeded:
+        return TriggerRuleDecision(
+            TriggerRuleOutcome.UPSTREAM_FAILED,
+            f"{prefix} requires at least one upstream setup task be successful, but found "
+            f"{len(setups)} task(s) that were not.", counts)
+    return None
 
 
 def _settled_outcome(rule: TriggerRule, counts: UpstreamStates, *, upstream: int
@@ -140,7 +165,7 @@ def _settled_outcome(rule: TriggerRule, counts: UpstreamStates, *, upstream: int
             return skip
     elif rule is TR.ALL_SKIPPED and (success or failed or upstream_failed):
         return skip
-    # all_done and all_done_setup_success (no setup tasks in Zonda) never settle: they wait.
+    # all_done and all_done_setup_success never settle here: they wait (setups: _setup_outcome).
     return None
 
 

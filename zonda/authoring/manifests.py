@@ -268,6 +268,13 @@ class _Compiler:
         doc_md = getattr(task, "doc_md", None)
         if doc_md:
             body["docMd"] = doc_md
+        if task.is_setup:
+            body["isSetup"] = True
+        if task.is_teardown:
+            body["isTeardown"] = True
+            body.setdefault("triggerRule", "all_done_setup_success")  # Airflow's teardown default
+            if task.on_failure_fail_dagrun:
+                body["onFailureFailDagrun"] = True
         body.update(self.upstream(task, where, labels=True))
         return body
 

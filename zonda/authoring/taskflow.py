@@ -57,6 +57,16 @@ class XComArg(DependencyMixin):
     def to_reference(self) -> dict[str, Any]:
         return xcom_refs.reference(self.operator.task_id or "", self.key)
 
+    def as_setup(self) -> XComArg:
+        """The task as a setup (Airflow's `XComArg.as_setup`)."""
+        self.operator.as_setup()
+        return self
+
+    def as_teardown(self, *, setups: Any = None, on_failure_fail_dagrun: bool | None = None) -> XComArg:
+        """The task as a teardown of `setups` (Airflow's `XComArg.as_teardown`)."""
+        self.operator.as_teardown(setups=setups, on_failure_fail_dagrun=on_failure_fail_dagrun)
+        return self
+
 
 class _DecoratedTask:
     """A function decorated with `@task`; each call inside a DAG adds a task and returns its XComArg."""

@@ -99,6 +99,10 @@ class BaseOperator(Node):
     authoring_dag: Any
     #: TaskFlow: the function returns a dict whose keys other tasks read (`result["key"]`).
     multiple_outputs: bool = False
+    #: Setup and teardown (`as_setup()`, `as_teardown()`).
+    is_setup: bool = False
+    is_teardown: bool = False
+    on_failure_fail_dagrun: bool = False
     #: Container fields for the task's Pod (`@task.kubernetes(image=...)`).
     container: dict[str, Any] | None = None
 
@@ -138,6 +142,25 @@ class BaseOperator(Node):
     @property
     def node_id(self) -> str:
         return self.task_id or ""
+
+    def as_setup(self) -> BaseOperator:
+        """Airflow's `as_setup()`: this task prepares what the work needs (its teardown runs after)."""
+        self.is_setup = True
+        return self
+
+    def as_teardown(self, *, setups: Any = None, on_failure_fail_dagrun: bool | None = None) -> BaseOperator:
+        """Airflow's `as_teardown()`: cleans up after the work, even when it failed.
+
+        It runs once its upstreams are done if one of its setups succeeded (`all_done_setup_success`
+        unless a trigger rule was given); its failure does not fail the run unless
+        `on_failure_fail_dagrun`. `setups` become its upstreams.
+        """
+        self.is_teardown = True
+        if on_failure_fail_dagrun is not None:
+            self.on_failure_fail_dagrun = on_failure_fail_dagrun
+        if setups is not None:
+            self.set_upstream(setups)
+        return self
 
     @property
     def output(self) -> Any:
