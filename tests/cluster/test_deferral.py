@@ -153,7 +153,9 @@ def test_a_sensor_in_reschedule_mode_frees_its_worker_between_pokes(
                     {
                         "id": "poke",
                         "operator": "TimeDeltaSensor",
-                        "args": {"delta": "4s", "mode": "reschedule", "poke_interval": 1},
+                        # Long enough that the first poke comes before it is due even when a loaded
+                        # machine takes seconds to start the controller and the first try.
+                        "args": {"delta": "15s", "mode": "reschedule", "poke_interval": 1},
                     }
                 ],
             },
@@ -161,7 +163,7 @@ def test_a_sensor_in_reschedule_mode_frees_its_worker_between_pokes(
     )
     with controller(cluster, namespace, tmp_path, executor="local"):
         run = trigger(cluster, namespace, "rescheduled")
-        body = wait_run_finished(cluster, namespace, run, timeout=60)
+        body = wait_run_finished(cluster, namespace, run, timeout=90)
     ti = body["status"]["taskInstances"]["poke"]
     assert ti["state"] == "success"
     assert ti["tryNumber"] == 1, "a reschedule does not consume a try"
