@@ -1,7 +1,7 @@
-"""`from zonda.decorators import dag, task, task_group`, as Airflow's `airflow.decorators`."""
+"""`from zonda.decorators import dag, setup, task, task_group, teardown`, as `airflow.decorators`."""
 
 from zonda.authoring.dags import dag
 from zonda.authoring.task_groups import task_group
-from zonda.authoring.taskflow import task
+from zonda.authoring.taskflow import setup, task, teardown
 
-__all__ = ["dag", "task", "task_group"]
+__all__ = ["dag", "setup", "task", "task_group", "teardown"]

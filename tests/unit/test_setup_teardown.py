@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pendulum
 import pytest
 
+from controller.devtools import dag_runs
 from tests.unit.test_decisions import make_dag, started
 from zonda import DAG, actions
 from zonda.authoring import manifests
@@ -124,3 +126,41 @@ def test_clearing_work_clears_its_setup_and_teardown() -> None:
     assert result.changed == ("create", "report", "delete")
     for cleared, changed in [(["create"], ("create", "delete")), (["delete"], ("delete",))]:
         assert actions.clear(run.dag, run.status, task_ids=cleared, now=run.now).changed == changed
+
+
+DECORATED_DAG = """
+import pendulum
+from airflow.decorators import dag, setup, task, teardown
+from airflow.exceptions import AirflowFailException
+
+
+@dag(dag_id="decorated_st", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"))
+def decorated_st():
+    @setup
+    def create():
+        return "cluster-1"
+
+    @task
+    def work(name):
+        raise AirflowFailException(f"work on {name} failed")
+
+    @teardown
+    def delete(name):
+        print(f"deleting {name}")
+        return f"deleted {name}"
+
+    created = create()
+    work(created) >> delete(created)
+
+
+decorated_st()
+"""
+
+
+def test_setup_and_teardown_decorators_run_the_teardown_after_failed_work(tmp_path: Path) -> None:
+    """Airflow's `@setup`/`@teardown` (an unchanged Airflow file), run in-process as `zonda dags test`."""
+    (tmp_path / "decorated_st.py").write_text(DECORATED_DAG)
+    outcome = dag_runs.test_file(tmp_path / "decorated_st.py", airflow_compat=True)
+    assert outcome.task_states == {"create": "success", "work": "failed", "delete": "success"}
+    assert outcome.xcoms["delete"] == "deleted cluster-1"
+    assert outcome.state == "failed"  # the work failed; the teardown's success does not hide it

@@ -77,11 +77,22 @@ class _DecoratedTask:
         self.function = function
         self.operator_class = operator_class
         self.options = options
+        #: `@setup` / `@teardown`: each call's task is a setup, or a teardown (failing the run or not).
+        self.setup = False
+        self.teardown: bool | None = None  # the teardown's on_failure_fail_dagrun when one
         functools.update_wrapper(self, function)
 
     def override(self, **options: Any) -> _DecoratedTask:
         """The same task with other operator arguments (`task_id`, `retries`...), Airflow's `.override`."""
-        return _DecoratedTask(self.function, self.operator_class, {**self.options, **options})
+        return self._with(options=options)
+
+    def _with(
+        self, *, options: dict[str, Any] | None = None, setup: bool = False, teardown: bool | None = None
+    ) -> _DecoratedTask:
+        copied = _DecoratedTask(self.function, self.operator_class, {**self.options, **(options or {})})
+        copied.setup = self.setup or setup
+        copied.teardown = self.teardown if teardown is None else teardown
+        return copied
 
     def __call__(self, *args: Any, **kwargs: Any) -> XComArg:
         options = dict(self.options)
@@ -111,6 +122,10 @@ class _DecoratedTask:
         operator = self.operator_class(task_id=task_id, python_callable=self.function, **options)
         operator.multiple_outputs = bool(multiple_outputs)
         operator.container = container
+        if self.setup:
+            operator.as_setup()
+        if self.teardown is not None:
+            operator.as_teardown(on_failure_fail_dagrun=self.teardown)
         return XComArg(operator)
 
 
@@ -144,3 +159,23 @@ class _TaskDecoratorCollection:
 
 
 task = _TaskDecoratorCollection()
+
+
+def _decorated(function: Callable[..., Any] | _DecoratedTask) -> _DecoratedTask:
+    return function if isinstance(function, _DecoratedTask) else task(function)
+
+
+def setup(function: Callable[..., Any] | _DecoratedTask) -> _DecoratedTask:
+    """Airflow's `@setup`: every call of the (`@task`) function adds a setup task."""
+    return _decorated(function)._with(setup=True)
+
+
+def teardown(
+    function: Callable[..., Any] | _DecoratedTask | None = None, *, on_failure_fail_dagrun: bool = False
+) -> Any:
+    """Airflow's `@teardown` / `@teardown(on_failure_fail_dagrun=True)`: every call adds a teardown task."""
+
+    def mark(target: Callable[..., Any] | _DecoratedTask) -> _DecoratedTask:
+        return _decorated(target)._with(teardown=on_failure_fail_dagrun)
+
+    return mark(function) if function is not None else mark
