@@ -20,6 +20,8 @@ from pydantic import BaseModel
 from zonda.models import (
     GROUP,
     VERSION,
+    BackfillSpec,
+    BackfillStatus,
     DagRunSpec,
     DagRunStatus,
     DagSpec,
@@ -220,7 +222,33 @@ def generate() -> dict[str, Schema]:
         ],
         "An asynchronous wait a deferred task handed to the triggerer (Airflow's Trigger).",
     )
-    return {"dags.zonda.dev.yaml": dag, "dagruns.zonda.dev.yaml": dagrun, "triggers.zonda.dev.yaml": trigger}
+    backfill = _crd(
+        "Backfill",
+        "backfills",
+        "bf",
+        schema_for(BackfillSpec),
+        schema_for(BackfillStatus),
+        [
+            _column("DAG", ".spec.dagName"),
+            _column("From", ".spec.fromDate"),
+            _column("To", ".spec.toDate"),
+            _column("State", ".status.state"),
+            _column("Progress", ".status.progress", description="Finished runs / dates to run"),
+            _column("Running", ".status.running", "integer"),
+            _column("Failed", ".status.failed", "integer"),
+            _column("Reprocess", ".spec.reprocessBehavior", priority=1),
+            _column("Max Active", ".spec.maxActiveRuns", "integer", priority=1),
+            _column("Next", ".status.nextLogicalDate", priority=1),
+            _column("Message", ".status.message", priority=1),
+        ],
+        "Runs of a DAG for every logical date in a range (Airflow's backfill).",
+    )
+    return {
+        "dags.zonda.dev.yaml": dag,
+        "dagruns.zonda.dev.yaml": dagrun,
+        "triggers.zonda.dev.yaml": trigger,
+        "backfills.zonda.dev.yaml": backfill,
+    }
 
 
 def render(crd: Schema) -> str:

@@ -32,6 +32,7 @@ from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
 from controller.kube import DAGRUNS, DAGS, Kube
 from controller.reconcilers import metrics
+from controller.reconcilers.backfills import BACKFILLS
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
 from controller.triggerer.health import serve_http
 from zonda.models import GROUP, VERSION
@@ -50,6 +51,9 @@ class _State:
     elector: leader.LeaderElector | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     http: list[web.AppRunner] = field(default_factory=list)
+    #: (namespace, DAG) -> its Backfills, from their watch: a run of the DAG starting or finishing
+    #: wakes them (a finished run makes room for the next).
+    backfills: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
 
 _state: _State | None = None
@@ -68,10 +72,12 @@ async def _reconcile(key: Hashable) -> datetime | None:
     metrics.RECONCILES.labels(kind).inc()
     if kind == "dag":
         return await reconcilers.reconcile_dag(namespace, name)
+    if kind == "backfill":
+        return await reconcilers.reconcile_backfill(namespace, name)
     return await reconcilers.reconcile_run(namespace, name)
 
 
-_PLURALS = {"dag": DAGS, "run": DAGRUNS}
+_PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS}
 
 
 async def _report_failing(key: Hashable, failures: int, error: BaseException) -> None:
@@ -208,6 +214,22 @@ def _on_dag(**event: Any) -> None:
         _enqueue("dag", event["namespace"], event["name"])
 
 
+@kopf.on.event(GROUP, VERSION, BACKFILLS)
+def _on_backfill(**event: Any) -> None:
+    state = _state
+    if state is None or state.reconcilers is None:
+        return
+    dag = (event["body"].get("spec") or {}).get("dagName", "")
+    for names in state.backfills.values():
+        names.discard(event["name"])  # the DAG may have changed
+    if event["type"] == "DELETED":
+        return  # deleting a backfill cancels what has not started: nothing more is created
+    state.backfills.setdefault((event["namespace"], dag), set()).add(event["name"])
+    version = event["body"].get("metadata", {}).get("resourceVersion")
+    if not state.reconcilers.is_own_write(BACKFILLS, event["namespace"], event["name"], version):
+        _enqueue("backfill", event["namespace"], event["name"])
+
+
 @kopf.on.event(GROUP, VERSION, "dagruns")
 def _on_dagrun(**event: Any) -> None:
     type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
@@ -234,6 +256,8 @@ def _run_state_changed(namespace: str, dag_name: str, run_name: str, new_state: 
     """A run started or finished: its DAG may schedule more, its siblings may proceed."""
     _enqueue("dag", namespace, dag_name)  # maxActiveRuns, last run state
     state = _state
+    for backfill in state.backfills.get((namespace, dag_name), ()) if state is not None else ():
+        _enqueue("backfill", namespace, backfill)
     if new_state in FINISHED_RUN_STATES and state is not None and state.reconcilers is not None:
         # dependsOnPast / maxActiveTasks: the DAG's other unfinished runs may proceed now
         for other, summary in state.reconcilers.index.of_dag(namespace, dag_name).items():

@@ -25,6 +25,7 @@ import click
 from controller import logs as zonda_logs
 from controller import run_actions
 from controller.app.settings import DEFAULTS
+from controller.cli import backfills as backfill_commands
 from controller.cli import dags as dags_commands
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
@@ -396,6 +397,8 @@ main.add_command(logs_commands.logs)
 main.add_command(runs_commands.runs)
 main.add_command(xcom_commands.xcom)
 main.add_command(dags_commands.dags)
+main.add_command(backfill_commands.backfill)
+main.add_command(backfill_commands.backfills)
 ui_cli.register(main)
 
 if __name__ == "__main__":

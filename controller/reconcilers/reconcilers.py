@@ -2,6 +2,7 @@
 
 - `DagReconciler` (dags.py): `zonda.plans.plan_dag` decides which runs are due and the DAG's status.
 - `RunReconciler` (runs.py): `zonda.plans.start_run` / `observe`, then `zonda.decisions.decide`.
+- `BackfillReconciler` (backfills.py): `zonda.backfills.plan_backfill` decides which backfill runs to create.
 - `Reconcilers` below is what the kopf process holds: both, sharing one status writer and run index.
 
 Each pass reads the clock once and passes `now` to the core. Invariant: the controller writes only
@@ -15,6 +16,7 @@ from datetime import datetime
 
 from controller.executors.base import Executor
 from controller.kube import KubeApi
+from controller.reconcilers.backfills import BackfillReconciler
 from controller.reconcilers.common import StatusWriter, utcnow
 from controller.reconcilers.dags import DagReconciler
 from controller.reconcilers.index import RunIndex
@@ -41,6 +43,7 @@ class Reconcilers:
         self.writer = StatusWriter(kube)
         self.index = RunIndex()
         self.dags = DagReconciler(kube, self.writer)
+        self.backfills = BackfillReconciler(kube, self.writer)
         self.runs = RunReconciler(
             kube,
             executor,
@@ -55,6 +58,9 @@ class Reconcilers:
 
     async def reconcile_run(self, namespace: str, name: str) -> datetime | None:
         return await self.runs.reconcile(namespace, name)
+
+    async def reconcile_backfill(self, namespace: str, name: str) -> datetime | None:
+        return await self.backfills.reconcile(namespace, name)
 
     def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
         return self.writer.is_own_write(plural, namespace, name, resource_version)

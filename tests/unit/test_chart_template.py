@@ -136,6 +136,8 @@ CONTROLLER_RULES = {
     ("zonda.dev", "dagruns"): "get list watch create delete",
     ("zonda.dev", "dagruns/status"): "patch update",
     ("zonda.dev", "triggers"): "get list watch create delete",
+    ("zonda.dev", "backfills"): "get list watch",
+    ("zonda.dev", "backfills/status"): "patch update",
     ("", "pods"): "get list watch create delete",
     ("", "pods/log"): "get",
     ("", "configmaps"): "list",  # rbac.readVariablesAndConnections: Variables and Connections

@@ -26,6 +26,12 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 - apiGroups: ["zonda.dev"]
   resources: ["triggers"]
   verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: ["zonda.dev"]
+  resources: ["backfills"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["zonda.dev"]
+  resources: ["backfills/status"]
+  verbs: ["patch", "update"]
 {{ include "zonda.controllerPodRules" . }}
 - apiGroups: [""]
   resources: ["events"]

@@ -1,0 +1,99 @@
+"""`BackfillReconciler`: gather a Backfill, its DAG and the DAG's runs, `zonda.backfills.plan_backfill`,
+create the runs it asks for (deterministic names, 409 = created before), write the status.
+
+It runs again whenever a run of its DAG starts or finishes (the controller keeps the DAG -> backfills
+map from the Backfill watch), so a finished run makes room for the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
+from controller.reconcilers.common import StatusWriter, parse_status, utcnow
+from controller.reconcilers.dags import run_ref
+from zonda import backfills
+from zonda.models import API_VERSION, BackfillSpec, BackfillStatus, DagRunSpec, DagSpec, RunType
+from zonda.wire import LABEL_DAG, LABEL_RUN_TYPE, label_value
+
+BACKFILLS = "backfills"
+#: On each of a backfill's runs: the backfill's name (the watch wakes the backfill when a run changes).
+LABEL_BACKFILL = "zonda.dev/backfill"
+
+
+@dataclass
+class BackfillReconciler:
+    kube: KubeApi
+    writer: StatusWriter
+
+    async def reconcile(self, namespace: str, name: str) -> datetime | None:
+        """One pass; nothing to wake for on a timer (run changes enqueue the backfill)."""
+        backfill = await self.kube.get_custom(BACKFILLS, namespace, name)
+        if backfill is None or backfill["metadata"].get("deletionTimestamp"):
+            return None
+        old_status = parse_status(BackfillStatus, backfill.get("status"))
+        spec = BackfillSpec.model_validate(backfill["spec"])  # the CRD schema has checked it
+        dag = await self.kube.get_custom(DAGS, namespace, spec.dag_name)
+        dag_spec = None
+        if dag is not None:
+            try:
+                dag_spec = DagSpec.model_validate(dag["spec"])
+            except ValidationError:
+                dag_spec = None  # reported below as a missing DAG would be: the DAG's own status says why
+        runs = [
+            run_ref(r)
+            for r in await self.kube.list_custom(DAGRUNS, namespace)
+            if (r.get("spec") or {}).get("dagName") == spec.dag_name
+        ]
+        plan = backfills.plan_backfill(
+            name,
+            spec,
+            dag_spec,
+            runs=runs,
+            generation=backfill["metadata"].get("generation"),
+            now=utcnow(),
+        )
+        for run in plan.to_create:
+            try:
+                await self.kube.create_custom(DAGRUNS, namespace, backfill_run(backfill, spec, run))
+            except AlreadyExists:
+                continue  # created before a restart: exactly once by name
+        new_wire = BackfillStatus.model_validate(plan.status.model_dump()).to_wire()
+        if new_wire.get("state") != old_status.to_wire().get("state") or plan.to_create:
+            for reason, message in plan.events:
+                await self.kube.emit_event(backfill, reason=reason, message=message)
+        await self.writer.write_status(BACKFILLS, backfill, old_status.to_wire(), new_wire)
+        return None
+
+
+def backfill_run(
+    backfill: Mapping[str, Any], spec: BackfillSpec, run: backfills.BackfillRun
+) -> dict[str, Any]:
+    """The DagRun body: run type backfill, labelled with its DAG and backfill (not owned by the
+    backfill: deleting a backfill keeps the history of what it ran)."""
+    meta = backfill["metadata"]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DagRun",
+        "metadata": {
+            "name": run.name,
+            "namespace": meta["namespace"],
+            "labels": {
+                LABEL_DAG: label_value(spec.dag_name),
+                LABEL_RUN_TYPE: RunType.BACKFILL.value,
+                LABEL_BACKFILL: label_value(meta["name"]),
+            },
+        },
+        "spec": DagRunSpec(
+            dag_name=spec.dag_name,
+            run_type=RunType.BACKFILL,
+            logical_date=run.logical_date,
+            data_interval={"start": run.data_interval_start, "end": run.data_interval_end},
+            conf=spec.conf,
+        ).to_wire(),
+    }
