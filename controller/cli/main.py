@@ -27,6 +27,7 @@ from controller import run_actions
 from controller.app.settings import DEFAULTS
 from controller.cli import backfills as backfill_commands
 from controller.cli import dags as dags_commands
+from controller.cli import listings
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
@@ -399,6 +400,7 @@ main.add_command(xcom_commands.xcom)
 main.add_command(dags_commands.dags)
 main.add_command(backfill_commands.backfill)
 main.add_command(backfill_commands.backfills)
+listings.register(main, dags_commands.dags, runs_commands.runs)
 ui_cli.register(main)
 
 if __name__ == "__main__":

@@ -1,0 +1,248 @@
+"""Airflow's everyday CLI, as tables: `zonda dags list|pause|unpause|next-runs|delete`,
+`zonda runs list DAG`, `zonda tasks states RUN`.
+
+Each reads the resources (or merge-patches `spec.paused`) and prints a kubectl-like table; the
+upcoming runs come from the same pure code the scheduler uses (`zonda.upcoming`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from controller.cli.common import namespace_or_default, run_kube
+from controller.cli.runs import clock, duration, table
+from controller.kube import DAGRUNS, DAGS, Kube
+from zonda import upcoming
+from zonda.models import DagSpec, DagStatus
+
+
+def _namespace_options(command: Any) -> Any:
+    command = click.option("--kubeconfig", envvar="KUBECONFIG", default=None)(command)
+    return click.option("--namespace", "-n", default=None)(command)
+
+
+async def _connect(kubeconfig: str | None) -> Kube:
+    return await Kube.connect(kubeconfig, component="zonda-cli")
+
+
+async def _dag(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    dag = await kube.get_custom(DAGS, namespace, name)
+    if dag is None:
+        raise click.ClickException(f"DAG {name!r} not found in namespace {namespace}")
+    return dag
+
+
+def dag_rows(dags: list[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for dag in sorted(dags, key=lambda d: d["metadata"]["name"]):
+        spec, status = dag.get("spec") or {}, dag.get("status") or {}
+        rows.append(
+            [
+                dag["metadata"]["name"],
+                str(spec.get("schedule") or status.get("schedule") or "None"),
+                "True" if spec.get("paused") else "False",
+                str(status.get("nextRunAfter") or "-"),
+                str(status.get("activeRuns", 0)),
+                str(status.get("lastRunState") or "-"),
+                ",".join(spec.get("tags") or []) or "-",
+            ]
+        )
+    return rows
+
+
+def run_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
+    """Newest logical date first, as Airflow's `dags list-runs`."""
+
+    def logical(run: dict[str, Any]) -> str:
+        return str((run.get("status") or {}).get("logicalDate") or run["spec"].get("logicalDate") or "")
+
+    rows = []
+    for run in sorted(runs, key=logical, reverse=True):
+        status = run.get("status") or {}
+        rows.append(
+            [
+                run["metadata"]["name"],
+                status.get("state") or "queued",
+                run["spec"].get("runType", "manual"),
+                logical(run) or "-",
+                str(status.get("startDate") or "-"),
+                str(status.get("endDate") or "-"),
+            ]
+        )
+    return rows
+
+
+def task_state_rows(run: dict[str, Any]) -> list[list[str]]:
+    status = run.get("status") or {}
+    order = [t["id"] for t in ((status.get("dagSpec") or {}).get("tasks") or [])]
+    tis: dict[str, dict[str, Any]] = status.get("taskInstances") or {}
+    ids = [t for t in order if t in tis] + sorted(t for t in tis if t not in order)
+    return [
+        [
+            task_id,
+            tis[task_id].get("state") or "none",
+            str(tis[task_id].get("tryNumber", 0)),
+            clock(tis[task_id].get("startDate")),
+            clock(tis[task_id].get("endDate")),
+            duration(tis[task_id]),
+        ]
+        for task_id in ids
+    ]
+
+
+# ------------------------------------------------------------------------------------------- dags
+
+
+@click.command("list")
+@_namespace_options
+def list_dags(namespace: str | None, kubeconfig: str | None) -> None:
+    """List the DAGs (Airflow's `dags list`)."""
+    ns = namespace_or_default(namespace)
+
+    async def read() -> list[dict[str, Any]]:
+        async with await _connect(kubeconfig) as kube:
+            return await kube.list_custom(DAGS, ns)
+
+    rows = dag_rows(run_kube(read()))
+    header = ["DAG", "SCHEDULE", "PAUSED", "NEXT RUN", "ACTIVE RUNS", "LAST RUN STATE", "TAGS"]
+    click.echo(table(header, rows) if rows else f"No DAGs in namespace {ns}.")
+
+
+def _set_paused(name: str, namespace: str | None, kubeconfig: str | None, *, paused: bool) -> None:
+    ns = namespace_or_default(namespace)
+
+    async def patch() -> None:
+        async with await _connect(kubeconfig) as kube:
+            await _dag(kube, ns, name)
+            await kube.patch_custom(DAGS, ns, name, {"spec": {"paused": paused}})
+
+    run_kube(patch())
+    click.echo(f"dag.zonda.dev/{name} {'paused' if paused else 'unpaused'}")
+
+
+@click.command("pause")
+@click.argument("dag")
+@_namespace_options
+def pause(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
+    """Create no more scheduled runs of DAG (Airflow's `dags pause`); a GitOps tool may set it back."""
+    _set_paused(dag, namespace, kubeconfig, paused=True)
+
+
+@click.command("unpause")
+@click.argument("dag")
+@_namespace_options
+def unpause(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
+    """Schedule DAG again (Airflow's `dags unpause`)."""
+    _set_paused(dag, namespace, kubeconfig, paused=False)
+
+
+@click.command("next-runs")
+@click.argument("dag")
+@click.option("--count", "-c", "count", type=click.IntRange(min=1), default=5, show_default=True)
+@_namespace_options
+def next_runs(dag: str, count: int, namespace: str | None, kubeconfig: str | None) -> None:
+    """The next logical dates the schedule will run (Airflow's `dags next-execution`)."""
+    ns = namespace_or_default(namespace)
+
+    async def read() -> dict[str, Any]:
+        async with await _connect(kubeconfig) as kube:
+            return await _dag(kube, ns, dag)
+
+    body = run_kube(read())
+    spec = DagSpec.model_validate(body["spec"])
+    status = DagStatus.model_validate(body.get("status") or {})
+    runs = upcoming.next_runs(spec, status, now=datetime.now(UTC), count=count)
+    if not runs:
+        click.echo(f"{dag} has no scheduled runs ahead (schedule: {spec.schedule or 'None'})")
+        return
+    rows = [
+        [
+            run.logical_date.isoformat(),
+            f"{run.data_interval.start} .. {run.data_interval.end}",
+            run.run_after.isoformat(),
+        ]
+        for run in runs
+    ]
+    paused = " (paused: none is created until it is unpaused)" if spec.paused else ""
+    click.echo(table(["LOGICAL DATE", "DATA INTERVAL", "RUN AFTER"], rows) + paused)
+
+
+@click.command("delete")
+@click.argument("dag")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask.")
+@_namespace_options
+def delete(dag: str, yes: bool, namespace: str | None, kubeconfig: str | None) -> None:
+    """Delete DAG and its runs (Airflow's `dags delete`: the DAG's metadata goes with it)."""
+    ns = namespace_or_default(namespace)
+    if not yes:
+        click.confirm(f"Delete DAG {dag} and all its runs in {ns}?", abort=True)
+
+    async def remove() -> int:
+        async with await _connect(kubeconfig) as kube:
+            await _dag(kube, ns, dag)
+            await kube.delete_custom(DAGS, ns, dag)  # first: no new run is scheduled meanwhile
+            runs = [
+                r for r in await kube.list_custom(DAGRUNS, ns) if (r.get("spec") or {}).get("dagName") == dag
+            ]
+            for run in runs:
+                await kube.delete_custom(DAGRUNS, ns, run["metadata"]["name"])
+            return len(runs)
+
+    count = run_kube(remove())
+    click.echo(f"dag.zonda.dev/{dag} deleted with {count} run(s)")
+
+
+# ------------------------------------------------------------------------------------- runs, tasks
+
+
+@click.command("list")
+@click.argument("dag")
+@_namespace_options
+def list_runs(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
+    """List DAG's runs, newest logical date first (Airflow's `dags list-runs`)."""
+    ns = namespace_or_default(namespace)
+
+    async def read() -> list[dict[str, Any]]:
+        async with await _connect(kubeconfig) as kube:
+            return [
+                r for r in await kube.list_custom(DAGRUNS, ns) if (r.get("spec") or {}).get("dagName") == dag
+            ]
+
+    rows = run_rows(run_kube(read()))
+    header = ["RUN", "STATE", "RUN TYPE", "LOGICAL DATE", "STARTED", "ENDED"]
+    click.echo(table(header, rows) if rows else f"No runs of {dag} in namespace {ns}.")
+
+
+@click.group("tasks")
+def tasks() -> None:
+    """Inspect task instances."""
+
+
+@tasks.command("states")
+@click.argument("run_name")
+@_namespace_options
+def states(run_name: str, namespace: str | None, kubeconfig: str | None) -> None:
+    """Every task instance of RUN and its state (Airflow's `tasks states-for-dag-run`)."""
+    ns = namespace_or_default(namespace)
+
+    async def read() -> dict[str, Any] | None:
+        async with await _connect(kubeconfig) as kube:
+            return await kube.get_custom(DAGRUNS, ns, run_name)
+
+    run = run_kube(read())
+    if run is None:
+        raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
+    rows = task_state_rows(run)
+    header = ["TASK", "STATE", "TRY", "STARTED", "ENDED", "DURATION"]
+    click.echo(table(header, rows) if rows else f"{run_name} has no task instances yet.")
+
+
+def register(main: click.Group, dags: click.Group, runs: click.Group) -> None:
+    """Add the commands to the CLI's groups (one line in controller/cli/main.py)."""
+    for command in (list_dags, pause, unpause, next_runs, delete):
+        dags.add_command(command)
+    runs.add_command(list_runs)
+    main.add_command(tasks)
