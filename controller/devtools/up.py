@@ -371,6 +371,8 @@ def main(
         ui_url = _start_ui(children, cluster, workdir, state_dir)
         _step(4)
         paths = [_example_path(example) for example in examples]
+        if cluster.real_node is not None:
+            paths = realnode.runnable_dags(paths, cluster.real_node.images, log)
         cluster.kubectl("apply", *[arg for path in paths for arg in ("-f", str(path))])
         scheduled_dags: list[str] = []
         to_trigger: list[str] = []
