@@ -212,6 +212,12 @@ class DagSpec(CrdModel):
     max_active_runs: int = Field(default=16, ge=1)
     max_active_tasks: int = Field(default=16, ge=1)
     dagrun_timeout: Duration | None = None
+    successful_runs_history_limit: int | None = Field(
+        default=None, ge=0, description="Keep this many newest successful runs (and their pods); unset: all."
+    )
+    failed_runs_history_limit: int | None = Field(
+        default=None, ge=0, description="Keep this many newest failed runs (and their pods); unset: all."
+    )
     default_args: TaskDefaults | None = None
     params: JsonObject = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
-from zonda import plans, scheduling
-from zonda.models import API_VERSION, DagRunSpec, DagRunState, DagStatus, RunType
+from zonda import history, plans, scheduling
+from zonda.models import API_VERSION, DagRunSpec, DagRunState, DagSpec, DagStatus, RunType
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
 from zonda.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TYPE, label_value, parse_time
@@ -53,6 +55,7 @@ class DagReconciler:
         )
         for due in plan.runs_to_create:
             await self._create_run(dag, due, now)
+        await self._delete_beyond_history_limits(dag, runs)
         for event in plan.events:
             await self.kube.emit_event(dag, reason=event.reason, message=event.message, warning=event.warning)
         # round-tripped so enum values and datetimes serialise exactly as stored (no needless write)
@@ -74,6 +77,20 @@ class DagReconciler:
         interval = due.data_interval
         message = f"created {run_name} for data interval {interval.start} .. {interval.end}"
         await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
+
+    async def _delete_beyond_history_limits(self, dag: Mapping[str, Any], runs: list[plans.RunRef]) -> None:
+        """Delete finished runs past `successfulRunsHistoryLimit`/`failedRunsHistoryLimit` (their pods
+        are owned by them and go with them)."""
+        try:
+            spec = DagSpec.model_validate(dag["spec"])
+        except ValidationError:
+            return  # an invalid DAG: plan_dag reports it
+        doomed = history.runs_beyond_history_limits(spec, runs)
+        for run_name in doomed:
+            await self.kube.delete_custom(DAGRUNS, dag["metadata"]["namespace"], run_name)
+        if doomed:
+            message = f"deleted {len(doomed)} run(s) past the history limits: {', '.join(doomed)}"
+            await self.kube.emit_event(dag, reason="RunsDeleted", message=message)
 
 
 def run_ref(run: Mapping[str, Any]) -> plans.RunRef:
