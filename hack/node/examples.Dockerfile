@@ -5,7 +5,7 @@
 ARG ZONDA_IMAGE=zonda:latest
 FROM ${ZONDA_IMAGE}
 
-USER root
+USER 0
 # The build context is examples/ itself (the repository's .dockerignore keeps it out of the main image).
 COPY . /opt/zonda-examples/examples/
 ENV PYTHONPATH=/opt/zonda-examples

@@ -314,3 +314,45 @@ def test_the_seed_examples_reproduce_airflows_outcomes_as_real_pods(
             f"try {number}"
             in zonda(real_cluster, "logs", flaky_run, "flaky", "--try", str(number), "-n", ns).stdout
         )
+
+
+def test_a_pod_deleted_while_its_container_runs_is_a_zombie_retried_in_a_new_pod(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    ns = real_namespace
+    apply(
+        real_cluster,
+        ns,
+        dag(
+            "zombie",
+            [
+                bash(
+                    "victim",
+                    'echo "try {{ ti.try_number }}"; sleep {{ 600 if ti.try_number == 1 else 0 }}',
+                    retries=1,
+                    retryDelay="1s",
+                )
+            ],
+        ),
+    )
+    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+        run = trigger(real_cluster, ns, "zombie")
+
+        def first_running() -> str | None:
+            pods = pods_of(real_cluster, ns, "victim")
+            running = [
+                p
+                for p in pods
+                if any(
+                    "running" in (s.get("state") or {}) for s in p["status"].get("containerStatuses") or []
+                )
+            ]
+            return running[0]["metadata"]["name"] if running else None
+
+        victim = wait_for(first_running, "the first try's container running", timeout=120)
+        real_cluster.kubectl("delete", "pod", victim, "-n", ns, "--wait=false")
+        body = wait_run_finished(real_cluster, ns, run, timeout=180)
+    ti = body["status"]["taskInstances"]["victim"]
+    assert ti["state"] == "success" and ti["tryNumber"] == 2, ti
+    second = pods_of(real_cluster, ns, "victim")[-1]["metadata"]["name"]
+    assert "try 2" in real_cluster.kubectl("logs", "-n", ns, second).stdout
