@@ -24,7 +24,7 @@ import pendulum
 import pydantic
 from pydantic.alias_generators import to_camel
 
-from zonda import merging, operator_arguments, operator_registry
+from zonda import merging, operator_arguments, operator_registry, params
 from zonda.durations import DURATION_PATTERN, parse_duration
 from zonda.models import (
     TASK_ID_PATTERN,
@@ -186,6 +186,7 @@ def _check_dag_settings(spec: DagSpec) -> list[str]:
     errors.extend(_check_timetable(spec, spec.timezone if timezone_error is None else "UTC"))
     if spec.dagrun_timeout is not None:
         errors.extend(_check_duration("dagrunTimeout", spec.dagrun_timeout, positive=True))
+    errors.extend(params.schema_errors(spec.params_schema, spec.params))
     return errors
 
 

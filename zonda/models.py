@@ -219,7 +219,12 @@ class DagSpec(CrdModel):
         default=None, ge=0, description="Keep this many newest failed runs (and their pods); unset: all."
     )
     default_args: TaskDefaults | None = None
-    params: JsonObject = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict, description="Default values, seen as `params.x`.")
+    params_schema: JsonObject | None = Field(
+        default=None,
+        description="JSON schema (type object, a property per param) that params merged with a run's "
+        "conf must satisfy; Airflow's Param(default, type=..., ...).",
+    )
     tags: list[str] = Field(default_factory=list)
     doc_md: str | None = None
     task_groups: list[TaskGroupSpec] = Field(default_factory=list)

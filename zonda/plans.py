@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import conditions, scheduling, xcoms
+from zonda import conditions, params, scheduling, xcoms
 from zonda.dags import DagInvalid, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
@@ -266,7 +266,11 @@ def start_run(
 
     The logical date and data interval are the spec's (a scheduled run's), else the timetable's
     manual interval for the logical date given or the run's creation time (Airflow's `dags trigger`).
+    A conf that, merged over the DAG's params, violates `paramsSchema` fails the run without starting
+    it (Airflow refuses to create such a run; a DagRun created with kubectl cannot be refused).
     """
+    if status.state in FINISHED_RUN_STATES:
+        return RunStart(status=status, started=False)
     if dag is None:
         return _not_started(
             status, "DagNotFound", f"DAG {spec.dag_name!r} does not exist in namespace {namespace}", now
@@ -277,6 +281,11 @@ def start_run(
         timetable = timetable_for(dag_spec)
     except (DagInvalid, ValueError, ImportError) as exc:
         return _not_started(status, "InvalidDag", f"DAG {spec.dag_name!r} is invalid: {exc}", now)
+    conf_errors = params.conf_errors(dag_spec.params_schema, dag_spec.params, spec.conf)
+    if conf_errors:
+        return _failed_to_start(
+            status, "InvalidConf", "conf does not match the DAG's params: " + "; ".join(conf_errors), now
+        )
     if spec.data_interval is not None:
         interval = _interval(spec.data_interval.start, spec.data_interval.end)
         logical_date = coerce_utc(spec.logical_date or interval.start)
@@ -317,6 +326,22 @@ def _not_started(status: DagRunStatus, reason: str, message: str, now: datetime)
         events = (RunEvent(reason, message, warning=True),)
     new = status.model_copy(update={"conditions": conds, "state": DagRunState.QUEUED})
     return RunStart(status=new, started=False, events=events)
+
+
+def _failed_to_start(status: DagRunStatus, reason: str, message: str, now: datetime) -> RunStart:
+    """A run that can never start (its conf is invalid): failed, the reason on a condition and an Event."""
+    conds = conditions.set_condition(
+        status.conditions, type="Ready", status=False, reason=reason, message=message, now=now
+    )
+    new = status.model_copy(
+        update={
+            "conditions": conds,
+            "state": DagRunState.FAILED,
+            "end_date": status.end_date or now,
+            "message": message,
+        }
+    )
+    return RunStart(status=new, started=False, events=(RunEvent(reason, message, warning=True),))
 
 
 def observe(

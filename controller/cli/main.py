@@ -36,7 +36,7 @@ from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from controller.triggerer.settings import DEFAULTS as TRIGGERER
 from controller.triggerer.settings import TriggererSettings
-from zonda import actions
+from zonda import actions, params
 from zonda.actions import ActionResult
 from zonda.dags import ResolvedDag
 from zonda.models import DagRunStatus, TaskInstanceState, TaskInstanceStatus, manual_dagrun
@@ -280,8 +280,13 @@ def trigger(
         from zonda.scheduling import dagrun_name
 
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            if await kube.get_custom(DAGS, ns, dag) is None:
+            dag_object = await kube.get_custom(DAGS, ns, dag)
+            if dag_object is None:
                 raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
+            spec = dag_object.get("spec") or {}
+            errors = params.conf_errors(spec.get("paramsSchema"), spec.get("params") or {}, conf_obj)
+            if errors:
+                raise click.ClickException("conf does not match the DAG's params: " + "; ".join(errors))
             name = dagrun_name(dag, when, "manual")
             body = manual_dagrun(name, ns, dag, when, conf_obj)
             try:

@@ -66,8 +66,12 @@ class RunReconciler:
         status = before = parse_status(DagRunStatus, old_wire)
         if status.dag_spec is None:
             start = await self._start(run, spec, status, now)
-            if not start.started:
-                return now + DAG_NOT_FOUND_RETRY
+            if not start.started:  # failed for good (invalid conf), or the DAG is missing or invalid
+                if start.status.state not in plans.FINISHED_RUN_STATES:
+                    return now + DAG_NOT_FOUND_RETRY
+                if start.status.state != status.state and self.on_run_state_change is not None:
+                    self.on_run_state_change(namespace, spec.dag_name, name, start.status.state)
+                return None
             status = start.status
         dag_spec = DagSpec.model_validate(status.dag_spec)
         try:

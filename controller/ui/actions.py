@@ -87,7 +87,7 @@ async def trigger(request: web.Request) -> web.Response:
     dag = request.app[STORE].dags.get((namespace, name))
     if dag is None:
         raise ActionRefused(404, f"DAG {name} not found in namespace {namespace}")
-    errors = views.conf_errors((dag.get("spec") or {}).get("params") or {}, conf)
+    errors = views.conf_errors(dag.get("spec") or {}, conf)
     if errors:
         raise ActionRefused(422, "conf does not match the DAG's params: " + "; ".join(errors))
     when = datetime.now(UTC)

@@ -196,13 +196,13 @@ async def trigger_form(request: web.Request) -> web.Response:
     namespace, name = request.match_info["namespace"], request.match_info["dag"]
     await require(request, "get", "dags", namespace)
     dag = _dag_or_404(request, namespace, name)
-    params = (dag.get("spec") or {}).get("params") or {}
+    spec = dag.get("spec") or {}
     return render(
         request,
         "trigger.html",
         dag=dag,
-        fields=views.param_fields(params),
-        schema=views.params_schema(params),
+        fields=views.param_fields(spec),
+        schema=views.params_schema(spec),
     )
 
 

@@ -314,42 +314,39 @@ class ParamField:
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
-def param_fields(params: Mapping[str, Any]) -> list[ParamField]:
-    """Form fields for a DAG's `params`, as Airflow's trigger form builds them.
+def param_fields(spec: Mapping[str, Any]) -> list[ParamField]:
+    """Form fields for a DAG's params, as Airflow's trigger form builds them.
 
-    A param is either a plain default value (its JSON type becomes the field's type) or, as Airflow's
-    `Param(default, **schema)`, an object with `value` (or `default`) and JSON-schema keywords such as
-    `type`, `enum`, `minimum`, `description`.
+    Each `spec.params` default is a field; `spec.paramsSchema` gives its type, `enum`, bounds and
+    description (a param the schema requires may have no default). Without a declared type the
+    default's JSON type chooses the input.
     """
+    defaults: Mapping[str, Any] = spec.get("params") or {}
+    properties: Mapping[str, Any] = (spec.get("paramsSchema") or {}).get("properties") or {}
     fields: list[ParamField] = []
-    for name, raw in params.items():
-        if isinstance(raw, Mapping) and ("value" in raw or "default" in raw) and "type" in raw:
-            schema = {k: v for k, v in raw.items() if k not in ("value", "default", "description")}
-            default = raw.get("value", raw.get("default"))
-            declared = schema.get("type")
-            kind = declared if declared in ("string", "number", "integer", "boolean") else "json"
-            fields.append(ParamField(name, kind, default, str(raw.get("description") or ""), schema))
+    for name in [*defaults, *(n for n in properties if n not in defaults)]:
+        default = defaults.get(name)
+        schema = properties.get(name)
+        schema = dict(schema) if isinstance(schema, Mapping) else {}
+        declared = schema.get("type")
+        if declared in ("string", "number", "integer", "boolean"):
+            kind = declared
+        elif declared is None and name in defaults:
+            kind = _JSON_TYPES.get(type(default), "json")
         else:
-            kind = _JSON_TYPES.get(type(raw), "json")
-            schema = {"type": kind} if kind != "json" else {}
-            fields.append(ParamField(name, kind, raw, "", schema))
+            kind = "json"
+        description = str(schema.pop("description", "") or "")
+        fields.append(ParamField(name, kind, default, description, schema))
     return fields
 
 
-def params_schema(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON schema a triggered run's conf must satisfy for the DAG's params."""
-    return {
-        "type": "object",
-        "properties": {f.name: dict(f.schema) for f in param_fields(params)},
-    }
+def params_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON schema a triggered run's params (conf over defaults) must satisfy: `spec.paramsSchema`."""
+    return dict(spec.get("paramsSchema") or {"type": "object"})
 
 
-def conf_errors(params: Mapping[str, Any], conf: Mapping[str, Any]) -> list[str]:
-    """Why `conf` does not satisfy the params' schema, one sentence per problem (empty: it does)."""
-    import jsonschema
+def conf_errors(spec: Mapping[str, Any], conf: Mapping[str, Any]) -> list[str]:
+    """Why `conf` merged over the DAG's params fails `spec.paramsSchema`, one sentence per problem."""
+    from zonda import params
 
-    validator = jsonschema.Draft202012Validator(params_schema(params))
-    return [
-        f"{'.'.join(str(p) for p in error.absolute_path) or 'conf'}: {error.message}"
-        for error in sorted(validator.iter_errors(dict(conf)), key=lambda e: list(e.absolute_path))
-    ]
+    return params.conf_errors(spec.get("paramsSchema"), spec.get("params") or {}, conf)

@@ -72,6 +72,7 @@ def ui_dag(name: str = "ui-dag") -> dict[str, Any]:
             "schedule": None,
             "docMd": f"# Doc {SCRIPT}",
             "params": {"who": "world", "n": 1},
+            "paramsSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
             "tasks": [
                 {"id": "hello", "operator": "BashOperator", "args": {"bash_command": "echo hello-from-task"}},
                 {"id": "after", "operator": "EmptyOperator", "dependsOn": ["hello"], "docMd": SCRIPT},
@@ -220,7 +221,7 @@ async def test_actions_run_as_the_viewer_and_a_refusal_changes_nothing(
     assert get(cluster, namespace, "dagruns")["items"] == []
 
     status, answer = await viewers["operator"].post(trigger, {"conf": {"n": "not a number"}})
-    assert status == 422 and "n: 'not a number' is not of type 'integer'" in answer["error"]
+    assert status == 422 and "param 'n': 'not a number' is not of type 'integer'" in answer["error"]
 
     status, answer = await viewers["reader"].post(f"/api/dags/{namespace}/ui-dag/paused", {"paused": True})
     assert status == 403 and "cannot patch" in answer["error"]

@@ -116,6 +116,10 @@ def test_params_are_checked_against_their_schema_when_rendering() -> None:
     with DAG("p", schedule_interval=None, params={"n": Param(5, type="integer", minimum=3), "x": "y"}) as ok:
         EmptyOperator(task_id="t")
     assert spec_of(ok)["params"] == {"n": 5, "x": "y"}
+    assert spec_of(ok)["paramsSchema"] == {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 3}},
+    }
     with DAG("bad", schedule_interval=None, params={"n": Param(1, type="integer", minimum=3)}) as bad:
         EmptyOperator(task_id="t")
     with pytest.raises(manifests.ManifestError, match="param 'n'"):
@@ -522,6 +526,29 @@ def test_task_callbacks_are_accepted_and_reported_as_not_run() -> None:
     assert "defaultArgs" not in spec and "args" in spec["tasks"][0]
     assert spec["tasks"][0]["args"] == {"bash_command": "true"}
     assert set(built.unsupported) == {"on_failure_callback", "on_success_callback"}
+
+
+def test_param_schemas_become_the_params_json_schema_and_a_param_without_default_is_required() -> None:
+    params = {
+        "count": Param(2, type="integer", minimum=1, description="How many"),
+        "who": Param(type="string", enum=["ann", "bob"]),
+        "plain": [1, 2],
+    }
+    with DAG("schema", schedule=None, params=params) as built:
+        EmptyOperator(task_id="t")
+    spec = spec_of(built)
+    assert spec["params"] == {"count": 2, "plain": [1, 2]}
+    assert spec["paramsSchema"] == {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "minimum": 1, "description": "How many"},
+            "who": {"type": "string", "enum": ["ann", "bob"]},
+        },
+        "required": ["who"],
+    }
+    with DAG("plain", schedule=None, params={"x": 1}) as plain:
+        EmptyOperator(task_id="t")
+    assert "paramsSchema" not in spec_of(plain)
 
 
 def test_task_level_params_may_be_params_too() -> None:

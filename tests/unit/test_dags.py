@@ -730,3 +730,21 @@ def test_only_the_tasks_on_a_cycle_are_named() -> None:
 def test_two_separate_cycles_are_both_named() -> None:
     errors = errors_of([task("a", "b"), task("b", "a"), task("c", "d"), task("d", "c")])
     assert errors == ["cycle: a -> b -> a", "cycle: c -> d -> c"]
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}, "required": ["who"]}
+
+
+def test_a_params_schema_is_valid_and_the_defaults_satisfy_it_except_for_required_params() -> None:
+    assert resolve([task("a")], params={"n": 5}, paramsSchema=SCHEMA).spec.params_schema == SCHEMA
+    assert errors_of([task("a")], params={"n": 1}, paramsSchema=SCHEMA) == [
+        "params defaults do not satisfy paramsSchema: param 'n': 1 is less than the minimum of 3"
+    ]
+    broken = {"type": "object", "properties": {"n": {"type": "integr"}}}
+    [error] = errors_of([task("a")], paramsSchema=broken)
+    assert error.startswith("paramsSchema.properties.n.type is not a valid JSON schema: 'integr'")
+
+
+def test_a_params_schema_error_is_reported_with_the_others() -> None:
+    errors = errors_of([task("a", "missing")], params={"n": "x"}, paramsSchema=SCHEMA)
+    assert len(errors) == 2 and "param 'n': 'x' is not of type 'integer'" in errors[0], errors

@@ -213,3 +213,40 @@ def test_the_run_start_and_plan_read_no_clock() -> None:
     one = plans.plan_dag("d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=[], now=later)
     two = plans.plan_dag("d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=[], now=later)
     assert one == two and len(one.runs_to_create) == 16  # maxActiveRuns' default
+
+
+PARAMS = {
+    "params": {"count": 3},
+    "paramsSchema": {
+        "type": "object",
+        "properties": {"count": {"type": "integer", "minimum": 1}, "who": {"type": "string"}},
+        "required": ["who"],
+    },
+}
+
+
+def test_a_conf_that_satisfies_the_params_schema_starts_the_run() -> None:
+    result = start(
+        DagRunSpec(dag_name="d", conf={"who": "ann", "count": 5}), plans.DagRef(dag_spec(**PARAMS), 1)
+    )
+    assert result.started and result.status.state is DagRunState.QUEUED
+
+
+def test_a_conf_that_violates_the_params_schema_fails_the_run_naming_the_param_once() -> None:
+    spec = DagRunSpec(dag_name="d", conf={"count": 0})
+    first = start(spec, plans.DagRef(dag_spec(**PARAMS), 1))
+    message = (
+        "conf does not match the DAG's params: param 'count': 0 is less than the minimum of 1; "
+        "param 'who': no value given and it has no default"
+    )
+    assert not first.started and first.status.dag_spec is None
+    assert (first.status.state, first.status.end_date, first.status.message) == (
+        DagRunState.FAILED,
+        NOW,
+        message,
+    )
+    assert [(e.reason, e.message, e.warning) for e in first.events] == [("InvalidConf", message, True)]
+    ready = [c for c in first.status.conditions if c.type == "Ready"]
+    assert [(c.status, c.reason, c.message) for c in ready] == [("False", "InvalidConf", message)]
+    again = start(spec, plans.DagRef(dag_spec(**PARAMS), 1), first.status)
+    assert not again.started and again.events == () and again.status == first.status

@@ -129,29 +129,40 @@ def test_the_gantt_scales_tries_to_the_runs_span_and_a_running_try_ends_now() ->
     ]
 
 
-def test_params_become_typed_form_fields_and_conf_is_checked_against_them() -> None:
-    params = {
-        "greeting": "hello",
-        "count": 3,
-        "dry": False,
-        "mode": {"value": "fast", "type": "string", "enum": ["fast", "slow"], "description": "how"},
-        "extra": {"a": 1},
+def test_params_become_typed_form_fields_and_conf_is_checked_against_the_params_schema() -> None:
+    spec = {
+        "params": {"greeting": "hello", "count": 3, "dry": False, "mode": "fast", "extra": {"a": 1}},
+        "paramsSchema": {
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "minimum": 1},
+                "mode": {"type": "string", "enum": ["fast", "slow"], "description": "how"},
+                "who": {"type": "string"},
+            },
+            "required": ["who"],
+        },
     }
-    fields = {f.name: f for f in views.param_fields(params)}
+    fields = {f.name: f for f in views.param_fields(spec)}
     assert {n: f.kind for n, f in fields.items()} == {
         "greeting": "string",
         "count": "integer",
         "dry": "boolean",
         "mode": "string",
         "extra": "json",
+        "who": "string",
     }
     assert fields["mode"].default == "fast" and fields["mode"].description == "how"
-    assert views.conf_errors(params, {"count": 4, "mode": "slow", "other": [1]}) == []
-    errors = views.conf_errors(params, {"count": "four", "mode": "medium"})
-    assert errors == [
-        "count: 'four' is not of type 'integer'",
-        "mode: 'medium' is not one of ['fast', 'slow']",
+    assert fields["mode"].schema == {"type": "string", "enum": ["fast", "slow"]}
+    assert fields["who"].default is None
+    assert views.params_schema(spec) == spec["paramsSchema"]
+    assert views.conf_errors(spec, {"who": "ann", "count": 4, "mode": "slow", "other": [1]}) == []
+    assert views.conf_errors(spec, {"count": "four", "mode": "medium"}) == [
+        "param 'count': 'four' is not of type 'integer'",
+        "param 'mode': 'medium' is not one of ['fast', 'slow']",
+        "param 'who': no value given and it has no default",
     ]
+    # Without a schema any conf goes, as Airflow accepts any value for a plain param.
+    assert views.conf_errors({"params": {"count": 3}}, {"count": "four"}) == []
 
 
 def test_doc_md_with_script_or_event_handlers_stays_inert() -> None:

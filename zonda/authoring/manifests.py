@@ -156,12 +156,15 @@ class _Compiler:
         if dag.is_paused_upon_creation:
             spec["paused"] = True
         if dag.params:
-            from zonda.authoring.params import resolve_params
+            from zonda.authoring.params import params_schema, resolve_params
 
             try:
                 spec["params"] = self.json(resolve_params(dag.params), "params")
             except ValueError as error:
                 self.errors.append(str(error))
+            schema = params_schema(dag.params)
+            if schema is not None:
+                spec["paramsSchema"] = self.json(schema, "params")
         defaults = self.defaults(dag.default_args, "default_args")
         if defaults:
             spec["defaultArgs"] = defaults

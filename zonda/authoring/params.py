@@ -46,14 +46,41 @@ class Param:
 
 
 def resolve_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Plain values of a DAG's params; a `Param` without a default gives None (given at trigger time)."""
+    """Plain default values of a DAG's params (`spec.params`); a `Param` without a default has none:
+    `params_schema` lists it as required, so each run's conf must give it."""
     resolved: dict[str, Any] = {}
     for name, value in params.items():
         if isinstance(value, Param):
+            if value.value is NOTSET:
+                continue
             try:
-                resolved[name] = value.resolve() if value.value is not NOTSET else None
+                resolved[name] = value.resolve()
             except ParamValidationError as error:
                 raise ParamValidationError(f"param {name!r}: {error}") from error
         else:
             resolved[name] = value
     return resolved
+
+
+def params_schema(params: dict[str, Any]) -> dict[str, Any] | None:
+    """`spec.paramsSchema`: a JSON schema with each `Param`'s keywords and description (None: no `Param`).
+
+    A `Param` without a default is `required`, as Airflow refuses a run that does not give it; a plain
+    value has no schema (Airflow accepts any value for it).
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, value in params.items():
+        if not isinstance(value, Param):
+            continue
+        properties[name] = dict(value.schema)
+        if value.description is not None:
+            properties[name]["description"] = value.description
+        if value.value is NOTSET:
+            required.append(name)
+    if not properties:
+        return None
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema

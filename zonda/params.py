@@ -1,0 +1,68 @@
+"""DAG params' JSON schema (`spec.paramsSchema`), checked with the DAG and against each run's conf.
+
+`spec.params` holds the plain default values templates see as `params.x`. `spec.paramsSchema` is a
+standard JSON schema (`type: object`, one entry of `properties` per param, `required` for a param
+without a default) that the authoring compiler writes from Airflow's `Param(default, **schema)`, or a
+YAML author writes by hand. As Airflow validates params when a DagRun is created, a run's conf merged
+over the defaults must satisfy the schema; the defaults alone must too, except for `required` (a
+param without a default is given at trigger time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+
+def schema_errors(schema: Mapping[str, Any] | None, defaults: Mapping[str, Any]) -> list[str]:
+    """Why `paramsSchema` is not a valid JSON schema, or why the `params` defaults do not satisfy it."""
+    if schema is None:
+        return []
+    validator_class = jsonschema.validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as error:
+        where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        return [f"paramsSchema{where} is not a valid JSON schema: {error.message}"]
+    return [
+        f"params defaults do not satisfy paramsSchema: {message}"
+        for message in _violations(schema, defaults, skip_required=True)
+    ]
+
+
+def conf_errors(
+    schema: Mapping[str, Any] | None, defaults: Mapping[str, Any], conf: Mapping[str, Any]
+) -> list[str]:
+    """Why `conf` merged over the `params` defaults does not satisfy the schema (empty: it does)."""
+    if schema is None:
+        return []
+    return _violations(schema, merged_params(defaults, conf), skip_required=False)
+
+
+def merged_params(defaults: Mapping[str, Any], conf: Mapping[str, Any]) -> dict[str, Any]:
+    """The params a run sees: the conf's values over the DAG's defaults (`dag_run_conf_overrides_params`)."""
+    return {**defaults, **conf}
+
+
+def _violations(schema: Mapping[str, Any], value: Mapping[str, Any], *, skip_required: bool) -> list[str]:
+    validator = jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.FormatChecker())
+    return sorted(  # "param 'name': ..." sentences, so by param name
+        _describe(error)
+        for error in validator.iter_errors(dict(value))
+        if not (skip_required and error.validator == "required" and not error.absolute_path)
+    )
+
+
+def _describe(error: jsonschema.exceptions.ValidationError) -> str:
+    path = list(error.absolute_path)
+    if not path:
+        if error.validator == "required":
+            name = error.message.removesuffix(" is a required property")
+            return f"param {name}: no value given and it has no default"
+        return f"params: {error.message}"
+    rest = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in path[1:])
+    return f"param {path[0]!r}{rest}: {error.message}"
