@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import ZondaProcess, apply, get, wait_run_finished, zonda
+from tests.cluster.zonda_processes import apply, controller, get, wait_run_finished, zonda
 
 DAG: dict[str, Any] = {
     "apiVersion": "zonda.dev/v1alpha1",
@@ -44,18 +44,8 @@ def test_an_invalid_conf_is_refused_by_trigger_and_fails_a_run_created_with_kube
         "spec": {"dagName": "greet", "runType": "manual", "conf": {"count": 0}},
     }
     apply(cluster, namespace, run)
-    process = ZondaProcess(
-        "controller",
-        ["controller", "--namespace", namespace, "--executor", "local",
-         "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(cluster.kubeconfig)],
-        cluster,
-        tmp_path,
-    ).start()  # fmt: skip
-    try:
+    with controller(cluster, namespace, tmp_path, executor="local"):
         body = wait_run_finished(cluster, namespace, "greet-by-hand", timeout=60)
-    finally:
-        process.stop()
-        print(f"--- controller log\n{process.log()[-4000:]}")
     status = body["status"]
     assert status["state"] == "failed" and status["message"] == MESSAGE
     assert not status.get("taskInstances") and "dagSpec" not in status
