@@ -166,13 +166,14 @@ def test_a_namespace_list_install_is_accepted_in_each_listed_namespace(
         cluster.kubectl("delete", "namespace", second, "--wait=false", check=False)
 
 
-def test_the_installed_release_deploys_both_components(namespaced_install: Install) -> None:
+def test_the_installed_release_deploys_every_component(namespaced_install: Install) -> None:
     result = namespaced_install.cluster.kubectl(
         "get", "deployments,serviceaccounts", "--namespace", namespaced_install.namespace,
         "-l", f"app.kubernetes.io/instance={RELEASE}", "-o", "name")
     assert set(result.stdout.split()) == {
-        "deployment.apps/zonda-controller", "deployment.apps/zonda-triggerer",
+        "deployment.apps/zonda-controller", "deployment.apps/zonda-triggerer", "deployment.apps/zonda-ui",
         "serviceaccount/zonda-controller", "serviceaccount/zonda-triggerer", "serviceaccount/zonda-task",
+        "serviceaccount/zonda-ui",
     }
 
 
