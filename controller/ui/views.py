@@ -309,6 +309,7 @@ class ParamField:
     default: Any
     description: str = ""
     schema: Mapping[str, Any] = field(default_factory=dict)
+    has_default: bool = True  # False: required by the schema; left empty, the conf does not give it
 
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number"}
@@ -336,7 +337,7 @@ def param_fields(spec: Mapping[str, Any]) -> list[ParamField]:
         else:
             kind = "json"
         description = str(schema.pop("description", "") or "")
-        fields.append(ParamField(name, kind, default, description, schema))
+        fields.append(ParamField(name, kind, default, description, schema, name in defaults))
     return fields
 
 

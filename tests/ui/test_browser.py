@@ -45,6 +45,14 @@ def demo_dag(flag: Path) -> dict[str, Any]:
             "tags": ["demo", "ui"],
             "docMd": "# UI demo\nA DAG with a **task group** and a task that fails once.",
             "params": {"greeting": "hello", "count": 1},
+            "paramsSchema": {
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 1, "description": "How many times"},
+                    "who": {"type": "string"},
+                },
+                "required": ["who"],
+            },
             "taskGroups": [{"id": "process", "tooltip": "extract, then the flaky one"}],
             "tasks": [
                 {"id": "start", "operator": "EmptyOperator"},
@@ -149,11 +157,17 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
         page.click("a.button:has-text('Trigger')")
         page.fill("[data-param=greeting]", "bonjour")
         page.fill("[data-param=count]", "7")
+        expect(page.locator("label.field:has([data-param=count])")).to_contain_text("How many times")
+        page.click("#trigger-submit")  # `who` has no default and is left empty: refused, no run
+        refusal = "param 'who': no value given and it has no default"
+        expect(page.locator("#trigger-error")).to_contain_text(refusal)
+        assert runs_of(cluster, namespace, "ui-demo") == []
+        page.fill("[data-param=who]", "ann")
         shot(page, "trigger")
         page.click("#trigger-submit")
         page.wait_for_url("**/dags/*/ui-demo?triggered=*")
         run = runs_of(cluster, namespace, "ui-demo")[-1]
-        assert run["spec"]["conf"] == {"greeting": "bonjour", "count": 7}
+        assert run["spec"]["conf"] == {"greeting": "bonjour", "count": 7, "who": "ann"}
         run_name = run["metadata"]["name"]
 
         # Cells change colour live: the page is never reloaded (the marker on window survives).
@@ -212,6 +226,7 @@ def test_a_read_only_service_account_is_refused_when_it_triggers(
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(f"{url}/dags/{namespace}/ui-demo/trigger")
+        page.fill("[data-param=who]", "ann")  # a valid conf: refused for RBAC alone
         page.click("#trigger-submit")
         expect(page.locator("#trigger-error")).to_contain_text('cannot create resource "dagruns"')
         shot(page, "refused")

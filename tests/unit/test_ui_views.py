@@ -153,7 +153,7 @@ def test_params_become_typed_form_fields_and_conf_is_checked_against_the_params_
     }
     assert fields["mode"].default == "fast" and fields["mode"].description == "how"
     assert fields["mode"].schema == {"type": "string", "enum": ["fast", "slow"]}
-    assert fields["who"].default is None
+    assert fields["who"].default is None and not fields["who"].has_default and fields["count"].has_default
     assert views.params_schema(spec) == spec["paramsSchema"]
     assert views.conf_errors(spec, {"who": "ann", "count": 4, "mode": "slow", "other": [1]}) == []
     assert views.conf_errors(spec, {"count": "four", "mode": "medium"}) == [

@@ -152,6 +152,7 @@ function triggerConf(form) {
   if (typeof conf !== "object" || conf === null || Array.isArray(conf)) throw new Error("the configuration must be a JSON object");
   form.querySelectorAll("[data-param]").forEach((input) => {
     const kind = input.dataset.kind;
+    if ("unsetIfEmpty" in input.dataset && input.value === "") return; // no default: the run must be given it
     let value;
     if (kind === "boolean") value = input.checked;
     else if (kind === "integer") value = input.value === "" ? null : parseInt(input.value, 10);
