@@ -186,7 +186,8 @@ def _check_dag_settings(spec: DagSpec) -> list[str]:
     errors.extend(_check_timetable(spec, spec.timezone if timezone_error is None else "UTC"))
     if spec.dagrun_timeout is not None:
         errors.extend(_check_duration("dagrunTimeout", spec.dagrun_timeout, positive=True))
-    errors.extend(params.schema_errors(spec.params_schema, spec.params))
+    scheduled = spec.schedule is not None or spec.timetable is not None
+    errors.extend(params.schema_errors(spec.params_schema, spec.params, scheduled=scheduled))
     return errors
 
 

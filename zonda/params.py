@@ -18,8 +18,14 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 
-def schema_errors(schema: Mapping[str, Any] | None, defaults: Mapping[str, Any]) -> list[str]:
-    """Why `paramsSchema` is not a valid JSON schema, or why the `params` defaults do not satisfy it."""
+def schema_errors(
+    schema: Mapping[str, Any] | None, defaults: Mapping[str, Any], *, scheduled: bool = False
+) -> list[str]:
+    """Why `paramsSchema` is not a valid JSON schema, or why the `params` defaults do not satisfy it.
+
+    A `scheduled` DAG may not require a param without a default: its scheduled runs have no conf
+    (Airflow: "DAG Schedule must be None, if there are any required params without default values").
+    """
     if schema is None:
         return []
     validator_class = jsonschema.validators.validator_for(schema)
@@ -28,10 +34,19 @@ def schema_errors(schema: Mapping[str, Any] | None, defaults: Mapping[str, Any])
     except jsonschema.exceptions.SchemaError as error:
         where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         return [f"paramsSchema{where} is not a valid JSON schema: {error.message}"]
-    return [
+    errors = [
         f"params defaults do not satisfy paramsSchema: {message}"
         for message in _violations(schema, defaults, skip_required=True)
     ]
+    required = schema.get("required")
+    missing = [n for n in required if n not in defaults] if scheduled and isinstance(required, list) else []
+    if missing:
+        errors.append(
+            f"paramsSchema requires {', '.join(map(repr, missing))} with no default in params: a DAG "
+            "with a schedule or timetable cannot (its scheduled runs have no conf); give a default or "
+            "make the DAG manual (schedule: null)"
+        )
+    return errors
 
 
 def conf_errors(

@@ -748,3 +748,10 @@ def test_a_params_schema_is_valid_and_the_defaults_satisfy_it_except_for_require
 def test_a_params_schema_error_is_reported_with_the_others() -> None:
     errors = errors_of([task("a", "missing")], params={"n": "x"}, paramsSchema=SCHEMA)
     assert len(errors) == 2 and "param 'n': 'x' is not of type 'integer'" in errors[0], errors
+
+
+def test_a_scheduled_dag_cannot_require_a_param_without_default_as_in_airflow() -> None:
+    assert resolve([task("a")], params={"n": 5}, paramsSchema=SCHEMA, schedule=None)
+    [error] = errors_of([task("a")], params={"n": 5}, paramsSchema=SCHEMA, schedule="@daily")
+    assert error.startswith("paramsSchema requires 'who' with no default in params: a DAG with a schedule")
+    assert resolve([task("a")], params={"n": 5, "who": "ann"}, paramsSchema=SCHEMA, schedule="@daily")
