@@ -1,14 +1,36 @@
 """Settings shared by every tier.
 
+Shared fixtures: the local control plane (`cluster`) and a fresh `namespace`, for the cluster tier
+and the browser tests alike.
+
 Hypothesis: no per-example deadline (the 2-core CI machine runs cluster processes beside the unit
 tests, so wall time per example says nothing), and under CI a derandomized search so a run is
 reproducible from its commit; locally the search stays random so new counterexamples keep turning up.
 """
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
+
+from controller.devtools.devcluster import Cluster, connect_cluster
+from tests.cluster.zonda_processes import fresh_namespace
 
 settings.register_profile("zonda", deadline=None)
 settings.register_profile("zonda-ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile("zonda-ci" if os.environ.get("CI") else "zonda")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """The real control plane of tests/cluster/conftest.py's docstring, started once per session."""
+    with connect_cluster() as running:
+        yield running
+
+
+@pytest.fixture
+def namespace(cluster: Cluster) -> Iterator[str]:
+    """A fresh namespace per test, deleted afterwards (without waiting for it to finish)."""
+    with fresh_namespace(cluster) as name:
+        yield name

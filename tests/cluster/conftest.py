@@ -10,24 +10,5 @@ an existing cluster only with ZONDA_TEST_CLUSTER=existing, kind with ZONDA_TEST_
 cannot start, every test here errors (never skips): CI must not pass without this tier.
 """
 
-from __future__ import annotations
-
-from collections.abc import Iterator
-
-import pytest
-
-from controller.devtools.devcluster import Cluster, connect_cluster
-from tests.cluster.zonda_processes import fresh_namespace
-
-
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    with connect_cluster() as running:
-        yield running
-
-
-@pytest.fixture
-def namespace(cluster: Cluster) -> Iterator[str]:
-    """A fresh namespace per test, deleted afterwards (without waiting for it to finish)."""
-    with fresh_namespace(cluster) as name:
-        yield name
+# The `cluster` and `namespace` fixtures live in tests/conftest.py, so the cluster tier and the UI's
+# browser tests (tests/ui) share one local control plane per session.

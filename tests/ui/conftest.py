@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.cluster.conftest import cluster, namespace  # noqa: F401 - the cluster tier's fixtures
-
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
