@@ -22,6 +22,7 @@ from controller.kube import KubeError
 from controller.ui import graphs, tries, views
 from controller.ui.markup import render_markdown
 from controller.ui.server import KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token, require
+from zonda.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
 
 PAGE_SIZE = 100
 
@@ -255,6 +256,12 @@ async def task_page(request: web.Request) -> web.Response:
     )
     numbers = list(range(1, int(ti.get("tryNumber") or 0) + 1))
     chosen = int(request.query.get("try") or (numbers[-1] if numbers else 0))
+    rendered: list[RenderedField] = []
+    rendered_note = None
+    try:
+        rendered = render_task_fields(run, task_id, chosen)
+    except RenderingUnavailable as error:
+        rendered_note = str(error)
     return render(
         request,
         "task.html",
@@ -266,6 +273,8 @@ async def task_page(request: web.Request) -> web.Response:
         attempts=known,
         tries=numbers,
         chosen_try=chosen,
+        rendered=rendered,
+        rendered_note=rendered_note,
         watch=f"{namespace}/{run['spec']['dagName']}",
     )
 

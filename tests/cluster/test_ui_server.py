@@ -74,7 +74,7 @@ def ui_dag(name: str = "ui-dag") -> dict[str, Any]:
             "params": {"who": "world", "n": 1},
             "paramsSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
             "tasks": [
-                {"id": "hello", "operator": "BashOperator", "args": {"bash_command": "echo hello-from-task"}},
+                {"id": "hello", "operator": "BashOperator", "args": {"bash_command": "echo hello-from-task {{ params.who }}"}},
                 {"id": "after", "operator": "EmptyOperator", "dependsOn": ["hello"], "docMd": SCRIPT},
             ],
         },
@@ -206,6 +206,9 @@ async def test_every_read_endpoint_checks_the_viewers_rbac(
     assert task_html.count("&lt;script&gt;alert(") == 2  # the DAG's and the task's doc_md, as text
     assert "<h1>Doc &lt;script&gt;" in task_html
     assert "&lt;script&gt;" in run_html
+    # The task page shows the bash_command rendered with the run's params, as the try rendered it.
+    _, hello_html = await viewers["reader"].get(f"/runs/{namespace}/{run}/tasks/hello")
+    assert "Rendered bash_command" in hello_html and "echo hello-from-task world" in hello_html
 
 
 async def test_actions_run_as_the_viewer_and_a_refusal_changes_nothing(
