@@ -34,6 +34,15 @@ from zonda.wire import parse_time as _parse_time
 
 BASE_CONTAINER = "base"  # Airflow's name for the task's container in pod_override
 
+# Pod Security "restricted" by default. runAsNonRoot without a runAsUser: the kubelet checks the image's
+# numeric USER (10001 in the Zonda image), so a user's image that runs as root fails with the kubelet's
+# reason rather than being silently run under another uid. A task's container or podOverride wins.
+POD_SECURITY_CONTEXT: Mapping[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SECURITY_CONTEXT: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
+
 
 @dataclass(frozen=True)
 class PodDefaults:
@@ -81,7 +90,11 @@ def build_task_pod(
     defaults: PodDefaults,
 ) -> dict[str, Any]:
     """The Pod for one task-instance try: runner pod for operators, the user's container otherwise."""
-    base: dict[str, Any] = {"name": BASE_CONTAINER, "image": defaults.image}
+    base: dict[str, Any] = {
+        "name": BASE_CONTAINER,
+        "image": defaults.image,
+        "securityContext": copy.deepcopy(dict(CONTAINER_SECURITY_CONTEXT)),
+    }
     if defaults.image_pull_policy:
         base["imagePullPolicy"] = defaults.image_pull_policy
     if defaults.resources:
@@ -135,6 +148,7 @@ def build_task_pod(
         },
         "spec": {
             "restartPolicy": "Never",
+            "securityContext": copy.deepcopy(dict(POD_SECURITY_CONTEXT)),
             "containers": [base],
         },
     }

@@ -210,29 +210,15 @@ def test_a_task_pod_passes_pod_security_restricted(
 ) -> None:
     ns = real_namespace
     real_cluster.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
-    restricted = {
-        "spec": {
-            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [
-                {
-                    "name": "base",
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
-                }
-            ],
-        }
-    }
-    apply(
-        real_cluster, ns, dag("secure", [bash("locked", "echo locked down; id -u", podOverride=restricted)])
-    )
+    # No podOverride: the builder's default securityContext is what the namespace admits.
+    apply(real_cluster, ns, dag("secure", [bash("locked", "echo locked down; id -u")]))
     with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
         run = trigger(real_cluster, ns, "secure")
         body = wait_run_finished(real_cluster, ns, run, timeout=120)
     assert ti_states(body) == {"locked": "success"}, body["status"]
     pod = pods_of(real_cluster, ns, "locked")[0]["metadata"]["name"]
-    assert "locked down" in real_cluster.kubectl("logs", "-n", ns, pod).stdout
+    logs = real_cluster.kubectl("logs", "-n", ns, pod).stdout
+    assert "locked down" in logs and "10001" in logs, logs  # the image's uid, not root
 
 
 def _node_processes() -> str:

@@ -96,32 +96,33 @@ def test_a_tasks_env_adds_to_the_dags_default_env_as_kubernetes_would() -> None:
     assert dag.tasks["t"].container["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
 
 
-def test_a_pod_override_adding_env_to_the_base_container_keeps_the_runners_invocation() -> None:
-    override = {
-        "spec": {"containers": [{"name": pods.BASE_CONTAINER, "env": [{"name": "EXTRA", "value": "x"}]}]}
-    }
+def build_pod(
+    operator: str | None, args: dict[str, Any], container: dict[str, Any], pod_override: dict[str, Any]
+) -> dict[str, Any]:
+    """One task's pod from the builder, with the chart's defaults."""
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
     resolved = ResolvedTask(
         task_id="t",
-        operator="BashOperator",
-        args={"bash_command": "true"},
+        operator=operator,
+        args=args,
         upstream=frozenset(),
         downstream=frozenset(),
-        pod_override=override,
+        container=container,
+        pod_override=pod_override,
     )
-    moment = datetime(2026, 1, 1, tzinfo=UTC)
     invocation = TaskInvocation(
         dag_name="dag",
         run_name="run",
         run_type=RunType.MANUAL,
         task_id="t",
         try_number=1,
-        operator="BashOperator",
-        args={"bash_command": "true"},
+        operator=operator,
+        args=args,
         logical_date=moment,
         data_interval_start=moment,
         data_interval_end=moment,
     )
-    pod = pods.build_task_pod(
+    return pods.build_task_pod(
         invocation=invocation,
         task=resolved,
         namespace="default",
@@ -129,5 +130,45 @@ def test_a_pod_override_adding_env_to_the_base_container_keeps_the_runners_invoc
         owner={"metadata": {"name": "run", "uid": "u"}},
         defaults=pods.PodDefaults(),
     )
+
+
+def test_a_pod_override_adding_env_to_the_base_container_keeps_the_runners_invocation() -> None:
+    override = {
+        "spec": {"containers": [{"name": pods.BASE_CONTAINER, "env": [{"name": "EXTRA", "value": "x"}]}]}
+    }
+    pod = build_pod("BashOperator", {"bash_command": "true"}, {}, override)
     names = [e["name"] for e in pod["spec"]["containers"][0]["env"]]
     assert names == [INVOCATION_ENV, "EXTRA"], "a list replaced whole would have lost the invocation"
+
+
+def _built_pod(container: dict[str, Any], pod_override: dict[str, Any]) -> dict[str, Any]:
+    return build_pod(None, {}, {"image": "root-image:1", **container}, pod_override)
+
+
+def test_a_task_pod_is_restricted_by_default_without_pinning_a_uid() -> None:
+    pod = _built_pod({}, {})
+    assert pod["spec"]["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert pod["spec"]["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert "runAsUser" not in pod["spec"]["securityContext"], "the image's USER decides the uid"
+
+
+def test_the_users_security_context_wins_over_the_restricted_default() -> None:
+    pod = _built_pod(
+        {"securityContext": {"capabilities": {"add": ["NET_ADMIN"], "drop": []}}},
+        {"spec": {"securityContext": {"runAsNonRoot": False, "runAsUser": 0}}},
+    )
+    assert pod["spec"]["securityContext"] == {
+        "runAsNonRoot": False,
+        "runAsUser": 0,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert pod["spec"]["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"add": ["NET_ADMIN"], "drop": []},
+    }
