@@ -42,6 +42,9 @@ class TaskInvocation(CrdModel):
     timezone: str = "UTC"
     conf: JsonObject = Field(default_factory=dict)
     params: JsonObject = Field(default_factory=dict)
+    user_defined_macros: dict[str, str] = Field(default_factory=dict, description="Name -> import path.")
+    user_defined_filters: dict[str, str] = Field(default_factory=dict, description="Name -> import path.")
+    render_template_as_native_obj: bool = False
     xcoms: dict[str, Any] = Field(default_factory=dict, description="Return values of finished tasks.")
     keyed_xcoms: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Other XComs of finished tasks (xcom_push), by task id and key."

@@ -227,6 +227,17 @@ class DagSpec(CrdModel):
     )
     tags: list[str] = Field(default_factory=list)
     doc_md: str | None = None
+    user_defined_macros: dict[str, str] = Field(
+        default_factory=dict,
+        description="Airflow's user_defined_macros: template globals, name -> import path (pkg.mod:obj).",
+    )
+    user_defined_filters: dict[str, str] = Field(
+        default_factory=dict,
+        description="Airflow's user_defined_filters: Jinja filters, name -> import path (pkg.mod:function).",
+    )
+    render_template_as_native_obj: bool = Field(
+        default=False, description="Render templates to Python objects (Jinja's NativeEnvironment), not text."
+    )
     task_groups: list[TaskGroupSpec] = Field(default_factory=list)
     tasks: list[TaskSpec] = Field(min_length=1)
 

@@ -31,6 +31,7 @@ import pendulum
 from pendulum import DateTime
 
 from zonda import variables, xcoms
+from zonda.imports import import_string
 from zonda.invocations import TaskInvocation
 
 if TYPE_CHECKING:
@@ -328,8 +329,12 @@ def _utc_or_none(moment: dt.datetime | None) -> DateTime | None:
 
 
 @functools.cache
-def _environment_classes() -> tuple[type[jinja2.Environment], type[jinja2.Undefined]]:
-    """Airflow's sandbox with Zonda's undefined-name hints; Jinja is imported only when a try needs it."""
+def _environment_classes() -> tuple[
+    type[jinja2.Environment], type[jinja2.Environment], type[jinja2.Undefined]
+]:
+    """Airflow's sandbox (text and native), with Zonda's undefined-name hints; Jinja is imported only
+    when a try needs it."""
+    import jinja2.nativetypes
     import jinja2.sandbox
 
     class ContextUndefined(jinja2.StrictUndefined):
@@ -351,7 +356,10 @@ def _environment_classes() -> tuple[type[jinja2.Environment], type[jinja2.Undefi
             """Airflow's rule: ``_private`` attributes are readable, ``__internal__`` ones never."""
             return not jinja2.sandbox.is_internal_attribute(obj, attr)
 
-    return SandboxedEnvironment, ContextUndefined
+    class SandboxedNativeEnvironment(SandboxedEnvironment, jinja2.nativetypes.NativeEnvironment):
+        """`render_template_as_native_obj`: Jinja's native types, still sandboxed (Airflow's is not)."""
+
+    return SandboxedEnvironment, SandboxedNativeEnvironment, ContextUndefined
 
 
 def _date_filter(fmt: str) -> Callable[[dt.date | None], str | None]:
@@ -379,12 +387,51 @@ FILTERS: dict[str, Callable[[dt.date | None], str | None]] = {
 }
 
 
-def create_environment() -> jinja2.Environment:
-    """Airflow's template environment: sandboxed, strict about undefined names, `do` and date filters."""
-    environment_class, undefined = _environment_classes()
+def create_environment(
+    *,
+    native: bool = False,
+    macros: Mapping[str, Any] | None = None,
+    filters: Mapping[str, Callable[..., Any]] | None = None,
+) -> jinja2.Environment:
+    """Airflow's template environment (`DAG.get_template_env`): sandboxed, strict about undefined names,
+    `do` and date filters; `macros` become globals and `filters` filters, as a DAG's user-defined ones;
+    `native` renders to Python objects (`render_template_as_native_obj`)."""
+    text_class, native_class, undefined = _environment_classes()
+    environment_class = native_class if native else text_class
     environment = environment_class(undefined=undefined, extensions=["jinja2.ext.do"], cache_size=0)
     environment.filters.update(FILTERS)
+    environment.filters.update(filters or {})
+    environment.globals.update(macros or {})
     return environment
+
+
+def invocation_environment(invocation: TaskInvocation) -> jinja2.Environment | None:
+    """The environment the DAG's templating settings ask for; None for the default one.
+
+    User-defined macros and filters are import paths, imported here (in the task runner): one that
+    cannot be imported is a `TemplateError` naming it.
+    """
+    if not (
+        invocation.user_defined_macros
+        or invocation.user_defined_filters
+        or invocation.render_template_as_native_obj
+    ):
+        return None
+    return create_environment(
+        native=invocation.render_template_as_native_obj,
+        macros=_import_all(invocation.user_defined_macros, "user_defined_macros"),
+        filters=_import_all(invocation.user_defined_filters, "user_defined_filters"),
+    )
+
+
+def _import_all(paths: Mapping[str, str], where: str) -> dict[str, Any]:
+    imported: dict[str, Any] = {}
+    for name, path in paths.items():
+        try:
+            imported[name] = import_string(path)
+        except ImportError as error:
+            raise TemplateError(f"{where}.{name}", f"cannot import {path!r}: {error}") from error
+    return imported
 
 
 @functools.cache

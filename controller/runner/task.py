@@ -117,7 +117,7 @@ def run_task(invocation: TaskInvocation) -> TaskResult:
     try:
         with _terminate_on_sigterm(operator):
             context = build_operator_context(invocation, operator, store)
-            operator.render_template_fields(context)
+            operator.render_template_fields(context, templating.invocation_environment(invocation))
             if invocation.next_method:
                 # The event crossed the API as JSON: give the method back its datetimes.
                 next_kwargs = triggers.from_json_safe(dict(invocation.next_kwargs or {}))

@@ -40,9 +40,6 @@ UNSUPPORTED_DAG_ARGUMENTS = {
     "template_searchpath": "templates are strings in the manifest; inline the template",
     "template_undefined": "Zonda's templates always use StrictUndefined",
     "jinja_environment_kwargs": "the Jinja environment is fixed",
-    "user_defined_macros": "not carried into the manifest; compute the value in a task",
-    "user_defined_filters": "not carried into the manifest; compute the value in a task",
-    "render_template_as_native_obj": "templates render to text; pass values with XComArgs instead",
     "owner_links": "UI setting; ignored",
     "full_filepath": "ignored",
     "fail_stop": "not implemented",
@@ -72,6 +69,9 @@ class DAG:
         params: dict[str, Any] | None = None,
         tags: Iterable[str] | None = None,
         is_paused_upon_creation: bool | None = None,
+        user_defined_macros: dict[str, Any] | None = None,
+        user_defined_filters: dict[str, Any] | None = None,
+        render_template_as_native_obj: bool = False,
         auto_register: bool = True,
         **others: Any,
     ) -> None:
@@ -100,6 +100,10 @@ class DAG:
         self.params: dict[str, Any] = dict(params or {})
         self.tags = list(tags or [])
         self.is_paused_upon_creation = is_paused_upon_creation
+        #: Written to the manifest as import paths (the task runner imports them).
+        self.user_defined_macros: dict[str, Any] = dict(user_defined_macros or {})
+        self.user_defined_filters: dict[str, Any] = dict(user_defined_filters or {})
+        self.render_template_as_native_obj = render_template_as_native_obj
         #: Loaded from its file when used as a context manager, even if not bound to a global name.
         self.auto_register = auto_register
         self.unsupported = {name: UNSUPPORTED_DAG_ARGUMENTS[name] for name in others if others[name]}

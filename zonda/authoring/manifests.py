@@ -155,6 +155,12 @@ class _Compiler:
             spec["docMd"] = dag.doc_md
         if dag.is_paused_upon_creation:
             spec["paused"] = True
+        if dag.user_defined_macros:
+            spec["userDefinedMacros"] = self.importables(dag.user_defined_macros, "user_defined_macros")
+        if dag.user_defined_filters:
+            spec["userDefinedFilters"] = self.importables(dag.user_defined_filters, "user_defined_filters")
+        if dag.render_template_as_native_obj:
+            spec["renderTemplateAsNativeObj"] = True
         if dag.params:
             from zonda.authoring.params import params_schema, resolve_params
 
@@ -193,6 +199,32 @@ class _Compiler:
             "class": f"{klass.__module__}.{klass.__qualname__}",
             "params": self.json(timetable.serialize(), "timetable"),
         }
+
+    def importables(self, values: Mapping[str, Any], where: str) -> dict[str, str]:
+        """User-defined macros or filters as import paths (`pkg.module:name`), which the runner imports.
+
+        Values defined in a DAG file (lambdas included) or that are not functions or classes (constants,
+        modules) are refused: the runner could not import them.
+        """
+        paths: dict[str, str] = {}
+        for name, value in values.items():
+            if not callable(value):
+                self.errors.append(
+                    f"{where}.{name}: a {type(value).__name__} value cannot be written to the manifest; "
+                    "give an importable function or class (pkg.module:name), or use params"
+                )
+                continue
+            module = getattr(value, "__module__", None) or ""
+            qualname = getattr(value, "__qualname__", "")
+            in_dag_file = not module or module == "__main__" or module in DAG_FILE_MODULES
+            if in_dag_file or "<" in qualname or "." in qualname:
+                self.errors.append(
+                    f"{where}.{name}: {qualname or value!r} is defined in a DAG file or nested; it must be "
+                    "importable (a top-level name in a module on the task image's path: pkg.module:name)"
+                )
+                continue
+            paths[str(name)] = f"{module}:{qualname}"
+        return paths
 
     def defaults(self, default_args: Mapping[str, Any], where: str) -> dict[str, Any]:
         """`default_args` as `TaskDefaults`: scheduler fields as fields, operator arguments in `args`."""

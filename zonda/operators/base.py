@@ -20,7 +20,7 @@ import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta, tzinfo
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from zonda import operator_arguments, templating, xcom_refs
 from zonda.authoring import operator_hooks
@@ -34,6 +34,9 @@ from zonda.exceptions import (
     TaskDeferred,
     TriggerFailureReason,
 )
+
+if TYPE_CHECKING:
+    import jinja2
 
 #: Airflow `BaseOperator` arguments that steer the scheduler, the executor or the UI. Zonda takes these
 #: from the task spec (`retries`, `triggerRule`...) or has no use for them; an operator accepts and
@@ -223,15 +226,18 @@ class BaseOperator(Node):
             raise TaskDeferralError(error)
         return getattr(self, next_method)(context, **next_kwargs)
 
-    def render_template_fields(self, context: Context) -> None:
-        """Render every attribute named in `template_fields` in place, as Airflow does before `execute`."""
+    def render_template_fields(self, context: Context, jinja_env: jinja2.Environment | None = None) -> None:
+        """Render every attribute named in `template_fields` in place, as Airflow does before `execute`.
+
+        `jinja_env` is the DAG's (user-defined macros and filters, native rendering); None: the default.
+        """
         for name in self.template_fields:
             if not hasattr(self, name):
                 raise AttributeError(
                     f"{name!r} is configured as a template field but {self.task_type} does not have "
                     "this attribute."
                 )
-            rendered = templating.render(getattr(self, name), context, field=name)
+            rendered = templating.render(getattr(self, name), context, field=name, environment=jinja_env)
             if xcom_refs.referenced_task_ids(rendered):
                 rendered = xcom_refs.resolve(rendered, context["ti"].xcom_pull)
             setattr(self, name, rendered)

@@ -1,0 +1,137 @@
+"""A DAG's `user_defined_macros`, `user_defined_filters` and `render_template_as_native_obj`.
+
+Compiled to import paths and a flag in the DAG spec, carried by the task invocation, and applied by the
+task runner's Jinja environment, as Airflow's `DAG.get_template_env` does. Real: the compiler, the
+templating module, and one run through `dag.test()` (the controller's decisions and task runner).
+"""
+
+from __future__ import annotations
+
+import math
+import os.path
+from datetime import datetime
+from typing import Any
+
+import pendulum
+import pytest
+
+from zonda import DAG
+from zonda.authoring import manifests
+from zonda.invocations import TaskInvocation
+from zonda.models import RunType
+from zonda.operators.bash import BashOperator
+from zonda.operators.python import PythonOperator
+from zonda.templating import TemplateError, build_context, invocation_environment, render
+
+START = pendulum.datetime(2021, 1, 1, tz="UTC")
+
+
+def invocation(**overrides: Any) -> TaskInvocation:
+    fields: dict[str, Any] = {
+        "dag_name": "etl",
+        "run_name": "etl-manual",
+        "run_type": RunType.MANUAL,
+        "task_id": "load",
+        "try_number": 1,
+        "logical_date": datetime.fromisoformat("2024-03-05T00:00:00+00:00"),
+        "data_interval_start": datetime.fromisoformat("2024-03-04T00:00:00+00:00"),
+        "data_interval_end": datetime.fromisoformat("2024-03-05T00:00:00+00:00"),
+        "params": {"limit": 5},
+    }
+    fields.update(overrides)
+    return TaskInvocation(**fields)
+
+
+def rendered(value: Any, **overrides: Any) -> Any:
+    call = invocation(**overrides)
+    return render(value, build_context(call), field="f", environment=invocation_environment(call))
+
+
+def test_macros_are_globals_and_filters_are_filters() -> None:
+    macros = {"hypot": "math:hypot"}
+    filters = {"basename": "os.path:basename"}
+    template = "{{ hypot(3, 4) }} {{ '/data/x.csv' | basename }} {{ ds | basename }}"
+    assert (
+        rendered(template, user_defined_macros=macros, user_defined_filters=filters) == "5.0 x.csv 2024-03-05"
+    )
+
+
+def test_without_settings_the_default_environment_is_used() -> None:
+    assert invocation_environment(invocation()) is None
+    with pytest.raises(TemplateError, match="'hypot' is undefined"):
+        rendered("{{ hypot(3, 4) }}")
+
+
+def test_a_macro_that_cannot_be_imported_is_an_error_naming_it() -> None:
+    with pytest.raises(TemplateError, match=r"user_defined_macros\.helper.*'nowhere\.at_all:helper'"):
+        invocation_environment(invocation(user_defined_macros={"helper": "nowhere.at_all:helper"}))
+
+
+@pytest.mark.parametrize(
+    ("template", "native", "text"),
+    [
+        pytest.param("{{ [1, 2] }}", [1, 2], "[1, 2]", id="a list"),
+        pytest.param("{{ params.limit }}", 5, "5", id="a number stays a number"),
+        pytest.param("{{ {'a': params.limit} }}", {"a": 5}, "{'a': 5}", id="a dict"),
+        pytest.param("rows: {{ params.limit }}", "rows: 5", "rows: 5", id="text stays text"),
+        pytest.param(["{{ params.limit }}", "x"], [5, "x"], ["5", "x"], id="inside a container"),
+    ],
+)
+def test_native_rendering_gives_python_objects(template: Any, native: Any, text: Any) -> None:
+    assert rendered(template, render_template_as_native_obj=True) == native
+    assert rendered(template) == text
+
+
+def test_native_rendering_is_still_sandboxed() -> None:
+    with pytest.raises(TemplateError, match="unsafe"):
+        rendered("{{ ''.__class__.__mro__ }}", render_template_as_native_obj=True)
+
+
+def test_the_compiler_writes_import_paths_and_the_native_flag() -> None:
+    built = DAG(
+        "m",
+        schedule=None,
+        start_date=START,
+        user_defined_macros={"hypot": math.hypot},
+        user_defined_filters={"basename": os.path.basename},
+        render_template_as_native_obj=True,
+    )
+    with built:
+        BashOperator(task_id="t", bash_command="echo {{ hypot(3, 4) }}")
+    spec = manifests.dag_manifest(built)["spec"]
+    assert spec["userDefinedMacros"] == {"hypot": "math:hypot"}
+    assert spec["userDefinedFilters"] == {"basename": f"{os.path.basename.__module__}:basename"}
+    assert spec["renderTemplateAsNativeObj"] is True
+    assert built.unsupported == {}
+
+
+@pytest.mark.parametrize(
+    ("macros", "reason"),
+    [
+        pytest.param({"f": lambda x: x}, "<lambda>. is defined in a DAG file or nested", id="a lambda"),
+        pytest.param({"project": "acme"}, "a str value cannot be written", id="a constant"),
+    ],
+)
+def test_a_macro_the_runner_cannot_import_is_refused_at_render(macros: dict[str, Any], reason: str) -> None:
+    with DAG("m", schedule=None, start_date=START, user_defined_macros=macros) as built:
+        BashOperator(task_id="t", bash_command="echo")
+    with pytest.raises(manifests.ManifestError, match=reason):
+        manifests.dag_manifest(built)
+
+
+def test_dags_test_runs_a_dag_with_macros_filters_and_native_rendering() -> None:
+    with DAG(
+        "native",
+        schedule=None,
+        start_date=START,
+        params={"numbers": [1, 2, 3]},
+        user_defined_macros={"hypot": math.hypot},
+        user_defined_filters={"basename": os.path.basename},
+        render_template_as_native_obj=True,
+    ) as built:
+        total = PythonOperator(task_id="total", python_callable=sum, op_args=["{{ params.numbers }}"])
+        echo = BashOperator(task_id="echo", bash_command="echo {{ hypot(3, 4) }} {{ '/d/x.csv' | basename }}")
+        total >> echo
+    outcome = built.test()
+    assert outcome.task_states == {"total": "success", "echo": "success"}
+    assert outcome.xcoms == {"total": 6, "echo": "5.0 x.csv"}
