@@ -96,13 +96,20 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
         invocation, task_params=task_params if isinstance(task_params, Mapping) else None
     )
     context.update(var=_NotInTheUi("var"), conn=_NotInTheUi("conn"))
+    try:
+        environment = templating.invocation_environment(invocation)  # the DAG's macros, filters, native
+    except templating.TemplateError as error:
+        raise RenderingUnavailable(str(error)) from error
     rendered = []
     for name in fields:
         if name not in invocation.args:
             continue
         try:
             rendered.append(
-                RenderedField(name, templating.render(invocation.args[name], context, field=name))
+                RenderedField(
+                    name,
+                    templating.render(invocation.args[name], context, field=name, environment=environment),
+                )
             )
         except templating.TemplateError as error:
             rendered.append(RenderedField(name, error=str(error)))

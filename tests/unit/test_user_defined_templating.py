@@ -135,3 +135,33 @@ def test_dags_test_runs_a_dag_with_macros_filters_and_native_rendering() -> None
     outcome = built.test()
     assert outcome.task_states == {"total": "success", "echo": "success"}
     assert outcome.xcoms == {"total": 6, "echo": "5.0 x.csv"}
+
+
+def test_the_ui_renders_fields_with_the_dags_macros_filters_and_native_types() -> None:
+    from zonda.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
+
+    dag_spec: dict[str, Any] = {
+        "userDefinedMacros": {"hypot": "math:hypot"},
+        "userDefinedFilters": {"basename": "os.path:basename"},
+        "renderTemplateAsNativeObj": True,
+        "tasks": [{"id": "t", "operator": "PythonOperator",
+                   "args": {"python_callable": "builtins.sum", "op_args": ["{{ [hypot(3, 4)] }}"],
+                            "op_kwargs": {"f": "{{ '/d/x.csv' | basename }}"}}}],
+    }  # fmt: skip
+    body: dict[str, Any] = {
+        "metadata": {"name": "m-manual-1", "namespace": "data"},
+        "spec": {"dagName": "m", "runType": "manual"},
+        "status": {
+            "logicalDate": "2026-11-29T06:00:00Z",
+            "dataIntervalStart": "2026-11-28T06:00:00Z",
+            "dataIntervalEnd": "2026-11-29T06:00:00Z",
+            "dagSpec": dag_spec,
+            "taskInstances": {"t": {"state": "running", "tryNumber": 1}},
+        },
+    }
+    fields = {field.name: field for field in render_task_fields(body, "t", 1)}
+    assert fields["op_args"] == RenderedField("op_args", [[5.0]])
+    assert fields["op_kwargs"] == RenderedField("op_kwargs", {"f": "x.csv"})
+    dag_spec["userDefinedFilters"] = {"basename": "nowhere:basename"}
+    with pytest.raises(RenderingUnavailable, match="nowhere:basename"):
+        render_task_fields(body, "t", 1)
