@@ -408,8 +408,8 @@ def create_environment(
 def invocation_environment(invocation: TaskInvocation) -> jinja2.Environment | None:
     """The environment the DAG's templating settings ask for; None for the default one.
 
-    User-defined macros and filters are import paths, imported here (in the task runner): one that
-    cannot be imported is a `TemplateError` naming it.
+    User-defined macros and filters are import paths or `dagfile:` references, imported here (in the
+    task runner): one that cannot be imported is a `TemplateError` naming it.
     """
     if not (
         invocation.user_defined_macros
@@ -428,7 +428,12 @@ def _import_all(paths: Mapping[str, str], where: str) -> dict[str, Any]:
     imported: dict[str, Any] = {}
     for name, path in paths.items():
         try:
-            imported[name] = import_string(path)
+            if path.startswith("dagfile:"):
+                from zonda.authoring.dag_files import load_template_value  # imports the user's DAG file
+
+                imported[name] = load_template_value(path)
+            else:
+                imported[name] = import_string(path)
         except ImportError as error:
             raise TemplateError(f"{where}.{name}", f"cannot import {path!r}: {error}") from error
     return imported

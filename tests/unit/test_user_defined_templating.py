@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import math
 import os.path
+import textwrap
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pendulum
 import pytest
 
+from controller.devtools import dag_runs
 from zonda import DAG
-from zonda.authoring import manifests
+from zonda.authoring import manifests, rendering
 from zonda.invocations import TaskInvocation
 from zonda.models import RunType
 from zonda.operators.bash import BashOperator
@@ -106,17 +109,35 @@ def test_the_compiler_writes_import_paths_and_the_native_flag() -> None:
 
 
 @pytest.mark.parametrize(
-    ("macros", "reason"),
-    [
-        pytest.param({"f": lambda x: x}, "<lambda>. is defined in a DAG file or nested", id="a lambda"),
-        pytest.param({"project": "acme"}, "a str value cannot be written", id="a constant"),
-    ],
+    "macros",
+    [pytest.param({"f": lambda x: x}, id="a lambda"), pytest.param({"project": "acme"}, id="a constant")],
 )
-def test_a_macro_the_runner_cannot_import_is_refused_at_render(macros: dict[str, Any], reason: str) -> None:
+def test_a_macro_outside_the_dags_folder_that_is_not_importable_is_refused(macros: dict[str, Any]) -> None:
     with DAG("m", schedule=None, start_date=START, user_defined_macros=macros) as built:
         BashOperator(task_id="t", bash_command="echo")
-    with pytest.raises(manifests.ManifestError, match=reason):
+    with pytest.raises(manifests.ManifestError, match=r"not importable .*not inside the DAGs folder"):
         manifests.dag_manifest(built)
+
+
+def test_a_lambda_filter_and_a_constant_macro_of_a_dag_file_are_followed_by_reference(tmp_path: Path) -> None:
+    (tmp_path / "lambdas.py").write_text(
+        textwrap.dedent("""
+            import pendulum
+            from zonda import DAG
+            from zonda.operators.bash import BashOperator
+
+            with DAG("lambdas", schedule=None, start_date=pendulum.datetime(2021, 1, 1, tz="UTC"),
+                     user_defined_macros={"project": "acme"},
+                     user_defined_filters={"shout": lambda text: text.upper() + "!"}) as dag:
+                BashOperator(task_id="t", bash_command="echo {{ project | shout }}")
+        """)
+    )
+    rendered_dags = rendering.render_paths([tmp_path], safe_mode=False)
+    spec = rendered_dags.dags[0].manifest["spec"]
+    assert spec["userDefinedMacros"] == {"project": "dagfile:lambdas.py?dag_id=lambdas&macro=project"}
+    assert spec["userDefinedFilters"] == {"shout": "dagfile:lambdas.py?dag_id=lambdas&filter=shout"}
+    outcome = dag_runs.test_file(tmp_path / "lambdas.py")
+    assert (outcome.task_states, outcome.xcoms) == ({"t": "success"}, {"t": "ACME!"})
 
 
 def test_dags_test_runs_a_dag_with_macros_filters_and_native_rendering() -> None:

@@ -254,10 +254,32 @@ def _on_sys_path(entry: Path) -> Iterator[None]:
 
 def load_task_callable(reference: str) -> Any:
     """The `python_callable` of the task a `dagfile:` reference names, from a fresh import of its file."""
+    dag, query = _load_referenced_dag(reference)
+    task_id = query.get("task_id", [""])[0]
+    function = getattr(dag.get_task(task_id), "python_callable", None)
+    if function is None:
+        raise ImportError(f"task {task_id!r} of DAG {dag.dag_id!r} has no python_callable")
+    return function
+
+
+def load_template_value(reference: str) -> Any:
+    """A user-defined macro (`&macro=name`) or filter (`&filter=name`) of the DAG a `dagfile:`
+    reference names, from a fresh import of its file: what a DAG file defines (a lambda, a constant)."""
+    dag, query = _load_referenced_dag(reference)
+    for key, values in (("macro", dag.user_defined_macros), ("filter", dag.user_defined_filters)):
+        name = query.get(key, [None])[0]
+        if name is not None:
+            if name not in values:
+                raise ImportError(f"DAG {dag.dag_id!r} has no user-defined {key} {name!r}")
+            return values[name]
+    raise ImportError(f"{reference!r} names neither a macro nor a filter")
+
+
+def _load_referenced_dag(reference: str) -> tuple[DAG, dict[str, list[str]]]:
     parsed = urllib.parse.urlparse(reference)
     query = urllib.parse.parse_qs(parsed.query)
     relative = urllib.parse.unquote(parsed.path)
-    dag_id, task_id = query.get("dag_id", [""])[0], query.get("task_id", [""])[0]
+    dag_id = query.get("dag_id", [""])[0]
     folder = dags_folder()
     path = folder / relative
     if ".zip/" in relative:
@@ -278,9 +300,5 @@ def load_task_callable(reference: str) -> Any:
             raise ImportError(f"cannot import DAG file {relative!r}: {result.failure.message}")
         for dag in result.dags:
             if dag.dag_id == dag_id:
-                task = dag.get_task(task_id)
-                function = getattr(task, "python_callable", None)
-                if function is None:
-                    raise ImportError(f"task {task_id!r} of DAG {dag_id!r} has no python_callable")
-                return function
+                return dag, query
     raise ImportError(f"DAG file {relative!r} defines no DAG {dag_id!r} at its top level")

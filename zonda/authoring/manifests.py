@@ -156,9 +156,13 @@ class _Compiler:
         if dag.is_paused_upon_creation:
             spec["paused"] = True
         if dag.user_defined_macros:
-            spec["userDefinedMacros"] = self.importables(dag.user_defined_macros, "user_defined_macros")
+            spec["userDefinedMacros"] = self.importables(
+                dag.user_defined_macros, "user_defined_macros", "macro"
+            )
         if dag.user_defined_filters:
-            spec["userDefinedFilters"] = self.importables(dag.user_defined_filters, "user_defined_filters")
+            spec["userDefinedFilters"] = self.importables(
+                dag.user_defined_filters, "user_defined_filters", "filter"
+            )
         if dag.render_template_as_native_obj:
             spec["renderTemplateAsNativeObj"] = True
         if dag.params:
@@ -200,30 +204,26 @@ class _Compiler:
             "params": self.json(timetable.serialize(), "timetable"),
         }
 
-    def importables(self, values: Mapping[str, Any], where: str) -> dict[str, str]:
-        """User-defined macros or filters as import paths (`pkg.module:name`), which the runner imports.
-
-        Values defined in a DAG file (lambdas included) or that are not functions or classes (constants,
-        modules) are refused: the runner could not import them.
-        """
+    def importables(self, values: Mapping[str, Any], where: str, kind: str) -> dict[str, str]:
+        """User-defined macros or filters as the task runner finds them: `pkg.module:name` when importable,
+        else (a lambda, a constant, anything the DAG file defines) `dagfile:<file>?dag_id=..&<kind>=name`,
+        which the runner follows by importing the DAG file, as for a `python_callable`."""
         paths: dict[str, str] = {}
         for name, value in values.items():
-            if not callable(value):
-                self.errors.append(
-                    f"{where}.{name}: a {type(value).__name__} value cannot be written to the manifest; "
-                    "give an importable function or class (pkg.module:name), or use params"
-                )
-                continue
             module = getattr(value, "__module__", None) or ""
             qualname = getattr(value, "__qualname__", "")
             in_dag_file = not module or module == "__main__" or module in DAG_FILE_MODULES
-            if in_dag_file or "<" in qualname or "." in qualname:
+            if callable(value) and not in_dag_file and "<" not in qualname and "." not in qualname:
+                paths[str(name)] = f"{module}:{qualname}"
+            elif self.relative_file is None:
                 self.errors.append(
-                    f"{where}.{name}: {qualname or value!r} is defined in a DAG file or nested; it must be "
-                    "importable (a top-level name in a module on the task image's path: pkg.module:name)"
+                    f"{where}.{name}: {qualname or type(value).__name__} is not importable "
+                    "(pkg.module:name), so the task runner re-imports the DAG file, but "
+                    f"{self.dag.fileloc!r} is not inside the DAGs folder {str(self.dags_folder)!r}"
                 )
-                continue
-            paths[str(name)] = f"{module}:{qualname}"
+            else:
+                query = urllib.parse.urlencode({"dag_id": self.dag.dag_id, kind: name})
+                paths[str(name)] = f"{DAG_FILE_SCHEME}{self.relative_file}?{query}"
         return paths
 
     def defaults(self, default_args: Mapping[str, Any], where: str) -> dict[str, Any]:
