@@ -74,7 +74,11 @@ def ui_dag(name: str = "ui-dag") -> dict[str, Any]:
             "params": {"who": "world", "n": 1},
             "paramsSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
             "tasks": [
-                {"id": "hello", "operator": "BashOperator", "args": {"bash_command": "echo hello-from-task {{ params.who }}"}},
+                {
+                    "id": "hello",
+                    "operator": "BashOperator",
+                    "args": {"bash_command": "echo hello-from-task {{ params.who }}"},
+                },
                 {"id": "after", "operator": "EmptyOperator", "dependsOn": ["hello"], "docMd": SCRIPT},
             ],
         },
