@@ -7,7 +7,7 @@ try...):
 
 1. start the run, create missing task instances, mark those whose task left the DAG ``removed``;
 2. restart cleared task instances; apply what the executors saw of attempts (success, failure,
-   skip, deferral, reschedule, zombies) and enforce execution timeouts;
+   skip, deferral, reschedule, zombies) and enforce pending and execution timeouts;
 3. apply what the triggerer saw (fired, failed) and trigger timeouts;
 4. time the run out (Airflow skips every unfinished task instance and fails the run);
 5. wake retries and reschedules whose time came;
@@ -97,12 +97,13 @@ class RunPass:
 
     def __init__(self, dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRunStatus,
                  observed: Observation, now: datetime, logical_date: datetime | None,
-                 data_interval_end: datetime | None) -> None:
+                 data_interval_end: datetime | None, pending_timeout: timedelta | None = None) -> None:
         self.dag = dag
         self.run_name = run_name
         self.run_type = run_type
         self.observed = observed
         self.now = now
+        self.pending_timeout = pending_timeout
         self.status = status
         self.logical_date = logical_date or status.logical_date
         self.data_interval_end = data_interval_end or status.data_interval_end
@@ -127,6 +128,7 @@ class RunPass:
         self._sync_task_instances()
         self._restart_cleared()
         self._apply_attempts()
+        self._enforce_pending_timeouts()
         self._apply_triggers()
         self._enforce_execution_timeouts()
         if self._time_out_run():
@@ -221,6 +223,8 @@ class RunPass:
                 times.append(ti.trigger_timeout_at)
             elif _in_execution(ti) and (deadline := self._execution_deadline(task_id)) is not None:
                 times.append(deadline)
+            if (pending_deadline := self._pending_deadline(task_id)) is not None:
+                times.append(pending_deadline)
         future = [moment for moment in times if moment > self.now]
         return min(future, default=None)
 
@@ -420,6 +424,28 @@ class RunPass:
         if task is None or task.execution_timeout is None or ti.start_date is None:
             return None
         return ti.start_date + task.execution_timeout
+
+    def _pending_deadline(self, task_id: str) -> datetime | None:
+        """Airflow's `worker_pods_pending_timeout`, counted from the current attempt's creation."""
+        ti, attempt = self.tis.get(task_id), self.observed.attempts.get(task_id)
+        if (self.pending_timeout is None or ti is None or attempt is None or ti.state not in ACTIVE_STATES
+                or attempt.phase is not AttemptPhase.PENDING or attempt.pending_since is None
+                or not self._is_current(ti, attempt)):
+            return None
+        return attempt.pending_since + self.pending_timeout
+
+    def _enforce_pending_timeouts(self) -> None:
+        """A try whose pod never starts (image pull errors, unschedulable) fails and may retry."""
+        for task_id, ti in list(self.tis.items()):
+            deadline = self._pending_deadline(task_id)
+            if deadline is None or self.now < deadline:
+                continue
+            attempt = self.observed.attempts[task_id]
+            assert self.pending_timeout is not None
+            self._stop_attempt_of(ti)
+            self._update(task_id, end_date=self.now, message=attempt.message)
+            self._fail(task_id, f"Attempt {attempt.name} was still Pending after the pending timeout of "
+                       f"{_seconds(self.pending_timeout)}" + _detail(attempt.message))
 
     def _enforce_execution_timeouts(self) -> None:
         for task_id, ti in list(self.tis.items()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from zonda.dags import ResolvedDag
@@ -41,6 +41,7 @@ class ObservedAttempt:
     message: str | None = None  # e.g. "OOMKilled", "Evicted: node lost", result parse errors
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    pending_since: datetime | None = None  # PENDING: when the pod was created (the pending timeout's start)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ __all__ = [
 
 def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRunStatus,
            observed: Observation, now: datetime, logical_date: datetime | None = None,
-           data_interval_end: datetime | None = None) -> RunPlan:
+           data_interval_end: datetime | None = None, pending_timeout: timedelta | None = None) -> RunPlan:
     """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
 
     `status` is the run's current status and `observed` what the executors and the triggerer
@@ -121,11 +122,13 @@ def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRun
     only idempotent actions repeat (kills, trigger deletions, and creating the trigger of a deferred
     task instance the triggerer does not report yet, which is a harmless 409 if it exists).
     An attempt is matched to its task instance by name (`TaskInstanceStatus.pod_name`), so a report
-    of an older attempt never moves the current one. See `zonda._decide_runs` for the steps.
+    of an older attempt never moves the current one. `pending_timeout` (Airflow's
+    `worker_pods_pending_timeout`) fails a try whose attempt stays PENDING that long after
+    `pending_since`; None: never. See `zonda._decide_runs` for the steps.
     """
     from zonda._decide_runs import RunPass  # the implementation imports this module's types
 
     return RunPass(
         dag, run_name=run_name, run_type=run_type, status=status, observed=observed, now=now,
-        logical_date=logical_date, data_interval_end=data_interval_end,
+        logical_date=logical_date, data_interval_end=data_interval_end, pending_timeout=pending_timeout,
     ).plan()

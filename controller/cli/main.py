@@ -82,6 +82,13 @@ def main() -> None:
     help="Must equal the triggerer's --shards ($ZONDA_TRIGGER_SHARDS).",
 )
 @click.option(
+    "--pod-pending-timeout",
+    type=float,
+    default=DEFAULTS.pod_pending_timeout,
+    show_default=True,
+    help="Seconds a task pod may stay Pending (e.g. ErrImagePull) before its try fails; 0: never.",
+)
+@click.option(
     "--task-image", envvar="ZONDA_TASK_IMAGE", default=DEFAULTS.pod_defaults.image, show_default=True
 )
 @click.option("--task-service-account", envvar="ZONDA_TASK_SERVICE_ACCOUNT", default=None)
@@ -104,6 +111,7 @@ def controller(
     parallelism: int,
     workers: int,
     trigger_shards: int,
+    pod_pending_timeout: float,
     task_image: str,
     task_service_account: str | None,
     task_resources: str | None,
@@ -127,6 +135,7 @@ def controller(
         parallelism=parallelism,
         workers=workers,
         trigger_shards=trigger_shards,
+        pod_pending_timeout=pod_pending_timeout,
         pod_defaults=dataclasses.replace(
             DEFAULTS.pod_defaults,
             image=task_image,

@@ -236,11 +236,22 @@ def observe_pod(pod: Mapping[str, Any], *, task_id: str, try_number: int) -> Obs
             phase=AttemptPhase.RUNNING,
             started_at=running_since,
         )
-    waiting = state.get("waiting") or {}
     return ObservedAttempt(
         task_id=task_id,
         try_number=try_number,
         name=name,
         phase=AttemptPhase.PENDING,
-        message=waiting.get("reason"),
+        message=_pending_reason(status, state.get("waiting") or {}),
+        pending_since=_parse_time(meta.get("creationTimestamp")),
     )
+
+
+def _pending_reason(status: Mapping[str, Any], waiting: Mapping[str, Any]) -> str | None:
+    """Why a pod is still Pending, as the kubelet or the scheduler says it (e.g. ErrImageNeverPull)."""
+    if waiting.get("reason"):
+        return ": ".join(str(part) for part in (waiting["reason"], waiting.get("message")) if part)
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            parts = (condition.get("reason") or "Unschedulable", condition.get("message"))
+            return ": ".join(str(part) for part in parts if part)
+    return None

@@ -12,7 +12,7 @@ Each pass reads the clock once and passes `now` to the core. Invariant: the cont
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from controller.executors.base import Executor
 from controller.kube import KubeApi
@@ -37,6 +37,7 @@ class Reconcilers:
         executor: Executor,
         *,
         trigger_shards: int = 16,
+        pod_pending_timeout: float = 0.0,
         on_run_state_change: Callable[[str, str, str, str | None], None] | None = None,
     ) -> None:
         self.kube = kube
@@ -50,6 +51,7 @@ class Reconcilers:
             self.writer,
             self.index,
             trigger_shards=trigger_shards,
+            pending_timeout=timedelta(seconds=pod_pending_timeout) if pod_pending_timeout > 0 else None,
             on_run_state_change=on_run_state_change,
         )
 

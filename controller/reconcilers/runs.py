@@ -47,6 +47,8 @@ class RunReconciler:
     writer: StatusWriter
     index: RunIndex
     trigger_shards: int = 16
+    #: Airflow's `worker_pods_pending_timeout`: a try whose pod stays Pending this long fails (None: never).
+    pending_timeout: timedelta | None = None
     #: Called with (namespace, DAG name, run name, new state) when a run's state changes: the DAG may
     #: schedule more (maxActiveRuns), and its other runs may proceed (dependsOnPast, maxActiveTasks).
     on_run_state_change: Callable[[str, str, str, str | None], None] | None = None
@@ -89,6 +91,7 @@ class RunReconciler:
             now=now,
             logical_date=status.logical_date,
             data_interval_end=status.data_interval_end,
+            pending_timeout=self.pending_timeout,
         )
         for request in plan.triggers_to_create:
             await self._create_trigger(run, request)

@@ -221,6 +221,32 @@ def test_a_task_pod_passes_pod_security_restricted(
     assert "locked down" in logs and "10001" in logs, logs  # the image's uid, not root
 
 
+def test_a_pod_pending_past_the_pending_timeout_fails_its_try_with_the_kubelets_reason_and_retries(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    ns = real_namespace
+    never = {
+        "id": "never",
+        "container": {"image": "zonda.example/not-on-this-node:1", "imagePullPolicy": "Never"},
+        "retries": 1,
+        "retryDelay": "1s",
+    }
+    apply(real_cluster, ns, dag("pending", [never]))
+    extra = ["--task-image", image(real_cluster), "--pod-pending-timeout", "10"]
+    with controller(real_cluster, ns, tmp_path, extra=extra):
+        run = trigger(real_cluster, ns, "pending")
+        body = wait_run_finished(real_cluster, ns, run, timeout=180)
+        wait_for(lambda: not pods_of(real_cluster, ns, "never"), "the pending pods to be deleted", timeout=60)
+    ti = body["status"]["taskInstances"]["never"]
+    assert body["status"]["state"] == "failed", body["status"]
+    assert ti["state"] == "failed" and ti["tryNumber"] == 2, ti
+    reason = ti.get("reason") or ""
+    assert "still Pending after the pending timeout of 10s" in reason, ti
+    assert "ErrImageNeverPull" in reason and "try 2 of 2" in reason, ti
+    retried = real_cluster.kubectl("get", "events", "-n", ns, "-o", "json").stdout
+    assert "TaskUpForRetry" in retried and "ErrImageNeverPull" in retried
+
+
 def _node_processes() -> str:
     lines = []
     for entry in Path("/proc").iterdir():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Iterable
@@ -83,6 +84,7 @@ class Run:
         data_interval_end=LOGICAL_DATE + timedelta(days=1)))
     plans: list[RunPlan] = field(default_factory=list)
     last_observation: Observation = field(default_factory=Observation)
+    pending_timeout: timedelta | None = None  # the controller's --pod-pending-timeout
 
     def wait(self, delta: timedelta) -> None:
         """Let time pass; reports built afterwards carry the new time."""
@@ -99,7 +101,7 @@ class Run:
         )
         self.last_observation = observed
         plan = decide(self.dag, run_name=RUN_NAME, run_type=self.run_type, status=self.status,
-                      observed=observed, now=self.now)
+                      observed=observed, now=self.now, pending_timeout=self.pending_timeout)
         self.status = plan.status
         self.plans.append(plan)
         return plan
@@ -910,3 +912,63 @@ def test_random_runs_make_only_legal_moves_and_every_pass_is_idempotent(
         assert (again.status, again.launches, again.events) == (plan.status, [], [])
     names = [launch.attempt_name for plan in run.plans for launch in plan.launches]
     assert len(names) == len(set(names)), "every attempt has a name of its own"
+
+
+# ------------------------------------------------------------------ pending timeout (Airflow #15218)
+
+NEVER_PULL = 'ErrImageNeverPull: Container image "missing:1" is not present with pull policy of Never'
+
+
+def pending(run: Run, task_id: str) -> ObservedAttempt:
+    """The current attempt's pod, Pending since its launch, with the kubelet's waiting reason."""
+    ti = run.ti(task_id)
+    return dataclasses.replace(run.attempt(task_id, AttemptPhase.PENDING, message=NEVER_PULL),
+                               pending_since=ti.queued_at)
+
+
+def test_a_pod_pending_past_the_timeout_fails_its_try_with_the_kubelets_reason_and_retries() -> None:
+    run = started(make_dag({"task": {"retries": 1, "retry_delay": timedelta(seconds=30)}}))
+    run.pending_timeout = timedelta(seconds=300)
+    first_pod = run.ti("task").pod_name
+    plan = run.step(pending(run, "task"), after=timedelta(seconds=300))
+    ti = run.ti("task")
+    assert ti.state is S.UP_FOR_RETRY
+    assert "still Pending after the pending timeout of 5m" in (ti.reason or "")
+    assert "ErrImageNeverPull" in (ti.reason or "") and ti.message == NEVER_PULL
+    assert plan.kills == [first_pod], "the executor deletes the pod that never started"
+    assert event_reasons(plan) == ["TaskUpForRetry"]
+    plan = run.step(after=timedelta(seconds=30))
+    assert run.ti("task").state is S.QUEUED and run.ti("task").try_number == 2
+    assert run.ti("task").pod_name != first_pod and plan.launches
+
+
+def test_a_pod_pending_within_the_timeout_stays_queued_and_the_run_wakes_at_the_timeout() -> None:
+    run = started(make_dag({"task": {"retries": 1}}))
+    run.pending_timeout = timedelta(seconds=300)
+    queued_at = run.ti("task").queued_at
+    assert queued_at is not None
+    plan = run.step(pending(run, "task"), after=timedelta(seconds=299))
+    assert run.states() == {"task": "queued"} and plan.kills == []
+    assert plan.wake_at == queued_at + timedelta(seconds=300)
+
+
+def test_without_a_pending_timeout_a_pending_pod_waits_forever() -> None:
+    run = started(make_dag({"task": {"retries": 1}}))
+    plan = run.step(pending(run, "task"), after=timedelta(days=1))
+    assert run.states() == {"task": "queued"} and plan.kills == [] and plan.wake_at is None
+
+
+def test_a_pending_timeout_on_the_last_try_fails_the_task_and_the_run() -> None:
+    run = started(make_dag({"task": {}}))
+    run.pending_timeout = timedelta(seconds=5)
+    run.step(pending(run, "task"), after=timedelta(seconds=6))
+    assert run.states() == {"task": "failed"}
+    assert "try 1 of 1" in (run.ti("task").reason or "")
+    assert run.status.state is DagRunState.FAILED
+
+
+def test_a_running_attempt_is_never_failed_by_the_pending_timeout() -> None:
+    run = started(make_dag({"task": {"retries": 1}}))
+    run.pending_timeout = timedelta(seconds=5)
+    run.step(run.running("task"), after=timedelta(seconds=60))
+    assert run.states() == {"task": "running"}
