@@ -269,12 +269,29 @@ DRY_RUN = "--dry-run=server"
 @pytest.mark.parametrize(
     ("identity", "command", "stdin", "allowed"),
     [
+        # With rbac.readVariablesAndConnections (the default) the controller may `list` Secrets and
+        # ConfigMaps to find the labelled variables and connections (helm/zonda/templates/_rbac.tpl);
+        # nothing more: no get by name, no watch, no writes.
+        pytest.param(
+            "controller",
+            ["get", "secret", "any-secret", "-n", HERE],
+            None,
+            False,
+            id="the controller identity cannot get a Secret by name",
+        ),
+        pytest.param(
+            "controller",
+            ["create", "secret", "generic", "planted", "--from-literal=k=v", "-n", HERE, DRY_RUN],
+            None,
+            False,
+            id="the controller identity cannot create Secrets",
+        ),
         pytest.param(
             "controller",
             ["get", "secrets", "-n", HERE],
             None,
-            False,
-            id="the controller identity cannot read Secrets",
+            True,
+            id="the controller identity lists Secrets for variables and connections",
         ),
         pytest.param(
             "controller", ["get", "dags", "-n", HERE], None, True, id="the controller identity lists DAGs"

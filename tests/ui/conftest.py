@@ -26,7 +26,9 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API keeps an event loop running on the main thread
+# while it is open, and the unit tier that runs after tests/ui calls asyncio.run().
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         raise RuntimeError(f"{CHROMIUM} is missing: run hack/install-browser.sh (apt-get install chromium)")
