@@ -3,7 +3,7 @@
 PYTHON ?= python3
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 
-.PHONY: install binaries up test unit cluster lint crds bench
+.PHONY: install binaries browser up test unit cluster lint crds bench
 
 install:
 	$(PYTHON) -m pip install $(PIP_FLAGS) -e ".[test]"
@@ -16,7 +16,11 @@ binaries:
 up: install
 	$(PYTHON) -m controller.cli up
 
-test: install binaries
+# Chromium and Graphviz from Debian for tests/ui (a no-op once installed).
+browser:
+	bash hack/install-browser.sh
+
+test: install binaries browser
 	$(PYTHON) -m pytest tests -p no:cacheprovider
 
 unit: install
