@@ -218,6 +218,16 @@ class DagSpec(CrdModel):
     failed_runs_history_limit: int | None = Field(
         default=None, ge=0, description="Keep this many newest failed runs (and their pods); unset: all."
     )
+    delete_worker_pods: bool = Field(
+        default=False,
+        description="Delete a finished run's succeeded task pods, and their logs with them (Airflow's "
+        "delete_worker_pods); failed pods stay unless deleteWorkerPodsOnFailure.",
+    )
+    delete_worker_pods_on_failure: bool = Field(
+        default=False,
+        description="With deleteWorkerPods: delete failed task pods too (Airflow's "
+        "delete_worker_pods_on_failure); unset keeps them for debugging.",
+    )
     default_args: TaskDefaults | None = None
     params: JsonObject = Field(default_factory=dict, description="Default values, seen as `params.x`.")
     params_schema: JsonObject | None = Field(

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 import yaml
+from pydantic import ValidationError
 
 from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube, KubeError
+from zonda import history
+from zonda.models import DagRunState, DagSpec
 from zonda.wire import ANNOTATION_TASK_ID, KUBECONFIG_STATE_DIR_EXTENSION, LABEL_DAGRUN_UID, LABEL_TRY
 
 STATE_DIR_EXTENSION = KUBECONFIG_STATE_DIR_EXTENSION
+_RUN_STATES = frozenset(s.value for s in DagRunState)
 NEVER_RAN = frozenset({"none", "scheduled", "skipped", "upstream_failed", "removed"})
 
 
@@ -101,6 +106,17 @@ async def pod_tries(kube: Kube, namespace: str, run_uid: str, task_id: str) -> d
     return tries
 
 
+def deleted_pods_note(run: Mapping[str, Any]) -> str | None:
+    """Why a try of this run may have no pod left (its DAG's `deleteWorkerPods`), else None."""
+    status = run.get("status") or {}
+    try:
+        spec = DagSpec.model_validate(status.get("dagSpec") or {})
+    except ValidationError:  # not started (no snapshot): nothing was deleted
+        return None
+    state = status.get("state")
+    return history.deleted_pod_note(spec, DagRunState(state) if state in _RUN_STATES else None)
+
+
 def never_ran_message(run_name: str, task_id: str, ti: dict[str, Any] | None) -> str | None:
     """Why a task instance has no log at all because it never ran (None when it did run)."""
     if ti is None:
@@ -138,7 +154,7 @@ def logs(
     """Print a task instance's log (its pod's, or the local executor's file)."""
     ns = namespace_or_default(namespace)
 
-    async def fetch() -> tuple[dict[int, TryLogs], dict[str, Any] | None, list[str]]:
+    async def fetch() -> tuple[dict[int, TryLogs], dict[str, Any] | None, list[str], str | None]:
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
             run = await kube.get_custom(DAGRUNS, ns, run_name)
             if run is None:
@@ -156,17 +172,18 @@ def logs(
             for number, found in (await pod_tries(kube, ns, uid, task_id)).items():
                 tries.setdefault(number, TryLogs()).parts.extend(found.parts)
                 tries[number].sources.extend(found.sources)
-            return tries, ti, looked
+            return tries, ti, looked, deleted_pods_note(run)
 
-    tries, ti, looked = run_kube(fetch())
+    tries, ti, looked, deleted_note = run_kube(fetch())
     if not tries and (never := never_ran_message(run_name, task_id, ti)):
         raise click.ClickException(never)
     wanted = try_number or (ti or {}).get("tryNumber") or max(tries, default=1)
     have = ", ".join(str(n) for n in sorted(tries)) or "none"
     if wanted not in tries:
+        why = f"; {deleted_note}" if deleted_note else ""
         raise click.ClickException(
-            f"no log for try {wanted} of {task_id} in {run_name} (tries with a log: {have}); looked in:\n  "
-            + "\n  ".join(looked)
+            f"no log for try {wanted} of {task_id} in {run_name} (tries with a log: {have}){why}; "
+            "looked in:\n  " + "\n  ".join(looked)
         )
     click.echo(
         f"# {task_id} try {wanted} of {run_name} (tries with a log: {have}) "

@@ -29,3 +29,6 @@ class Executor(Protocol):
         """Start one try; starting one that exists already is a no-op (idempotent)."""
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None: ...
+
+    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
+        """Remove a finished try's traces (its pod); True when something was deleted now."""

@@ -59,3 +59,6 @@ class KubernetesExecutor:
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
         await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name, grace_period_seconds=5)
+
+    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
+        return await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name)

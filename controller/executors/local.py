@@ -433,6 +433,11 @@ class LocalExecutor:
         elif task is not None:
             task.cancel()
 
+    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
+        """Keeps the try's files: its log is a small file, the only one `zonda logs` can read, and a
+        finished process holds nothing else (Airflow's `delete_worker_pods` is for pods)."""
+        return False
+
     async def close(self) -> None:
         for task in list(self._tasks.values()):
             task.cancel()

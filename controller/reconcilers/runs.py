@@ -23,7 +23,7 @@ from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, previous_states, previous_success
 from controller.triggerer.shards import shard_for
-from zonda import decisions, events, plans
+from zonda import decisions, events, history, plans
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.decisions import ObservedTrigger
 from zonda.models import (
@@ -81,7 +81,8 @@ class RunReconciler:
         except DagInvalid as exc:  # cannot happen for a snapshot that resolved at start, unless code changed
             await self.kube.emit_event(run, reason="InvalidDag", message=str(exc), warning=True)
             return None
-        observation = await self._observe(run, spec, status, dag_spec, now)
+        attempts = await self.executor.observe(run)
+        observation = await self._observe(run, spec, status, dag_spec, attempts, now)
         plan = decisions.decide(
             dag,
             run_name=name,
@@ -105,6 +106,7 @@ class RunReconciler:
             metrics.PODS_DELETED.inc()
         for trigger_name in plan.triggers_to_delete:
             await self.kube.delete_custom(TRIGGERS, namespace, trigger_name)
+        await self._delete_worker_pods(run, dag_spec, plan.status, attempts)
         old_state, new_state = old_wire.get("state"), new_wire.get("state")
         if old_state != new_state and self.on_run_state_change is not None:
             self.on_run_state_change(namespace, spec.dag_name, name, new_state)
@@ -138,11 +140,16 @@ class RunReconciler:
         return start
 
     async def _observe(
-        self, run: Mapping[str, Any], spec: DagRunSpec, status: DagRunStatus, dag_spec: DagSpec, now: datetime
+        self,
+        run: Mapping[str, Any],
+        spec: DagRunSpec,
+        status: DagRunStatus,
+        dag_spec: DagSpec,
+        attempts: Mapping[str, decisions.ObservedAttempt],
+        now: datetime,
     ) -> decisions.Observation:
-        """Gather what the executor and the triggerer report; `zonda.plans.observe` sorts it."""
+        """Gather what the triggerer reports; `zonda.plans.observe` sorts it with the attempts."""
         meta = run["metadata"]
-        attempts = await self.executor.observe(run)
         triggers = [
             trigger_report(trigger)
             for trigger in await self.kube.list_custom(
@@ -158,6 +165,24 @@ class RunReconciler:
             latest_window_end=plans.latest_window_end(dag_spec, status, now),
             running_in_dag=sum(s.running_tasks for s in siblings.values()),
         )
+
+    async def _delete_worker_pods(
+        self,
+        run: Mapping[str, Any],
+        dag_spec: DagSpec,
+        status: DagRunStatus,
+        attempts: Mapping[str, decisions.ObservedAttempt],
+    ) -> None:
+        """A finished run's pods the DAG does not keep (`deleteWorkerPods`): after the status write, so
+        every result they held is recorded first."""
+        deleted = [
+            name
+            for name in history.worker_pods_to_delete(dag_spec, status.state, attempts)
+            if await self.executor.delete_finished(run, name)
+        ]
+        if deleted:
+            message = f"deleted {len(deleted)} finished pod(s) and their logs (deleteWorkerPods): "
+            await self.kube.emit_event(run, reason="WorkerPodsDeleted", message=message + ", ".join(deleted))
 
     async def _launch(
         self,

@@ -18,6 +18,7 @@ import jinja2
 from aiohttp import web
 from markupsafe import Markup
 
+from controller.cli import logs as task_logs
 from controller.kube import KubeError
 from controller.ui import graphs, tries, views
 from controller.ui.markup import render_markdown
@@ -289,7 +290,9 @@ async def task_log(request: web.Request) -> web.Response:
         await require(request, "get", "pods", namespace, "log")
     text = await tries.try_log(request.app[KUBE], run, task_id, try_number, settings.state_dir)
     if text is None:
-        raise web.HTTPNotFound(text=f"no log for try {try_number} of {task_id} in {name}")
+        note = task_logs.deleted_pods_note(run)
+        why = f": {note}" if note else ""
+        raise web.HTTPNotFound(text=f"no log for try {try_number} of {task_id} in {name}{why}")
     return web.Response(text=text, content_type="text/plain")
 
 

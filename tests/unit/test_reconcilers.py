@@ -31,6 +31,7 @@ class FakeExecutor:
     name: str = "fake"
     launched: list[str] = field(default_factory=list)
     killed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
     attempts: dict[str, ObservedAttempt] = field(default_factory=dict)
 
     async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
@@ -49,6 +50,10 @@ class FakeExecutor:
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
         self.killed.append(attempt_name)
+
+    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
+        self.deleted.append(attempt_name)
+        return self.attempts.pop(attempt_name, None) is not None
 
     def finish(self, attempt_name: str, *, ok: bool = True) -> None:
         attempt = self.attempts[attempt_name]
@@ -125,6 +130,30 @@ def test_a_manual_run_goes_from_start_to_success(world: tuple[FakeKube, FakeExec
     assert [e.reason for e in kube.events] == ["RunStarted", "TaskSucceeded", "TaskSucceeded", "RunSucceeded"]
     # three passes, three status writes, nothing else but launches and Events
     assert kube.writes.get("replace-status dagruns") == 3
+
+
+def test_a_finished_run_deletes_its_succeeded_pods_once_when_its_dag_says_so(
+    world: tuple[FakeKube, FakeExecutor, Reconcilers],
+) -> None:
+    kube, executor, reconcilers = world
+
+    async def scenario() -> None:
+        await kube.create_custom(DAGS, NS, dag_body("etl", deleteWorkerPods=True))
+        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
+        await reconcilers.reconcile_run(NS, "etl-1")
+        executor.finish(executor.launched[0])
+        await reconcilers.reconcile_run(NS, "etl-1")
+        assert executor.deleted == []  # the run still runs: every pod stays
+        executor.finish(executor.launched[1])
+        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile_run(NS, "etl-1")  # gone: nothing more to delete, no second Event
+        await settle()
+
+    asyncio.run(scenario())
+    assert kube.objects[(DAGRUNS, NS, "etl-1")]["status"]["state"] == "success"
+    assert sorted(executor.deleted) == sorted(executor.launched) and executor.attempts == {}
+    deleted = [e for e in kube.events if e.reason == "WorkerPodsDeleted"]
+    assert len(deleted) == 1 and "deleted 2 finished pod(s)" in deleted[0].message
 
 
 def test_a_run_of_a_missing_dag_says_so_once_and_waits(
