@@ -187,17 +187,14 @@ class GraphBuilder:
                 elif self._check_not_empty(declared, upstream):
                     label = task.edge_labels.get(reference)
                     self.dependencies.append(Dependency(upstream, Node(False, task_id), label))
-            for reference in task.edge_labels:
-                if reference not in task.depends_on:
-                    self.errors.append(
-                        f"{declared} has an edge label for {reference!r}, which is not in its dependsOn"
-                    )
+            self._check_edge_labels(declared, task.edge_labels, task.depends_on)
         for group_id, group in self.groups.items():
             declared = f"task group {group_id!r}"
             if group.depends_on and not self.members[group_id]:
                 self.errors.append(f"{declared} has no tasks, so its dependsOn would have no effect")
                 continue
             scope = self.parent[group_id]
+            self._check_edge_labels(declared, group.edge_labels, group.depends_on)
             for reference in group.depends_on:
                 upstream = self.resolve_reference(reference, scope)
                 if upstream is None:
@@ -212,7 +209,15 @@ class GraphBuilder:
                 elif upstream.is_group and upstream.id in self.chain(scope):
                     self.errors.append(f"{declared} depends on task group {upstream.id!r}, which contains it")
                 elif self._check_not_empty(declared, upstream):
-                    self.dependencies.append(Dependency(upstream, Node(True, group_id), None))
+                    label = group.edge_labels.get(reference)
+                    self.dependencies.append(Dependency(upstream, Node(True, group_id), label))
+
+    def _check_edge_labels(self, declared: str, labels: Mapping[str, str], depends_on: list[str]) -> None:
+        for reference in labels:
+            if reference not in depends_on:
+                self.errors.append(
+                    f"{declared} has an edge label for {reference!r}, which is not in its dependsOn"
+                )
 
     def _check_not_empty(self, declared: str, upstream: Node) -> bool:
         if upstream.is_group and not self.members[upstream.id]:

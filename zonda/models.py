@@ -194,6 +194,10 @@ class TaskGroupSpec(CrdModel):
     prefix_group_id: bool = True
     default_args: TaskDefaults | None = None
     depends_on: list[str] = Field(default_factory=list, description="Upstreams of the group's roots.")
+    edge_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels of the edges from upstream ids into the group's roots (display only).",
+    )
     tooltip: str | None = None
 
 

@@ -198,6 +198,21 @@ def test_labels_inline_and_through_set_downstream() -> None:
     assert tasks["other"]["edgeLabels"] == {"save": "joined", "describe": "joined"}
 
 
+def test_labels_on_edges_into_and_out_of_a_task_group_are_kept() -> None:
+    """Airflow's `task >> Label("x") >> group`: the label is on the edges into the group's roots."""
+    with DAG("group_labels", schedule_interval=None) as built:
+        first, last = EmptyOperator(task_id="first"), EmptyOperator(task_id="last")
+        with TaskGroup("g") as g:
+            EmptyOperator(task_id="b") >> EmptyOperator(task_id="c")
+        first >> Label("into") >> g >> Label("out of") >> last
+    spec = spec_of(built)
+    assert spec["taskGroups"] == [{"id": "g", "dependsOn": ["first"], "edgeLabels": {"first": "into"}}]
+    resolved = resolve_dag("group_labels", parse_dag_spec(spec))
+    assert {t: dict(r.edge_labels) for t, r in resolved.tasks.items()} == {
+        "first": {}, "g.b": {"first": "into"}, "g.c": {}, "last": {"g.c": "out of"},
+    }  # fmt: skip
+
+
 def test_nested_groups_prefixes_tooltips_and_group_dependencies() -> None:
     with DAG("groups", schedule_interval=None) as built:
         start = EmptyOperator(task_id="start")

@@ -175,6 +175,12 @@ INVALID_DAGS = [
         id="an edge label for something the task does not depend on is reported",
     ),
     pytest.param(
+        [task("a"), task("b", group="g")],
+        {"taskGroups": [group("g", "a", edgeLabels={"c": "why"})]},
+        ["task group 'g' has an edge label for 'c', which is not in its dependsOn"],
+        id="an edge label for something the group does not depend on is reported",
+    ),
+    pytest.param(
         [task("a")],
         {"schedule": "61 * * * *"},
         ["schedule '61 * * * *'", "61"],

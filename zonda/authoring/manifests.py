@@ -310,7 +310,7 @@ class _Compiler:
             body.setdefault("triggerRule", "all_done_setup_success")  # Airflow's teardown default
             if task.on_failure_fail_dagrun:
                 body["onFailureFailDagrun"] = True
-        body.update(self.upstream(task, where, labels=True))
+        body.update(self.upstream(task, where))
         return body
 
     def group(self, group: TaskGroup) -> dict[str, Any]:
@@ -322,10 +322,10 @@ class _Compiler:
         defaults = self.defaults(group.default_args, f"task group {group.group_id!r} default_args")
         if defaults:
             body["defaultArgs"] = defaults
-        body.update(self.upstream(group, f"task group {group.group_id!r}", labels=False))
+        body.update(self.upstream(group, f"task group {group.group_id!r}"))
         return body
 
-    def upstream(self, node: Node, where: str, *, labels: bool) -> dict[str, Any]:
+    def upstream(self, node: Node, where: str) -> dict[str, Any]:
         depends_on: list[str] = []
         edge_labels: dict[str, str] = {}
         # In the order the upstream nodes were created, not the order the edges were written.
@@ -336,7 +336,7 @@ class _Compiler:
                 )
                 continue
             depends_on.append(upstream.node_id)
-            if label is not None and labels:
+            if label is not None:
                 edge_labels[upstream.node_id] = label
         result: dict[str, Any] = {}
         if depends_on:
