@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -26,3 +27,16 @@ def run_kube(coro: Any) -> Any:
         return asyncio.run(coro)
     except KubeError as exc:
         raise click.ClickException(str(exc.reason)) from exc
+
+
+def parse_conf(text: str | None) -> dict[str, Any]:
+    """`--conf`: a JSON object (Airflow's dag_run.conf), or a usage error that says what is wrong."""
+    if not text:
+        return {}
+    try:
+        conf = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--conf") from exc
+    if not isinstance(conf, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--conf")
+    return conf

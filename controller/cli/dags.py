@@ -9,7 +9,6 @@ test    run one DAG run in this process, through the controller's `decide()` and
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import click
 
+from controller.cli.common import parse_conf
 from zonda.authoring import manifests, rendering
 
 FIELD_MANAGER = "zonda-dags"
@@ -169,7 +169,7 @@ def test(
             file,
             dag_id=dag_id,
             logical_date=logical_date,
-            conf=json.loads(conf) if conf else None,
+            conf=parse_conf(conf),
             dags_folder=dags_folder,
             airflow_compat=airflow_compat,
         )

@@ -32,7 +32,7 @@ from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
 from controller.cli import xcom as xcom_commands
-from controller.cli.common import namespace_or_default, run_kube
+from controller.cli.common import namespace_or_default, parse_conf, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from controller.triggerer.settings import DEFAULTS as TRIGGERER
 from controller.triggerer.settings import TriggererSettings
@@ -272,12 +272,7 @@ def trigger(
     dag: str, namespace: str | None, conf: str, logical_date: str | None, kubeconfig: str | None
 ) -> None:
     """Create a manual DagRun of DAG (Airflow's `dags trigger`)."""
-    try:
-        conf_obj = json.loads(conf)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="--conf") from exc
-    if not isinstance(conf_obj, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--conf")
+    conf_obj = parse_conf(conf)
     when = datetime.fromisoformat(logical_date) if logical_date else datetime.now(UTC)
     if when.tzinfo is None:
         raise click.BadParameter(

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from controller.cli.main import main
 from controller.devtools import dag_runs
 from zonda import DAG
 from zonda.operators.bash import BashOperator
@@ -84,3 +86,35 @@ def test_a_file_with_several_dags_needs_a_dag_id(tmp_path: Path) -> None:
     with pytest.raises(dag_runs.DagTestError, match="defines DAGs one, two: pass --dag-id"):
         dag_runs.test_file(tmp_path / "two.py")
     assert dag_runs.test_file(tmp_path / "two.py", dag_id="two").state == "success"
+
+
+PARAMS_FILE = """
+from zonda import DAG, Param
+from zonda.operators.bash import BashOperator
+
+with DAG("checked", schedule=None, params={"n": Param(5, type="integer", minimum=1)}):
+    BashOperator(task_id="echo", bash_command="echo {{ params.n }}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        pytest.param('{"n": 0}', "conf does not match the DAG's params: param 'n': 0 is less than the minimum of 1",
+                     id="a conf breaking the params schema is refused before anything runs"),
+        pytest.param('{"n": ', "Invalid value for --conf: not JSON", id="conf that is not JSON"),
+        pytest.param("[1]", "Invalid value for --conf: must be a JSON object", id="conf that is not an object"),
+    ],
+)  # fmt: skip
+def test_dags_test_checks_conf_against_the_params_schema(tmp_path: Path, conf: str, message: str) -> None:
+    (tmp_path / "checked.py").write_text(PARAMS_FILE)
+    result = CliRunner().invoke(main, ["dags", "test", str(tmp_path / "checked.py"), "--conf", conf])
+    assert result.exit_code in (1, 2)  # a CLI error or a usage error, never a traceback
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+    assert message in result.output, result.output
+
+
+def test_dags_test_runs_with_a_conf_the_schema_accepts(tmp_path: Path) -> None:
+    (tmp_path / "checked.py").write_text(PARAMS_FILE)
+    result = CliRunner().invoke(main, ["dags", "test", str(tmp_path / "checked.py"), "--conf", '{"n": 7}'])
+    assert result.exit_code == 0, result.output
