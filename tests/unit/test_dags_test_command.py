@@ -100,12 +100,17 @@ with DAG("checked", schedule=None, params={"n": Param(5, type="integer", minimum
 @pytest.mark.parametrize(
     ("conf", "message"),
     [
-        pytest.param('{"n": 0}', "conf does not match the DAG's params: param 'n': 0 is less than the minimum of 1",
-                     id="a conf breaking the params schema is refused before anything runs"),
+        pytest.param(
+            '{"n": 0}',
+            "conf does not match the DAG's params: param 'n': 0 is less than the minimum of 1",
+            id="a conf breaking the params schema is refused before anything runs",
+        ),
         pytest.param('{"n": ', "Invalid value for --conf: not JSON", id="conf that is not JSON"),
-        pytest.param("[1]", "Invalid value for --conf: must be a JSON object", id="conf that is not an object"),
+        pytest.param(
+            "[1]", "Invalid value for --conf: must be a JSON object", id="conf that is not an object"
+        ),
     ],
-)  # fmt: skip
+)
 def test_dags_test_checks_conf_against_the_params_schema(tmp_path: Path, conf: str, message: str) -> None:
     (tmp_path / "checked.py").write_text(PARAMS_FILE)
     result = CliRunner().invoke(main, ["dags", "test", str(tmp_path / "checked.py"), "--conf", conf])
