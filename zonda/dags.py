@@ -72,6 +72,8 @@ class ResolvedTask:
     queue: str | None = None
     connections: tuple[str, ...] = ()  # conn ids named in the spec (templates and args add more)
     variables: tuple[str, ...] = ()  # Secret-held variables named in the spec
+    callbacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> import paths
+    sla: timedelta | None = None  # Airflow's sla, from the data interval end
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,18 @@ class ResolvedDag:
 
 # ------------------------------------------------------------------------------------ resolution
 
+#: Airflow's task callback arguments, in the order a try meets them.
+TASK_CALLBACKS = (
+    "on_execute_callback",
+    "on_success_callback",
+    "on_retry_callback",
+    "on_failure_callback",
+    "on_skipped_callback",
+)
 #: Operators' default owner in Airflow (`[operators] default_owner`).
 DEFAULT_OWNER = "airflow"
 
-_DURATION_FIELDS = ("retry_delay", "max_retry_delay", "execution_timeout")
+_DURATION_FIELDS = ("retry_delay", "max_retry_delay", "execution_timeout", "sla")
 #: `TaskDefaults` fields holding Kubernetes objects: merged by `zonda.merging.strategic_merge`.
 _DEEP_MERGED_FIELDS = ("container", "pod_override")
 
@@ -329,6 +339,8 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         queue=merged.get("queue"),
         connections=tuple(merged.get("connections") or ()),
         variables=tuple(merged.get("variables") or ()),
+        callbacks={kind: tuple(paths) for kind in TASK_CALLBACKS if (paths := merged.get(kind))},
+        sla=duration("sla"),
     )
     return errors, resolved
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from zonda.models import CrdModel, Deferral, JsonObject, RunType
+from zonda.models import CrdModel, Deferral, JsonObject, RunType, SlaMissRecord
 
 INVOCATION_ENV = "ZONDA_TASK_INVOCATION"
 RESULT_PATH_ENV = "ZONDA_RESULT_PATH"
@@ -22,6 +22,23 @@ DEFAULT_RESULT_PATH = "/dev/termination-log"
 RESULT_LIMIT_BYTES = 4096
 #: Airflow's BashOperator convention: this exit code means "skipped", for any container task too.
 SKIP_EXIT_CODE = 99
+
+
+class CallbackRequest(CrdModel):
+    """A callback try the controller launched: the runner calls `callables` instead of the task.
+
+    For failures the task's own process could not report (zombie, timeout, pod lost), for DAG
+    callbacks and for SLA misses (`zonda.callbacks`).
+    """
+
+    kind: str = Field(
+        description="on_failure_callback, on_retry_callback, dag_success, dag_failure, sla_miss."
+    )
+    callables: list[str] = Field(description="Import paths (pkg.mod:function) or dagfile: references.")
+    reason: str | None = Field(default=None, description="A DAG callback's context['reason'].")
+    message: str | None = Field(default=None, description="Why the try failed: context['exception'].")
+    task_states: dict[str, str] = Field(default_factory=dict, description="Every task instance's state.")
+    sla_misses: list[SlaMissRecord] = Field(default_factory=list)
 
 
 class TaskInvocation(CrdModel):
@@ -54,6 +71,13 @@ class TaskInvocation(CrdModel):
     first_try_start: datetime | None = None  # a rescheduled sensor's first poke (for its timeout)
     next_method: str | None = None  # set when resuming after a deferral
     next_kwargs: JsonObject | None = None  # includes `event` when resuming after a deferral
+    callbacks: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="The task's callbacks by kind (on_success_callback...), run by the runner.",
+    )
+    callback: CallbackRequest | None = Field(
+        default=None, description="Set for a callback try: run these callbacks, not the task."
+    )
 
 
 class TaskOutcome(enum.StrEnum):

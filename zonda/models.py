@@ -160,6 +160,22 @@ class TaskDefaults(CrdModel):
         description="Variables the task reads from Secrets labelled zonda.dev/variables "
         "(ConfigMap variables reach every task); `var.value.KEY` in templates is added without saying.",
     )
+    # Airflow's task callbacks, each a list of import paths (pkg.mod:function) or `dagfile:` references.
+    on_execute_callback: list[str] | None = Field(default=None, description="Called before the task runs.")
+    on_success_callback: list[str] | None = Field(default=None, description="Called when the task succeeds.")
+    on_failure_callback: list[str] | None = Field(
+        default=None, description="Called when the task fails for good (also zombies and timeouts)."
+    )
+    on_retry_callback: list[str] | None = Field(
+        default=None, description="Called when a try fails and retries."
+    )
+    on_skipped_callback: list[str] | None = Field(
+        default=None, description="Called when the task skips itself."
+    )
+    sla: Duration | None = Field(
+        default=None,
+        description="Airflow's sla: the task should succeed this long after the data interval end.",
+    )
 
 
 class TaskSpec(TaskDefaults):
@@ -251,6 +267,18 @@ class DagSpec(CrdModel):
     )
     render_template_as_native_obj: bool = Field(
         default=False, description="Render templates to Python objects (Jinja's NativeEnvironment), not text."
+    )
+    on_success_callback: list[str] = Field(
+        default_factory=list,
+        description="Airflow's DAG on_success_callback: import paths, called once per run.",
+    )
+    on_failure_callback: list[str] = Field(
+        default_factory=list,
+        description="Airflow's DAG on_failure_callback: import paths, called once per run.",
+    )
+    sla_miss_callback: list[str] = Field(
+        default_factory=list,
+        description="Called once per SLA miss with (dag, task_list, blocking_task_list, slas, blocking_tis).",
     )
     task_groups: list[TaskGroupSpec] = Field(default_factory=list)
     tasks: list[TaskSpec] = Field(min_length=1)
@@ -376,6 +404,28 @@ class TaskInstanceStatus(CrdModel):
     next_kwargs: JsonObject | None = None
 
 
+class CallbackRecord(CrdModel):
+    """A callback try the controller launched (zonda.callbacks): kept so no restart launches it again."""
+
+    name: str = Field(description="The callback try's pod (or local process) name, deterministic.")
+    kind: str = Field(
+        description="on_failure_callback, on_retry_callback, dag_success, dag_failure or sla_miss."
+    )
+    task_id: str | None = None
+    try_number: int | None = None
+    reason: str | None = None
+    launched_at: datetime
+    state: str = Field(default="launched", description="launched, succeeded or failed.")
+
+
+class SlaMissRecord(CrdModel):
+    """Airflow's SlaMiss: a task not done by its data interval end plus its sla (recorded once)."""
+
+    task_id: str
+    deadline: datetime
+    detected_at: datetime
+
+
 class DagRunStatus(CrdModel):
     observed_generation: int | None = None
     state: DagRunState | None = None
@@ -391,6 +441,12 @@ class DagRunStatus(CrdModel):
     task_instances: dict[str, TaskInstanceStatus] = Field(default_factory=dict)
     conditions: list[Condition] = Field(default_factory=list)
     message: str | None = None
+    callbacks: list[CallbackRecord] = Field(
+        default_factory=list, description="Callback tries launched by the controller, each once."
+    )
+    sla_misses: list[SlaMissRecord] = Field(
+        default_factory=list, description="SLA misses, each recorded once."
+    )
 
 
 # ----------------------------------------------------------------------------------------- Trigger

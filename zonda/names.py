@@ -33,3 +33,16 @@ def trigger_name(run_name: str, task_id: str, try_number: int, deferral_count: i
     """Trigger resource name, one per task-instance try and deferral."""
     digest = _digest(run_name, task_id, try_number, deferral_count)
     return f"{_slug(run_name, 28)}-{_slug(task_id, 20)}-{try_number}-d{deferral_count}-{digest}"
+
+
+#: How a callback try's name ends; an attempt name ends `-<try>-<6 hex>`, so the two never collide.
+CALLBACK_NAME_SUFFIX = re.compile(r"-cb[0-9a-f]{8}$")
+
+
+def callback_name(run_name: str, kind: str, key: str) -> str:
+    """Pod (or local process) name of the callback try the controller launches (`zonda.callbacks`)."""
+    return f"{_slug(run_name, 28)}-{_slug(kind, 20)}-cb{_digest(run_name, kind, key, length=8)}"
+
+
+def is_callback_name(name: str) -> bool:
+    return CALLBACK_NAME_SUFFIX.search(name) is not None

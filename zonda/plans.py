@@ -469,4 +469,5 @@ def task_invocation(
         first_try_start=ti.first_try_start,
         next_method=ti.next_method,
         next_kwargs=ti.next_kwargs,
+        callbacks={kind: list(paths) for kind, paths in task.callbacks.items()},
     )

@@ -42,3 +42,13 @@ def record_run(run: Mapping[str, Any], status: DagRunStatus) -> None:
     for ti_state, count in counts.items():
         TASK_INSTANCES.labels(meta["namespace"], ti_state).inc(count)
     _run_states[key] = (state, counts)
+
+
+SLA_MISSES = Counter(
+    "zonda_sla_misses_total", "Task SLA misses recorded (each task of a run once)", ["namespace", "dag"]
+)
+CALLBACKS_LAUNCHED = Counter(
+    "zonda_callback_tries_launched_total",
+    "Callback tries the controller launched (failures a task could not report, DAG callbacks, SLA misses)",
+    ["kind"],
+)

@@ -19,11 +19,12 @@ from pydantic import ValidationError
 
 from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi
+from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, previous_states, previous_success
 from controller.triggerer.shards import shard_for
-from zonda import decisions, events, history, plans
+from zonda import callbacks, decisions, events, history, plans
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.decisions import ObservedTrigger
 from zonda.models import (
@@ -81,7 +82,7 @@ class RunReconciler:
         except DagInvalid as exc:  # cannot happen for a snapshot that resolved at start, unless code changed
             await self.kube.emit_event(run, reason="InvalidDag", message=str(exc), warning=True)
             return None
-        attempts = await self.executor.observe(run)
+        attempts, callback_tries = reconciler_callbacks.split_attempts(await self.executor.observe(run))
         observation = await self._observe(run, spec, status, dag_spec, attempts, now)
         plan = decisions.decide(
             dag,
@@ -94,11 +95,30 @@ class RunReconciler:
             data_interval_end=status.data_interval_end,
             pending_timeout=self.pending_timeout,
         )
+        due = callbacks.plan_callbacks(
+            dag,
+            run_name=name,
+            run_type=spec.run_type,
+            before=before,
+            after=plan.status,
+            observed=observation,
+            callback_attempts=callback_tries,
+            now=now,
+        )
         for request in plan.triggers_to_create:
             await self._create_trigger(run, request)
         for launch in plan.launches:
             await self._launch(run, spec, plan.status, dag, dag_spec, launch, now)
-        new_wire = plan.status.to_wire()
+        await reconciler_callbacks.launch_callbacks(
+            self.executor,
+            run,
+            spec=spec,
+            status=due.status,
+            dag=dag,
+            dag_spec=dag_spec,
+            launches=due.launches,
+        )
+        new_wire = due.status.to_wire()
         if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):
             return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
         for attempt_name in plan.kills:
@@ -106,15 +126,17 @@ class RunReconciler:
             metrics.PODS_DELETED.inc()
         for trigger_name in plan.triggers_to_delete:
             await self.kube.delete_custom(TRIGGERS, namespace, trigger_name)
-        await self._delete_worker_pods(run, dag_spec, plan.status, attempts)
+        await self._delete_worker_pods(run, dag_spec, due.status, {**attempts, **callback_tries})
         old_state, new_state = old_wire.get("state"), new_wire.get("state")
         if old_state != new_state and self.on_run_state_change is not None:
             self.on_run_state_change(namespace, spec.dag_name, name, new_state)
-        self.writer.post_events(run, events.events_to_post(plan.events))
+        self.writer.post_events(run, [*events.events_to_post(plan.events), *due.events])
         log_state_changes(namespace, spec.dag_name, name, before, plan.status)
         metrics.record_run(run, plan.status)
+        if due.new_sla_misses:
+            metrics.SLA_MISSES.labels(namespace, spec.dag_name).inc(len(due.new_sla_misses))
         self.index.update({**run, "status": new_wire})
-        return plan.wake_at
+        return min(filter(None, (plan.wake_at, due.wake_at)), default=None)
 
     async def _start(
         self, run: Mapping[str, Any], spec: DagRunSpec, status: DagRunStatus, now: datetime

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -30,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+from controller.runner import callbacks
 from controller.xcom_backends import XComStore
 from zonda import operator_registry, templating, triggers, xcoms
 from zonda.authoring import compat
@@ -106,18 +108,46 @@ def build_operator_context(
     return context
 
 
+@dataclasses.dataclass
+class _Try:
+    """What a try's callbacks need from it: its context and the error it ended with."""
+
+    context: Context | None = None
+    error: BaseException | None = None
+
+
 def run_task(invocation: TaskInvocation) -> TaskResult:
-    """Execute (or resume) the try and say how it ended; never raises for the task's own errors."""
+    """Execute (or resume) the try, then call its callbacks, and say how it ended; never raises for the
+    task's own errors. A callback try (`invocation.callback`) calls only its callbacks."""
+    if invocation.callback is not None:
+        return _run_callback_try(invocation)
+    tried = _Try()
+    result = _execute(invocation, tried)
+    callbacks.run_finished_callbacks(invocation, result, tried.context, tried.error)
+    return result
+
+
+def _run_callback_try(invocation: TaskInvocation) -> TaskResult:
+    try:
+        context = build_operator_context(invocation, build_operator(invocation))
+    except OperatorNotCreated:  # a container task: its context without an operator
+        context = templating.build_context(invocation)
+    return callbacks.run_callback_try(invocation, context)
+
+
+def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
     try:
         operator = build_operator(invocation)
     except OperatorNotCreated as error:
         _print_traceback(error)
+        tried.error = error
         return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(str(error)))
     store = XComStore.from_environment()
     try:
         with _terminate_on_sigterm(operator):
-            context = build_operator_context(invocation, operator, store)
+            context = tried.context = build_operator_context(invocation, operator, store)
             operator.render_template_fields(context, templating.invocation_environment(invocation))
+            callbacks.run_execute_callbacks(invocation, context)
             if invocation.next_method:
                 # The event crossed the API as JSON: give the method back its datetimes.
                 next_kwargs = triggers.from_json_safe(dict(invocation.next_kwargs or {}))
@@ -134,9 +164,11 @@ def run_task(invocation: TaskInvocation) -> TaskResult:
         return TaskResult(outcome=TaskOutcome.SKIPPED, message=_shorten(str(skip)) or None)
     except (AirflowFailException, AirflowSensorTimeout) as error:
         _print_traceback(error)
+        tried.error = error
         return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(_describe(error)))
     except (Exception, SystemExit, AirflowTaskTerminated) as error:
         _print_traceback(error)
+        tried.error = error
         return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(_describe(error)))
     return _success_result(operator, value, invocation, store, context["ti"].pushed)
 

@@ -108,8 +108,8 @@ def test_scheduler_arguments_become_task_fields_and_durations() -> None:
 def test_an_unknown_dag_argument_is_a_type_error_and_unsupported_ones_are_listed() -> None:
     with pytest.raises(TypeError, match="schedule_intervall"):
         DAG("x", schedule_intervall="@daily")
-    built = DAG("x", sla_miss_callback=print)
-    assert "sla_miss_callback" in built.unsupported
+    built = DAG("x", fail_stop=True)
+    assert "fail_stop" in built.unsupported
 
 
 def test_params_are_checked_against_their_schema_when_rendering() -> None:
@@ -529,18 +529,6 @@ def test_kubernetes_client_models_in_pod_override_become_camel_case() -> None:
             "nodeSelector": {"disk": "ssd"},
         }
     }
-
-
-def test_task_callbacks_are_accepted_and_reported_as_not_run() -> None:
-    def notify(context: Any) -> None:
-        pass
-
-    with DAG("callbacks", schedule=None, default_args={"on_failure_callback": notify}) as built:
-        BashOperator(task_id="t", bash_command="true", on_success_callback=notify)
-    spec = spec_of(built)
-    assert "defaultArgs" not in spec and "args" in spec["tasks"][0]
-    assert spec["tasks"][0]["args"] == {"bash_command": "true"}
-    assert set(built.unsupported) == {"on_failure_callback", "on_success_callback"}
 
 
 def test_param_schemas_become_the_params_json_schema_and_a_param_without_default_is_required() -> None:

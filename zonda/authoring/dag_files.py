@@ -275,6 +275,25 @@ def load_template_value(reference: str) -> Any:
     raise ImportError(f"{reference!r} names neither a macro nor a filter")
 
 
+def load_callback(reference: str) -> Any:
+    """A callback the DAG file defines, named by a `dagfile:` reference: a task's (`&task_id=..&callback=..`),
+    a `default_args` one (`&default_arg=..`) or the DAG's (`&dag_callback=..`), `&index=` in a list."""
+    dag, query = _load_referenced_dag(reference)
+    task_id, index = query.get("task_id", [None])[0], int(query.get("index", ["0"])[0])
+    if (name := query.get("callback", [None])[0]) is not None and task_id is not None:
+        value = dag.get_task(task_id).authored_arguments.get(name)
+    elif (name := query.get("default_arg", [None])[0]) is not None:
+        value = dag.default_args.get(name)
+    elif (name := query.get("dag_callback", [None])[0]) is not None:
+        value = getattr(dag, name, None)
+    else:
+        raise ImportError(f"{reference!r} names no callback")
+    values = list(value) if isinstance(value, list | tuple) else [value]
+    if index >= len(values) or not callable(values[index]):
+        raise ImportError(f"DAG {dag.dag_id!r} has no callable {name} at {reference!r}")
+    return values[index]
+
+
 def _load_referenced_dag(reference: str) -> tuple[DAG, dict[str, list[str]]]:
     parsed = urllib.parse.urlparse(reference)
     query = urllib.parse.parse_qs(parsed.query)

@@ -31,9 +31,6 @@ DEFAULT_SCHEDULE = timedelta(days=1)
 
 #: Airflow `DAG` arguments Zonda accepts but does not act on, with what to do instead.
 UNSUPPORTED_DAG_ARGUMENTS = {
-    "sla_miss_callback": "SLAs are not implemented; alert on the DagRun's state instead",
-    "on_success_callback": "DAG callbacks are not implemented; add a final task with trigger_rule",
-    "on_failure_callback": "DAG callbacks are not implemented; add a final task with trigger_rule=one_failed",
     "access_control": "use Kubernetes RBAC on DAG and DagRun resources",
     "default_view": "UI setting; ignored",
     "orientation": "UI setting; ignored",
@@ -72,6 +69,9 @@ class DAG:
         user_defined_macros: dict[str, Any] | None = None,
         user_defined_filters: dict[str, Any] | None = None,
         render_template_as_native_obj: bool = False,
+        on_success_callback: Any = None,
+        on_failure_callback: Any = None,
+        sla_miss_callback: Any = None,
         auto_register: bool = True,
         **others: Any,
     ) -> None:
@@ -104,6 +104,10 @@ class DAG:
         self.user_defined_macros: dict[str, Any] = dict(user_defined_macros or {})
         self.user_defined_filters: dict[str, Any] = dict(user_defined_filters or {})
         self.render_template_as_native_obj = render_template_as_native_obj
+        #: Airflow's DAG callbacks (a callable or a list), written to the manifest as references.
+        self.on_success_callback = on_success_callback
+        self.on_failure_callback = on_failure_callback
+        self.sla_miss_callback = sla_miss_callback
         #: Loaded from its file when used as a context manager, even if not bound to a global name.
         self.auto_register = auto_register
         self.unsupported = {name: UNSUPPORTED_DAG_ARGUMENTS[name] for name in others if others[name]}

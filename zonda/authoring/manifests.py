@@ -27,7 +27,7 @@ import yaml
 from zonda import operator_registry
 from zonda.authoring.relations import Node
 from zonda.authoring.task_groups import TaskGroup
-from zonda.dags import parse_dag_spec, resolve_dag
+from zonda.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
 from zonda.durations import format_duration
 from zonda.models import API_VERSION, TaskDefaults
 from zonda.operators.base import SCHEDULER_ARGUMENTS
@@ -46,18 +46,13 @@ DAG_FILE_ANNOTATION = "zonda.dev/dag-file"
 DAG_FILE_SCHEME = "dagfile:"
 
 _DEFAULT_FIELDS = set(TaskDefaults.model_fields) - {"args", "container", "pod_override"}
-_DURATION_FIELDS = {"retry_delay", "max_retry_delay", "execution_timeout"}
+_DURATION_FIELDS = {"retry_delay", "max_retry_delay", "execution_timeout", "sla"}
 #: Modules created by importing DAG files (`zonda.authoring.dag_files` adds to it).
 DAG_FILE_MODULES: set[str] = set()
 #: Operator arguments Zonda accepts and does not act on, with what to do instead (for `--report`).
 UNSUPPORTED_TASK_ARGUMENTS = {
-    "on_execute_callback": "task callbacks are not run; add a task with a trigger_rule",
-    "on_failure_callback": "task callbacks are not run; add a task with trigger_rule=one_failed",
-    "on_success_callback": "task callbacks are not run; add a downstream task",
-    "on_retry_callback": "task callbacks are not run",
     "pre_execute": "not run; put the code in the task",
     "post_execute": "not run; put the code in the task",
-    "sla": "SLAs are not implemented",
     "email": "e-mail is not sent",
     "email_on_failure": "e-mail is not sent",
     "email_on_retry": "e-mail is not sent",
@@ -175,7 +170,10 @@ class _Compiler:
             schema = params_schema(dag.params)
             if schema is not None:
                 spec["paramsSchema"] = self.json(schema, "params")
-        defaults = self.defaults(dag.default_args, "default_args")
+        for name in ("on_success_callback", "on_failure_callback", "sla_miss_callback"):
+            if (value := getattr(dag, name)) is not None:
+                spec[_camel(name)] = self.callbacks(value, name, {"dag_callback": name})
+        defaults = self.defaults(dag.default_args, "default_args", of_dag=True)
         if defaults:
             spec["defaultArgs"] = defaults
         return spec
@@ -226,13 +224,19 @@ class _Compiler:
                 paths[str(name)] = f"{DAG_FILE_SCHEME}{self.relative_file}?{query}"
         return paths
 
-    def defaults(self, default_args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    def defaults(
+        self, default_args: Mapping[str, Any], where: str, *, of_dag: bool = False
+    ) -> dict[str, Any]:
         """`default_args` as `TaskDefaults`: scheduler fields as fields, operator arguments in `args`."""
         fields: dict[str, Any] = {}
         args: dict[str, Any] = {}
         for name, value in default_args.items():
             self.note_unsupported(name, value)
-            if name in _DEFAULT_FIELDS:
+            if name in TASK_CALLBACKS:
+                fields[name] = self.callbacks(
+                    value, f"{where} {name}", {"default_arg": name} if of_dag else None
+                )
+            elif name in _DEFAULT_FIELDS:
                 fields[name] = self.field(name, value, where)
             elif name == "executor_config":
                 fields.update(self.executor_config(value, where))
@@ -289,7 +293,10 @@ class _Compiler:
             self.note_unsupported(name, value)
             if container_task and name in _CONTAINER_OPERATOR_ARGUMENTS:
                 continue  # compiled into `container` by the operator itself
-            if name in _DEFAULT_FIELDS:
+            if name in TASK_CALLBACKS:
+                query = {"task_id": str(task.task_id), "callback": name}
+                body[_camel(name)] = self.callbacks(value, f"{where} {name}", query)
+            elif name in _DEFAULT_FIELDS:
                 body[_camel(name)] = self.field(name, value, where)
             elif name == "executor_config":
                 body.update({_camel(k): v for k, v in self.executor_config(value, where).items()})
@@ -399,6 +406,28 @@ class _Compiler:
             return self.callable_reference(value, where, task=task, argument=argument)
         self.errors.append(f"{where}: a {type(value).__name__} cannot be written to the manifest")
         return None
+
+    def callbacks(self, value: Any, where: str, query: Mapping[str, str] | None) -> list[str]:
+        """Airflow's callback argument (one callable or a list) as references the runner follows: import
+        paths, or `dagfile:` references (`query` says where in the DAG file; None: must be importable)."""
+        functions = list(value) if isinstance(value, list | tuple) else [value]
+        references: list[str] = []
+        for index, function in enumerate(functions):
+            module = getattr(function, "__module__", None) or ""
+            qualname = getattr(function, "__qualname__", "")
+            if not callable(function):
+                self.errors.append(f"{where}: {function!r} is not callable")
+            elif "<" not in qualname and module and module != "__main__" and module not in DAG_FILE_MODULES:
+                references.append(f"{module}:{qualname}")
+            elif query is None or self.relative_file is None:
+                self.errors.append(
+                    f"{where}: {qualname or function!r} is defined in a DAG file or nested; here it must be "
+                    "importable (pkg.module:function), or the DAG file inside the DAGs folder"
+                )
+            else:
+                encoded = urllib.parse.urlencode({"dag_id": self.dag.dag_id, **query, "index": index})
+                references.append(f"{DAG_FILE_SCHEME}{self.relative_file}?{encoded}")
+        return references
 
     def callable_reference(
         self, function: Callable[..., Any], where: str, *, task: BaseOperator | None, argument: str

@@ -53,6 +53,7 @@ SCHEDULER_ARGUMENTS = frozenset(
         "doc", "doc_md", "doc_json", "doc_yaml", "doc_rst", "task_display_name",
         "dag", "task_group", "default_args",
         "on_execute_callback", "on_failure_callback", "on_success_callback", "on_retry_callback",
+        "on_skipped_callback",
         "pre_execute", "post_execute",
         "connections", "variables",  # Zonda's: the Secret-held ones the task's pod may read
     }
