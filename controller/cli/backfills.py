@@ -15,10 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from controller.cli.common import namespace_or_default, run_kube
+from controller.cli.progress import progress_bar
 from controller.kube import DAGS, AlreadyExists, Kube
 from controller.reconcilers.backfills import BACKFILLS
 from zonda.models import API_VERSION, BackfillSpec, BackfillState, ReprocessBehavior
@@ -160,17 +159,10 @@ def _set_paused(name: str, namespace: str, kubeconfig: str | None, *, paused: bo
 
 def _follow(name: str, namespace: str, kubeconfig: str | None, interval: float = 1.0) -> None:
     """A progress bar of finished/total runs, until the backfill is completed (or failed)."""
-    console = Console(stderr=True)
 
     async def watch() -> dict[str, Any]:
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            columns = (
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-            )
-            with Progress(*columns, console=console, transient=False) as progress:
+            with progress_bar() as progress:
                 bar = progress.add_task(name, total=None)
                 while True:
                     body = await kube.get_custom(BACKFILLS, namespace, name)

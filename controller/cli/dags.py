@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from controller.cli.common import parse_conf
+from controller.cli.progress import progress_bar
 from zonda.authoring import manifests, rendering
 
 FIELD_MANAGER = "zonda-dags"
@@ -127,9 +128,13 @@ async def _apply(items: list[dict[str, Any]], namespace: str, *, prune: bool) ->
     from controller.kube import DAGS, Kube
 
     async with await Kube.connect(component=FIELD_MANAGER) as kube:
-        for manifest in items:
-            await kube.apply_custom(DAGS, namespace, manifest, field_manager=FIELD_MANAGER)
-            click.echo(f"dag.zonda.dev/{manifest['metadata']['name']} applied")
+        with progress_bar() as progress:
+            bar = progress.add_task("applying DAGs", total=len(items))
+            for manifest in items:
+                await kube.apply_custom(DAGS, namespace, manifest, field_manager=FIELD_MANAGER)
+                click.echo(f"dag.zonda.dev/{manifest['metadata']['name']} applied")
+                progress.advance(bar)
+            progress.update(bar, description="applied DAGs")
         if prune:
             wanted = {manifest["metadata"]["name"] for manifest in items}
             label, value = manifests.MANAGED_BY_LABEL

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from controller.cli.common import namespace_or_default, run_kube
+from controller.cli.progress import progress_bar
 from controller.cli.runs import clock, duration, table
 from controller.kube import DAGRUNS, DAGS, Kube
 from zonda import upcoming
@@ -187,8 +188,11 @@ def delete(dag: str, yes: bool, namespace: str | None, kubeconfig: str | None) -
             runs = [
                 r for r in await kube.list_custom(DAGRUNS, ns) if (r.get("spec") or {}).get("dagName") == dag
             ]
-            for run in runs:
-                await kube.delete_custom(DAGRUNS, ns, run["metadata"]["name"])
+            with progress_bar() as progress:
+                bar = progress.add_task(f"deleting the runs of {dag}", total=len(runs))
+                for run in runs:
+                    await kube.delete_custom(DAGRUNS, ns, run["metadata"]["name"])
+                    progress.advance(bar)
             return len(runs)
 
     count = run_kube(remove())

@@ -27,7 +27,7 @@ from controller import run_actions
 from controller.app.settings import DEFAULTS
 from controller.cli import backfills as backfill_commands
 from controller.cli import dags as dags_commands
-from controller.cli import listings
+from controller.cli import follow, listings
 from controller.cli import logs as logs_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
@@ -268,8 +268,11 @@ def up(executor: str, examples: tuple[str, ...], exit_when_done: bool, real_node
 @click.option("--conf", default="{}", help="JSON object passed as dag_run.conf.")
 @click.option("--logical-date", default=None, help="ISO 8601 (default: now).")
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@click.option(
+    "--wait", is_flag=True, help="Follow the run with a progress bar until it ends; exit 1 if it fails."
+)
 def trigger(
-    dag: str, namespace: str | None, conf: str, logical_date: str | None, kubeconfig: str | None
+    dag: str, namespace: str | None, conf: str, logical_date: str | None, kubeconfig: str | None, wait: bool
 ) -> None:
     """Create a manual DagRun of DAG (Airflow's `dags trigger`)."""
     conf_obj = parse_conf(conf)
@@ -301,7 +304,10 @@ def trigger(
                 ) from exc
             return name
 
-    click.echo(f"dagrun.zonda.dev/{_run(create())} created")
+    name = _run(create())
+    click.echo(f"dagrun.zonda.dev/{name} created")
+    if wait:
+        follow.follow_run(name, ns, kubeconfig)
 
 
 async def _act_on_run(
