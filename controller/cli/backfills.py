@@ -9,15 +9,15 @@ reads its status until it is completed. Ctrl-C stops following, not the backfill
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
+from controller.cli import progress
 from controller.cli.common import namespace_or_default, run_kube
-from controller.cli.progress import progress_bar
 from controller.kube import DAGS, AlreadyExists, Kube
 from controller.reconcilers.backfills import BACKFILLS
 from zonda.models import API_VERSION, BackfillSpec, BackfillState, ReprocessBehavior
@@ -157,34 +157,33 @@ def _set_paused(name: str, namespace: str, kubeconfig: str | None, *, paused: bo
     click.echo(f"backfill.zonda.dev/{name} {'paused' if paused else 'unpaused'}")
 
 
+def backfill_progress(name: str, body: Mapping[str, Any]) -> progress.Step:
+    """How far a backfill is: its finished runs of all it plans (pure)."""
+    status = body.get("status") or {}
+    return progress.Step(
+        finished=int(status.get("succeeded", 0)) + int(status.get("failed", 0)),
+        total=status.get("total"),
+        description=f"{name}: {status.get('state') or 'pending'}, {status.get('running', 0)} running",
+        done=status.get("state") in _DONE,
+    )
+
+
 def _follow(name: str, namespace: str, kubeconfig: str | None, interval: float = 1.0) -> None:
     """A progress bar of finished/total runs, until the backfill is completed (or failed)."""
-
-    async def watch() -> dict[str, Any]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            with progress_bar() as progress:
-                bar = progress.add_task(name, total=None)
-                while True:
-                    body = await kube.get_custom(BACKFILLS, namespace, name)
-                    if body is None:
-                        raise click.ClickException(f"backfill {name} was deleted")
-                    status = body.get("status") or {}
-                    finished = int(status.get("succeeded", 0)) + int(status.get("failed", 0))
-                    description = (
-                        f"{name}: {status.get('state') or 'pending'}, {status.get('running', 0)} running"
-                    )
-                    progress.update(
-                        bar, total=status.get("total"), completed=finished, description=description
-                    )
-                    if status.get("state") in _DONE:
-                        return status
-                    await asyncio.sleep(interval)
-
     try:
-        status = run_kube(watch())
+        body = progress.follow(
+            BACKFILLS,
+            namespace,
+            name,
+            kubeconfig,
+            lambda found: backfill_progress(name, found),
+            kind="backfill",
+            interval=interval,
+        )
     except KeyboardInterrupt:
         click.echo(f"stopped following; the backfill goes on (zonda backfills pause {name})", err=True)
         return
+    status = body.get("status") or {}
     click.echo(f"{name}: {status.get('state')}: {status.get('message') or ''}")
     if status.get("state") == BackfillState.DRY_RUN.value:
         for moment in status.get("planned") or []:

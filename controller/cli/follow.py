@@ -6,31 +6,20 @@ DAG in the CLI's process instead). The run goes on whatever happens here: Ctrl-C
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import click
 
-from controller.cli.common import run_kube
-from controller.cli.progress import progress_bar
-from controller.kube import DAGRUNS, Kube
+from controller.cli import progress
+from controller.kube import DAGRUNS
 from zonda.models import FINISHED_TI_STATES, DagRunState, TaskInstanceState
 
 _FINISHED_TI = frozenset(state.value for state in FINISHED_TI_STATES)
 _FINISHED_RUN = frozenset({DagRunState.SUCCESS.value, DagRunState.FAILED.value})
 
 
-@dataclass(frozen=True)
-class RunProgress:
-    finished: int  # task instances in a finished state
-    total: int | None  # task instances of the run (None: not started, the DAG not snapshotted yet)
-    description: str
-    done: bool  # the run has finished
-
-
-def run_progress(name: str, run: Mapping[str, Any]) -> RunProgress:
+def run_progress(name: str, run: Mapping[str, Any]) -> progress.Step:
     """How far a DagRun is, from its status alone (pure)."""
     status = run.get("status") or {}
     tis: Mapping[str, Any] = status.get("taskInstances") or {}
@@ -39,7 +28,7 @@ def run_progress(name: str, run: Mapping[str, Any]) -> RunProgress:
     states = [str(ti.get("state") or TaskInstanceState.NONE.value) for ti in tis.values()]
     running = sum(1 for s in states if s == TaskInstanceState.RUNNING.value)
     state = status.get("state") or "queued"
-    return RunProgress(
+    return progress.Step(
         finished=sum(1 for s in states if s in _FINISHED_TI),
         total=total,
         description=f"{name}: {state}, {running} running",
@@ -49,23 +38,16 @@ def run_progress(name: str, run: Mapping[str, Any]) -> RunProgress:
 
 def follow_run(name: str, namespace: str, kubeconfig: str | None, interval: float = 1.0) -> None:
     """Show the run's progress until it finishes; exit 1 when it failed."""
-
-    async def watch() -> Mapping[str, Any]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            with progress_bar() as progress:
-                bar = progress.add_task(name, total=None)
-                while True:
-                    run = await kube.get_custom(DAGRUNS, namespace, name)
-                    if run is None:
-                        raise click.ClickException(f"DagRun {name} was deleted")
-                    now = run_progress(name, run)
-                    progress.update(bar, total=now.total, completed=now.finished, description=now.description)
-                    if now.done:
-                        return run
-                    await asyncio.sleep(interval)
-
     try:
-        run = run_kube(watch())
+        run = progress.follow(
+            DAGRUNS,
+            namespace,
+            name,
+            kubeconfig,
+            lambda body: run_progress(name, body),
+            kind="DagRun",
+            interval=interval,
+        )
     except KeyboardInterrupt:
         click.echo(f"stopped following; the run goes on (zonda runs describe {name})", err=True)
         return

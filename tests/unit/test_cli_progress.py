@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from controller.cli.follow import RunProgress, run_progress
-from controller.cli.progress import progress_bar
+from controller.cli.follow import run_progress
+from controller.cli.progress import Step, progress_bar
 
 
 def run(state: str | None, tis: dict[str, str] | None, tasks: int | None) -> dict[str, Any]:
@@ -24,20 +24,20 @@ def run(state: str | None, tis: dict[str, str] | None, tasks: int | None) -> dic
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        pytest.param(run(None, None, None), RunProgress(0, None, "r: queued, 0 running", False),
+        pytest.param(run(None, None, None), Step(0, None, "r: queued, 0 running", False),
                      id="a run the controller has not started has no total yet"),
         pytest.param(run("running", {"a": "success", "b": "running"}, 3),
-                     RunProgress(1, 3, "r: running, 1 running", False),
+                     Step(1, 3, "r: running, 1 running", False),
                      id="tasks with no task instance yet count in the total"),
         pytest.param(run("failed", {"a": "failed", "b": "upstream_failed", "c": "skipped"}, 3),
-                     RunProgress(3, 3, "r: failed, 0 running", True),
+                     Step(3, 3, "r: failed, 0 running", True),
                      id="every finished state counts as done, and a failed run is the end"),
         pytest.param(run("running", {"a": "up_for_retry", "b": "deferred"}, 2),
-                     RunProgress(0, 2, "r: running, 0 running", False),
+                     Step(0, 2, "r: running, 0 running", False),
                      id="a task waiting to retry or deferred is not finished"),
     ],
 )  # fmt: skip
-def test_run_progress_counts_finished_task_instances(body: dict[str, Any], expected: RunProgress) -> None:
+def test_run_progress_counts_finished_task_instances(body: dict[str, Any], expected: Step) -> None:
     assert run_progress("r", body) == expected
 
 
