@@ -69,6 +69,7 @@ class XComStore:
             invocation.task_id,
             invocation.try_number,
             key,
+            invocation.map_index,  # mapped instances of one task write apart
         )
         url = f"{self.base_url.rstrip('/')}/{path}"
         with fsspec.open(url, "wb", auto_mkdir=True) as stream:

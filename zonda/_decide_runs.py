@@ -30,8 +30,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda import operator_registry
+from zonda import mapping, operator_registry
 from zonda._decide_graphs import descendants, group_roots, leaves
+from zonda._decide_mapping import MappedInstances
 from zonda.dags import ResolvedDag, ResolvedTask, effective_priority_weights
 from zonda.decisions import (
     AttemptPhase,
@@ -97,7 +98,8 @@ class RunPass:
 
     def __init__(self, dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRunStatus,
                  observed: Observation, now: datetime, logical_date: datetime | None,
-                 data_interval_end: datetime | None, pending_timeout: timedelta | None = None) -> None:
+                 data_interval_end: datetime | None, pending_timeout: timedelta | None = None,
+                 max_map_length: int = mapping.DEFAULT_MAX_MAP_LENGTH) -> None:
         self.dag = dag
         self.run_name = run_name
         self.run_type = run_type
@@ -116,6 +118,7 @@ class RunPass:
         self.triggers_to_delete: list[str] = []
         self.events: list[RunEvent | None] = []
         self._scheduled_event_at: dict[str, int] = {}
+        self.mapped = MappedInstances(self, max_map_length)
 
     # ------------------------------------------------------------------------------------ the pass
 
@@ -197,8 +200,8 @@ class RunPass:
         if any(ti.state not in FINISHED_TI_STATES for ti in self.tis.values()):
             return
         leaf_states = {
-            task_id: self.tis[task_id].state for task_id in leaves(self.dag)
-            if self.tis[task_id].state is not S.REMOVED
+            key: self.tis[key].state for task_id in leaves(self.dag) for key in self.mapped.keys(task_id)
+            if self.tis[key].state is not S.REMOVED
         }
         failed = sorted(task_id for task_id, state in leaf_states.items() if state in _FAILED_LEAF_STATES)
         if failed:
@@ -231,7 +234,11 @@ class RunPass:
     # ------------------------------------------------------------------------- task instances
 
     def _task(self, task_id: str) -> ResolvedTask:
-        return self.dag.tasks[task_id]
+        """The task of a task instance key (a task id, or ``task_id[map_index]``)."""
+        return self.dag.tasks[mapping.split_key(task_id)[0]]
+
+    def _in_dag(self, key: str) -> bool:
+        return mapping.split_key(key)[0] in self.dag.tasks
 
     def _set(self, task_id: str, state: TaskInstanceState, reason: str, **fields: Any) -> None:
         """Move a task instance to `state` (legal moves only), record why, and tell the user."""
@@ -251,12 +258,12 @@ class RunPass:
     def _sync_task_instances(self) -> None:
         """Airflow's `verify_integrity`: one task instance per task; those without a task are removed."""
         for task_id, task in self.dag.tasks.items():
-            if task_id not in self.tis:
+            if not self.mapped.keys(task_id, removed=True):
                 self.tis[task_id] = TaskInstanceStatus(max_tries=task.retries)
-            elif self.tis[task_id].state is S.REMOVED:
+            elif task_id in self.tis and self.tis[task_id].state is S.REMOVED:
                 self._set(task_id, S.NONE, "The task is in the DAG again", max_tries=task.retries)
         for task_id, ti in list(self.tis.items()):
-            if task_id not in self.dag.tasks and ti.state is not S.REMOVED:
+            if not self._in_dag(task_id) and ti.state is not S.REMOVED:
                 self._stop_attempt_of(ti)
                 self._set(task_id, S.REMOVED, "The task is no longer in the DAG", end_date=self.now)
 
@@ -270,7 +277,7 @@ class RunPass:
     def _restart_cleared(self) -> None:
         """A task instance cleared while running (Airflow's `restarting`): stop it and run it again."""
         for task_id, ti in list(self.tis.items()):
-            if ti.state is S.RESTARTING and task_id in self.dag.tasks:
+            if ti.state is S.RESTARTING and self._in_dag(task_id):
                 self._stop_attempt_of(ti)
                 self._set(task_id, S.NONE, "Cleared while running: its attempt was stopped",
                           **TRY_RESET)
@@ -361,7 +368,7 @@ class RunPass:
             return
         reason = result.message or f"Attempt {attempt.name} succeeded"
         self._set(task_id, S.SUCCESS, reason, xcom=result.xcom, xcoms=result.xcoms or None,
-                  follow_task_ids=follow, **_TRY_END)
+                  xcom_lengths=result.xcom_lengths or None, follow_task_ids=follow, **_TRY_END)
         if follow is not None:
             self._skip_all_except(task_id, follow)
         if result.skip_all_downstream:
@@ -371,7 +378,7 @@ class RunPass:
     def _fail(self, task_id: str, reason: str, *, retry: bool = True) -> None:
         """Airflow's `handle_failure`: up_for_retry while tries remain, failed otherwise."""
         ti = self.tis[task_id]
-        task = self._task(task_id) if task_id in self.dag.tasks else None
+        task = self._task(task_id) if self._in_dag(task_id) else None
         max_tries = ti.max_tries if ti.max_tries is not None else (task.retries if task else 0)
         ended = ti.end_date if ti.end_date and ti.state in ACTIVE_STATES else self.now
         attempts = f"try {ti.try_number} of {max_tries + 1}"
@@ -420,7 +427,8 @@ class RunPass:
 
     def _execution_deadline(self, task_id: str) -> datetime | None:
         """Airflow counts `execution_timeout` from the try's start, deferrals included."""
-        ti, task = self.tis[task_id], self.dag.tasks.get(task_id)
+        ti = self.tis[task_id]
+        task = self._task(task_id) if self._in_dag(task_id) else None
         if task is None or task.execution_timeout is None or ti.start_date is None:
             return None
         return ti.start_date + task.execution_timeout
@@ -485,7 +493,7 @@ class RunPass:
             elif ti.trigger_timeout_at is not None and self.now >= ti.trigger_timeout_at:
                 self._stop_attempt_of(ti)
                 self._fail(task_id, "Trigger/execution timeout")
-            elif trigger is None and task_id in self.dag.tasks:
+            elif trigger is None and self._in_dag(task_id):
                 self._request_trigger(task_id)  # lost, or not created yet: creating it again is harmless
 
     def _resume(self, task_id: str, trigger: ObservedTrigger) -> None:
@@ -511,37 +519,53 @@ class RunPass:
     def _evaluate_readiness(self) -> None:
         """Trigger rules over direct upstreams, in topological order so cascades settle in one pass."""
         for task_id, task in self.dag.tasks.items():
-            ti = self.tis[task_id]
-            if ti.state is not S.NONE:
+            waiting = [key for key in self.mapped.keys(task_id) if self.tis[key].state is S.NONE]
+            if waiting and self.mapped.awaits_expansion(task):
+                self._evaluate_task_instance(task, task_id, expanding=True)
                 continue
-            if (parent := self._skipping_parent(task)) is not None:
-                # Airflow's NotPreviouslySkippedDep: a cleared task stays skipped while the decision stands.
-                self._set(task_id, S.SKIPPED, f"Skipping because of previous XCom result from parent task "
+            for key in waiting:
+                self._evaluate_task_instance(task, key)
+
+    def _evaluate_task_instance(self, task: ResolvedTask, key: str, *, expanding: bool = False) -> None:
+        """One task instance's trigger rule; a mapped task still to expand is decided as a whole (its
+        instances waiting for the expansion get the same state)."""
+        keys = [key]
+        if expanding:
+            keys = [k for k in self.mapped.keys(task.task_id) if self.tis[k].state is S.NONE]
+        if (parent := self._skipping_parent(task)) is not None:
+            # Airflow's NotPreviouslySkippedDep: a cleared task stays skipped while the decision stands.
+            for each in keys:
+                self._set(each, S.SKIPPED, f"Skipping because of previous XCom result from parent task "
                           f"{parent}: it did not follow this task", end_date=self.now)
-                continue
-            upstream_states = {up: self.tis[up].state for up in task.upstream if up in self.tis}
-            setups = [up for up in task.upstream if up in self.dag.tasks and self.dag.tasks[up].is_setup]
-            decision = evaluate_trigger_rule(task.trigger_rule, upstream_states, setups)
-            past_problem = self._past_problem(task)
-            if decision.outcome is TriggerRuleOutcome.UPSTREAM_FAILED:
-                self._set(task_id, S.UPSTREAM_FAILED, decision.reason, end_date=self.now)
-            elif decision.outcome is TriggerRuleOutcome.SKIP and (
-                past_problem is None or not task.wait_for_past_depends_before_skipping
-            ):  # Airflow skips at once unless told to wait for the past first
-                self._set(task_id, S.SKIPPED, decision.reason, end_date=self.now)
-            elif decision.outcome is TriggerRuleOutcome.WAIT:
-                self._update(task_id, reason=decision.reason)
-            elif past_problem is not None:
-                self._update(task_id, reason=past_problem)
-            elif task.operator in operator_registry.EMPTY_OPERATORS:
-                # Airflow's `schedule_tis` counts the try it did not need to launch: try_number + 1.
-                self._set(task_id, S.SUCCESS, "EmptyOperator: succeeded without running",
-                          start_date=self.now, end_date=self.now, duration_seconds=0.0,
-                          try_number=ti.try_number + 1)
-            elif task.operator in operator_registry.LATEST_ONLY_OPERATORS:
-                self._run_latest_only(task)
-            else:
-                self._set(task_id, S.SCHEDULED, decision.reason)
+            return
+        upstream_states = self.mapped.upstream_states(task)
+        setups = [k for up in task.upstream if up in self.dag.tasks and self.dag.tasks[up].is_setup
+                  for k in self.mapped.keys(up)]
+        decision = evaluate_trigger_rule(task.trigger_rule, upstream_states, setups)
+        past_problem = self._past_problem(task)
+        if decision.outcome is TriggerRuleOutcome.UPSTREAM_FAILED:
+            for each in keys:
+                self._set(each, S.UPSTREAM_FAILED, decision.reason, end_date=self.now)
+        elif decision.outcome is TriggerRuleOutcome.SKIP and (
+            past_problem is None or not task.wait_for_past_depends_before_skipping
+        ):  # Airflow skips at once unless told to wait for the past first
+            for each in keys:
+                self._set(each, S.SKIPPED, decision.reason, end_date=self.now)
+        elif decision.outcome is TriggerRuleOutcome.WAIT or past_problem is not None:
+            for each in keys:
+                waiting = decision.reason if decision.outcome is TriggerRuleOutcome.WAIT else past_problem
+                self._update(each, reason=waiting)
+        elif expanding:
+            self.mapped.expand(task, decision.reason)
+        elif task.operator in operator_registry.EMPTY_OPERATORS:
+            # Airflow's `schedule_tis` counts the try it did not need to launch: try_number + 1.
+            self._set(key, S.SUCCESS, "EmptyOperator: succeeded without running",
+                      start_date=self.now, end_date=self.now, duration_seconds=0.0,
+                      try_number=self.tis[key].try_number + 1)
+        elif task.operator in operator_registry.LATEST_ONLY_OPERATORS:
+            self._run_latest_only(task)
+        else:
+            self._set(key, S.SCHEDULED, decision.reason)
 
     def _skipping_parent(self, task: ResolvedTask) -> str | None:
         """A direct upstream branch (or LatestOnly) that succeeded without following this task."""
@@ -601,27 +625,28 @@ class RunPass:
 
     def _skip_downstream(self, task_id: str, to_skip: list[str], reason: str) -> None:
         for downstream_id in to_skip:
-            if self.tis[downstream_id].state in (S.NONE, S.SCHEDULED):
-                self._set(downstream_id, S.SKIPPED, reason, start_date=self.now, end_date=self.now)
+            for key in self.mapped.keys(downstream_id):
+                if self.tis[key].state in (S.NONE, S.SCHEDULED):
+                    self._set(key, S.SKIPPED, reason, start_date=self.now, end_date=self.now)
 
     # --------------------------------------------------------------------------------- launches
 
     def _launch_ready(self) -> None:
         """Queue ready task instances, highest effective priority first, within max_active_tasks."""
-        ready = [task_id for task_id in self.dag.tasks if self.tis[task_id].state is S.SCHEDULED]
+        ready = [key for key, ti in self.tis.items() if ti.state is S.SCHEDULED and self._in_dag(key)]
         if not ready:
             return
         weights = effective_priority_weights(self.dag)
-        ready.sort(key=lambda task_id: (-weights[task_id], task_id))
+        ready.sort(key=lambda key: (-weights[mapping.split_key(key)[0]], *mapping.split_key(key)))
         limit = self.dag.spec.max_active_tasks
         free = max(limit - self._active_count() - self.observed.running_in_dag, 0)
-        for task_id in ready[:free]:
+        for task_id in self.mapped.admit(ready, free):
             self._launch(task_id)
-        for task_id in ready[free:]:
-            self._update(task_id, reason=(
-                f"Waiting for a slot: max_active_tasks={limit} reached ({self._active_count()} running or "
-                f"queued in this run, {self.observed.running_in_dag} in other runs)"
-            ))
+        waiting_reason = (f"Waiting for a slot: max_active_tasks={limit} reached ({self._active_count()} "
+                          f"running or queued in this run, {self.observed.running_in_dag} in other runs)")
+        for task_id in ready:
+            if self.tis[task_id].state is S.SCHEDULED and task_id not in self.mapped.held:
+                self._update(task_id, reason=waiting_reason)
 
     def _active_count(self) -> int:
         return sum(1 for ti in self.tis.values() if ti.state in ACTIVE_STATES)
@@ -649,7 +674,9 @@ class RunPass:
         self._set(task_id, S.QUEUED, f"Queued try {try_number} of {max_tries + 1} as {name}",
                   try_number=try_number, pod_name=name, queued_at=self.now, end_date=None,
                   duration_seconds=None, exit_code=None, message=None, next_try_at=None, **fields)
-        self.launches.append(TaskLaunch(task_id=task_id, try_number=try_number, attempt_name=name))
+        real_id, map_index = mapping.split_key(task_id)
+        self.launches.append(TaskLaunch(task_id=real_id, try_number=try_number, attempt_name=name,
+                                        map_index=map_index))
 
 
 def _not_before(moment: datetime | None, floor: datetime | None) -> datetime | None:

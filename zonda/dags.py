@@ -22,12 +22,13 @@ import pendulum
 import pydantic
 from pydantic.alias_generators import to_camel
 
-from zonda import merging, operator_arguments, operator_registry, params
+from zonda import mapping, merging, operator_arguments, operator_registry, params
 from zonda._dag_errors import MAX_SUGGESTIONS, describe_validation_error, did_you_mean
 from zonda._dag_graph import GraphBuilder
 from zonda.durations import parse_duration
 from zonda.models import (
     DagSpec,
+    ExpandSpec,
     TaskDefaults,
     TriggerRule,
     WeightRule,
@@ -74,6 +75,8 @@ class ResolvedTask:
     variables: tuple[str, ...] = ()  # Secret-held variables named in the spec
     callbacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> import paths
     sla: timedelta | None = None  # Airflow's sla, from the data interval end
+    expand: ExpandSpec | None = None  # dynamic task mapping (`zonda.mapping`)
+    max_active_tis_per_dagrun: int | None = None
 
 
 @dataclass(frozen=True)
@@ -286,8 +289,18 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
             merged["args"] = operator_arguments.apply_default_args(
                 task.operator, defaults=merged.get("args") or {}, own=task.args or {}
             )
-            arguments = operator_arguments.check_operator_arguments(task.operator, merged["args"])
+            arguments = operator_arguments.check_operator_arguments(
+                task.operator, merged["args"], mapping.argument_names(task.expand)
+            )
+            if task.expand is not None and task.expand.kwargs_list is not None and task.expand.into is None:
+                # expand_kwargs: which arguments each instance gets is only known at run time
+                arguments = [problem for problem in arguments if "missing required argument" not in problem]
             errors.extend(f"task {task_id!r}: {problem}" for problem in arguments)
+    if task.expand is not None:
+        errors.extend(f"task {task_id!r}: {problem}" for problem in mapping.check_expand(task.expand))
+        outside = sorted(mapping.source_task_ids(task.expand) - set(graph.upstream[task_id]))
+        if outside:
+            errors.append(f"task {task_id!r} maps over the XCom of {outside}, which must be upstream of it")
     if task.is_setup and task.is_teardown:
         errors.append(f"task {task_id!r} is both a setup and a teardown: it can be only one")
     if task.on_failure_fail_dagrun and not task.is_teardown:
@@ -341,6 +354,8 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         variables=tuple(merged.get("variables") or ()),
         callbacks={kind: tuple(paths) for kind in TASK_CALLBACKS if (paths := merged.get(kind))},
         sla=duration("sla"),
+        expand=task.expand if mapping.is_mapped(task.expand) else None,
+        max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
     )
     return errors, resolved
 

@@ -74,6 +74,7 @@ class TaskLaunch:
     task_id: str
     try_number: int
     attempt_name: str
+    map_index: int = -1  # a mapped task's instance; its status key is `zonda.mapping.ti_key`
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ __all__ = [
 
 def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRunStatus,
            observed: Observation, now: datetime, logical_date: datetime | None = None,
-           data_interval_end: datetime | None = None, pending_timeout: timedelta | None = None) -> RunPlan:
+           data_interval_end: datetime | None = None, pending_timeout: timedelta | None = None,
+           max_map_length: int | None = None) -> RunPlan:
     """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
 
     `status` is the run's current status and `observed` what the executors and the triggerer
@@ -124,11 +126,14 @@ def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRun
     An attempt is matched to its task instance by name (`TaskInstanceStatus.pod_name`), so a report
     of an older attempt never moves the current one. `pending_timeout` (Airflow's
     `worker_pods_pending_timeout`) fails a try whose attempt stays PENDING that long after
-    `pending_since`; None: never. See `zonda._decide_runs` for the steps.
+    `pending_since`; None: never. `max_map_length` (Airflow's `[core] max_map_length`, default
+    1,024) caps a mapped task's instances. See `zonda._decide_runs` for the steps.
     """
     from zonda._decide_runs import RunPass  # the implementation imports this module's types
+    from zonda.mapping import DEFAULT_MAX_MAP_LENGTH
 
     return RunPass(
         dag, run_name=run_name, run_type=run_type, status=status, observed=observed, now=now,
         logical_date=logical_date, data_interval_end=data_interval_end, pending_timeout=pending_timeout,
+        max_map_length=max_map_length or DEFAULT_MAX_MAP_LENGTH,
     ).plan()

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from zonda.models import CrdModel, Deferral, JsonObject, RunType, SlaMissRecord
+from zonda.models import CrdModel, Deferral, ExpandSpec, JsonObject, RunType, SlaMissRecord
 
 INVOCATION_ENV = "ZONDA_TASK_INVOCATION"
 RESULT_PATH_ENV = "ZONDA_RESULT_PATH"
@@ -49,6 +49,11 @@ class TaskInvocation(CrdModel):
     namespace: str | None = None
     run_type: RunType
     task_id: str
+    map_index: int = Field(default=-1, description="A mapped task's instance (Airflow's ti.map_index).")
+    expand: ExpandSpec | None = Field(default=None, description="How a mapped instance picks its arguments.")
+    mapped_counts: dict[str, int] = Field(
+        default_factory=dict, description="Mapped upstreams' instance counts: `xcoms` holds `task[i]` keys."
+    )
     try_number: int
     max_tries: int = 0
     operator: str | None = None
@@ -94,6 +99,9 @@ class TaskResult(CrdModel):
     xcom: Any = None
     xcoms: dict[str, Any] = Field(
         default_factory=dict, description="Values pushed with xcom_push (and multiple_outputs keys), by key."
+    )
+    xcom_lengths: dict[str, int] = Field(
+        default_factory=dict, description="Lengths of the list and dict XComs (what mapped tasks count)."
     )
     follow_task_ids: list[str] | None = Field(
         default=None, description="Branch decision: direct downstream ids to follow; the rest are skipped."

@@ -178,6 +178,24 @@ class TaskDefaults(CrdModel):
     )
 
 
+class ExpandSpec(CrdModel):
+    """Airflow's dynamic task mapping: one task instance per item, counted when the upstreams finish.
+
+    A *source* is a literal list (or dict: its items as ``[key, value]`` pairs), an XCom reference
+    (`zonda.xcom_refs`) or a zip or map of sources (`zonda.mapping` says how they are written).
+    """
+
+    kwargs: JsonObject | None = Field(
+        default=None, description="`.expand(name=source)`: an instance per combination of the sources' items."
+    )
+    kwargs_list: Any = Field(
+        default=None, description="`.expand_kwargs(source)`: one instance per dict of arguments."
+    )
+    into: str | None = Field(
+        default=None, description="The argument the mapped values go in (TaskFlow: `op_kwargs`); unset: args."
+    )
+
+
 class TaskSpec(TaskDefaults):
     """One task. Fields left unset come from its group's, then the DAG's, `defaultArgs`."""
 
@@ -199,6 +217,10 @@ class TaskSpec(TaskDefaults):
     )
     on_failure_fail_dagrun: bool | None = Field(
         default=None, description="A teardown whose failure fails the run (Airflow's on_failure_fail_dagrun)."
+    )
+    expand: ExpandSpec | None = Field(default=None, description="Dynamic task mapping (Airflow's .expand()).")
+    max_active_tis_per_dagrun: int | None = Field(
+        default=None, ge=1, description="This task's instances (mapped ones) running at once in one run."
     )
 
 
@@ -402,6 +424,9 @@ class TaskInstanceStatus(CrdModel):
     trigger_name: str | None = None
     next_method: str | None = None
     next_kwargs: JsonObject | None = None
+    xcom_lengths: dict[str, int] | None = Field(
+        default=None, description="Lengths of its list or dict XComs, by key: what mapped tasks expand over."
+    )
 
 
 class CallbackRecord(CrdModel):

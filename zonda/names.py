@@ -21,18 +21,31 @@ def _digest(*parts: object, length: int = 6) -> str:
     return hashlib.sha256("\x00".join(str(p) for p in parts).encode()).hexdigest()[:length]
 
 
+_MAPPED = re.compile(r"^(?P<task_id>.+)\[(?P<index>\d+)\]$")
+
+
+def _task_slug(task_id: str) -> str:
+    """20 characters of the task id; a mapped instance's key (``task[12]``) keeps its index: ``task-12``."""
+    match = _MAPPED.match(task_id)
+    if match is None:
+        return _slug(task_id, 20)
+    index = match["index"]
+    return f"{_slug(match['task_id'], 19 - len(index))}-{index}"
+
+
 def attempt_name(run_name: str, task_id: str, try_number: int) -> str:
     """Pod (or local process) name of one task-instance try: `run-task-try-hash`, a DNS-1123 label.
 
     The hash keeps names unique when slugging/truncation makes two task ids look alike.
     """
-    return f"{_slug(run_name, 28)}-{_slug(task_id, 20)}-{try_number}-{_digest(run_name, task_id, try_number)}"
+    digest = _digest(run_name, task_id, try_number)
+    return f"{_slug(run_name, 28)}-{_task_slug(task_id)}-{try_number}-{digest}"
 
 
 def trigger_name(run_name: str, task_id: str, try_number: int, deferral_count: int) -> str:
     """Trigger resource name, one per task-instance try and deferral."""
     digest = _digest(run_name, task_id, try_number, deferral_count)
-    return f"{_slug(run_name, 28)}-{_slug(task_id, 20)}-{try_number}-d{deferral_count}-{digest}"
+    return f"{_slug(run_name, 28)}-{_task_slug(task_id)}-{try_number}-d{deferral_count}-{digest}"
 
 
 #: How a callback try's name ends; an attempt name ends `-<try>-<6 hex>`, so the two never collide.

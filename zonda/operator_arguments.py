@@ -22,7 +22,7 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +44,12 @@ class OperatorSignature:
     template_fields: frozenset[str]
 
 
-def check_operator_arguments(operator: str, args: Mapping[str, Any]) -> list[str]:
+def check_operator_arguments(
+    operator: str, args: Mapping[str, Any], mapped: Collection[str] = ()
+) -> list[str]:
     """Every problem with `args` for `operator` (a built-in name or import path), as sentences.
+
+    `mapped` names the arguments a mapped task gets per instance (`.expand`): known, never missing.
 
     Empty when the arguments are fine, or when the operator is not one whose class is checked here.
     """
@@ -53,7 +57,7 @@ def check_operator_arguments(operator: str, args: Mapping[str, Any]) -> list[str
     if signature is None:
         return []
     errors: list[str] = []
-    unknown = [name for name in args if name not in signature.accepted or name == "task_id"]
+    unknown = [name for name in [*args, *mapped] if name not in signature.accepted or name == "task_id"]
     for name in unknown:
         if name == "task_id":
             errors.append("'task_id' may not be an operator argument: the task's id is its task_id")
@@ -61,7 +65,7 @@ def check_operator_arguments(operator: str, args: Mapping[str, Any]) -> list[str
         close = difflib.get_close_matches(name, sorted(signature.accepted), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         errors.append(f"{signature.name} got an unexpected argument {name!r}{hint}")
-    missing = [name for name in signature.required if name not in args]
+    missing = [name for name in signature.required if name not in args and name not in mapped]
     if missing:
         plural = "s" if len(missing) > 1 else ""
         errors.append(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import conditions, params, scheduling, xcoms
+from zonda import conditions, mapping, params, scheduling, xcoms
 from zonda.dags import DagInvalid, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
@@ -435,12 +435,13 @@ def task_invocation(
     try_number: int,
     previous_success: tuple[datetime, datetime] | None = None,
     namespace: str | None = None,
+    map_index: int = -1,
 ) -> TaskInvocation:
     """What the task runner gets for one try: the task, the run's context and its upstream XComs.
 
     One builder for the controller's executors and `zonda dags test`, so both run a task alike.
     """
-    ti = status.task_instances[task.task_id]
+    ti = status.task_instances[mapping.ti_key(task.task_id, map_index)]
     assert status.logical_date and status.data_interval_start and status.data_interval_end
     returned, keyed = xcoms.upstream_xcoms(status.task_instances)
     return TaskInvocation(
@@ -449,6 +450,9 @@ def task_invocation(
         namespace=namespace,
         run_type=spec.run_type,
         task_id=task.task_id,
+        map_index=map_index,
+        expand=task.expand if map_index >= 0 else None,
+        mapped_counts=mapping.instance_counts(status.task_instances),
         try_number=try_number,
         max_tries=ti.max_tries or 0,
         operator=task.operator,

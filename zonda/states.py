@@ -35,8 +35,9 @@ UNFINISHED_TI_STATES = frozenset(set(S) - FINISHED_TI_STATES)
 
 #: The moves the scheduler (`zonda.decisions.decide`) may make.
 ALLOWED_TRANSITIONS: Mapping[TaskInstanceState, frozenset[TaskInstanceState]] = {
-    # EmptyOperator and LatestOnlyOperator succeed without being launched (Airflow 2.3+).
-    S.NONE: frozenset({S.SCHEDULED, S.SKIPPED, S.UPSTREAM_FAILED, S.REMOVED, S.SUCCESS}),
+    # EmptyOperator and LatestOnlyOperator succeed without being launched (Airflow 2.3+); a mapped
+    # task that cannot expand (nothing to map over, over max_map_length) fails without a try.
+    S.NONE: frozenset({S.SCHEDULED, S.SKIPPED, S.UPSTREAM_FAILED, S.REMOVED, S.SUCCESS, S.FAILED}),
     # A resumed try whose execution_timeout ran out before it got a slot fails (or is retried).
     S.SCHEDULED: frozenset({S.QUEUED, S.NONE, S.SKIPPED, S.UPSTREAM_FAILED, S.REMOVED, S.SUCCESS,
                             S.FAILED, S.UP_FOR_RETRY}),

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pendulum
 from pendulum import DateTime
 
-from zonda import variables, xcoms
+from zonda import mapping, variables, xcoms
 from zonda.imports import import_string
 from zonda.invocations import TaskInvocation
 
@@ -73,6 +73,22 @@ def read_invocation_xcoms(invocation: TaskInvocation) -> XComReader:
         if key == XCOM_RETURN_KEY and task_id in invocation.xcoms:
             return invocation.xcoms[task_id]
         return invocation.keyed_xcoms.get(task_id, {}).get(key)
+
+    return read
+
+
+def folding_mapped(reader: XComReader, counts: Mapping[str, int]) -> XComReader:
+    """`reader`, with a mapped task's XCom read as the list of its instances' values in map-index order
+    (Airflow's lazy XCom sequence: the instances that pushed one); ``task[i]`` reads one instance."""
+    if not counts:
+        return reader
+
+    def read(task_id: str, key: str) -> Any:
+        count = counts.get(task_id)
+        if count is None:
+            return reader(task_id, key)
+        values = (reader(mapping.ti_key(task_id, index), key) for index in range(count))
+        return [value for value in values if value is not None]
 
     return read
 
@@ -161,10 +177,15 @@ class ContextTaskInstance:
         if task_ids is None:
             raise ValueError("xcom_pull needs task_ids: name the task(s) whose XCom to read")
         if map_indexes is not None and -1 not in (
-            [map_indexes] if isinstance(map_indexes, int) else map_indexes
+            indexes := [map_indexes] if isinstance(map_indexes, int) else list(map_indexes)
         ):
-            # Airflow filters on the map index: an unmapped task's XCom has -1, so nothing is found.
-            return default if isinstance(task_ids, str) else []
+            # Airflow filters on the map index: a mapped task's instances (an unmapped task's XCom has
+            # -1, so nothing is found for it).
+            ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+            found = [self._read(mapping.ti_key(task_id, index), key) for task_id in ids for index in indexes]
+            if isinstance(task_ids, str) and isinstance(map_indexes, int):
+                return default if found[0] is None else found[0]
+            return [value for value in found if value is not None]
         if isinstance(task_ids, str):
             value = self._read(task_ids, key)
             return default if value is None else value
@@ -260,7 +281,7 @@ def build_context(
     built afresh (conf and params deep-copied) so a template or an operator changing them changes
     nothing else. `xcom_reader` defaults to the XComs carried by the invocation.
     """
-    reader = xcom_reader or read_invocation_xcoms(invocation)
+    reader = folding_mapped(xcom_reader or read_invocation_xcoms(invocation), invocation.mapped_counts)
     logical_date = _utc(invocation.logical_date)
     ds = logical_date.strftime("%Y-%m-%d")
     ts = logical_date.isoformat()
@@ -285,6 +306,7 @@ def build_context(
         max_tries=invocation.max_tries,
         logical_date=logical_date,
         xcom_reader=reader,
+        map_index=invocation.map_index,
     )
     return {
         "conf": AirflowConfig(configuration or {}),

@@ -67,8 +67,12 @@ class TriggerRuleDecision:
 
 
 def _format_ids(task_ids: Mapping[str, object]) -> str:
-    """Upstream ids as Airflow prints its set, but sorted so the sentence is stable."""
-    return "{" + ", ".join(repr(task_id) for task_id in sorted(task_ids)) + "}"
+    """Upstream ids as Airflow prints its set, but sorted so the sentence is stable; a mapped upstream's
+    instances (``task[i]`` keys) once, with their count, so 1,024 instances stay one short sentence."""
+    mapped = Counter(key.rpartition("[")[0] for key in task_ids if key.endswith("]") and "[" in key)
+    names = [repr(key) for key in task_ids if key.rpartition("[")[0] not in mapped] + [
+        f"{task_id!r} ({count} mapped)" for task_id, count in mapped.items()]
+    return "{" + ", ".join(sorted(names)) + "}"
 
 
 def evaluate_trigger_rule(rule: TriggerRule, upstream_states: Mapping[str, TaskInstanceState],

@@ -19,6 +19,8 @@ LABEL_DAGRUN = "zonda.dev/dagrun"
 #: On task pods: the task id (as a label value) and the try number.
 LABEL_TASK = "zonda.dev/task"
 LABEL_TRY = "zonda.dev/try"
+#: On a mapped task instance's pods: its map index (Airflow's ti.map_index).
+LABEL_MAP_INDEX = "zonda.dev/map-index"
 #: On scheduled DagRuns: their run type, so `kubectl get dagruns -l` can tell them from manual ones.
 LABEL_RUN_TYPE = "zonda.dev/run-type"
 #: On Triggers and the triggerer's shard Leases: the shard number, so a replica watches only its shards.
@@ -88,6 +90,7 @@ __all__ = [
     "LABEL_DAGRUN",
     "LABEL_DAGRUN_UID",
     "LABEL_LEASE_KIND",
+    "LABEL_MAP_INDEX",
     "LABEL_RUN_TYPE",
     "LABEL_SHARD",
     "LABEL_TASK",

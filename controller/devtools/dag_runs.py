@@ -188,6 +188,7 @@ def _execute(
         dag_spec=dag_spec,
         task=task,
         try_number=launch.try_number,
+        map_index=launch.map_index,
     )
     result = run_task(invocation)
     failed = result.outcome in (TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY)

@@ -26,6 +26,7 @@ from zonda.wire import (
     ANNOTATION_TASK_ID,
     LABEL_DAG,
     LABEL_DAGRUN,
+    LABEL_MAP_INDEX,
     LABEL_TASK,
     LABEL_TRY,
     label_value,
@@ -125,6 +126,8 @@ def build_task_pod(
         LABEL_TASK: label_value(invocation.task_id),
         LABEL_TRY: str(invocation.try_number),
     }
+    if invocation.map_index >= 0:
+        labels[LABEL_MAP_INDEX] = str(invocation.map_index)
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",

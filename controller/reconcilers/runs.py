@@ -24,7 +24,7 @@ from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, previous_states, previous_success
 from controller.triggerer.shards import shard_for
-from zonda import callbacks, decisions, events, history, plans
+from zonda import callbacks, decisions, events, history, mapping, plans
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.decisions import ObservedTrigger
 from zonda.models import (
@@ -50,6 +50,8 @@ class RunReconciler:
     trigger_shards: int = 16
     #: Airflow's `worker_pods_pending_timeout`: a try whose pod stays Pending this long fails (None: never).
     pending_timeout: timedelta | None = None
+    #: Airflow's `[core] max_map_length`: a mapped task with more instances fails (None: 1,024).
+    max_map_length: int | None = None
     #: Called with (namespace, DAG name, run name, new state) when a run's state changes: the DAG may
     #: schedule more (maxActiveRuns), and its other runs may proceed (dependsOnPast, maxActiveTasks).
     on_run_state_change: Callable[[str, str, str, str | None], None] | None = None
@@ -94,6 +96,7 @@ class RunReconciler:
             logical_date=status.logical_date,
             data_interval_end=status.data_interval_end,
             pending_timeout=self.pending_timeout,
+            max_map_length=self.max_map_length,
         )
         due = callbacks.plan_callbacks(
             dag,
@@ -217,7 +220,7 @@ class RunReconciler:
         now: datetime,
     ) -> None:
         task = dag.tasks[launch.task_id]
-        ti = status.task_instances[launch.task_id]
+        ti = status.task_instances[mapping.ti_key(launch.task_id, launch.map_index)]
         meta = run["metadata"]
         success = previous_success(
             self.index.siblings(meta["namespace"], spec.dag_name, meta["name"]), status.logical_date
@@ -231,6 +234,7 @@ class RunReconciler:
             try_number=launch.try_number,
             previous_success=success,
             namespace=meta["namespace"],
+            map_index=launch.map_index,
         )
         await self.executor.launch(run, task=task, invocation=invocation, attempt_name=launch.attempt_name)
         metrics.PODS_CREATED.inc()

@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from controller.runner import callbacks
 from controller.xcom_backends import XComStore
-from zonda import operator_registry, templating, triggers, xcoms
+from zonda import mapping, operator_registry, templating, triggers, xcoms
 from zonda.authoring import compat
 from zonda.context import Context
 from zonda.exceptions import (
@@ -56,6 +56,7 @@ from zonda.invocations import (
 )
 from zonda.models import Deferral
 from zonda.operators.base import BaseOperator, SkipMixin
+from zonda.operators.python import resolve_python_callable
 from zonda.sensors.base import BaseSensorOperator
 
 #: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.
@@ -108,6 +109,33 @@ def build_operator_context(
     return context
 
 
+def unmap(invocation: TaskInvocation, store: XComStore) -> TaskInvocation:
+    """A mapped instance's invocation with its own arguments (Airflow's `MappedOperator.unmap`): the
+    items at its map index, read from the XComs (and `.map()` functions) it expands over."""
+    if invocation.expand is None or invocation.map_index < 0:
+        return invocation
+    reader = templating.folding_mapped(
+        store.loading(templating.read_invocation_xcoms(invocation)), invocation.mapped_counts
+    )
+    try:
+        chosen = mapping.expanded_arguments(invocation.expand, invocation.map_index, reader, _load_callable)
+    except (mapping.MappingError, IndexError, KeyError, ImportError, xcoms.XComError) as error:
+        raise OperatorNotCreated(
+            f"cannot pick the arguments of map index {invocation.map_index}: {_describe(error)}"
+        ) from error
+    args = dict(invocation.args)
+    if invocation.expand.into is not None:
+        args[invocation.expand.into] = {**(args.get(invocation.expand.into) or {}), **chosen}
+    else:
+        args.update(chosen)
+    return invocation.model_copy(update={"args": args})
+
+
+def _load_callable(path: str) -> Any:
+    """A `.map()` function: `pkg.mod:fn`, or a `dagfile:` reference into the user's DAG file."""
+    return resolve_python_callable(path)
+
+
 @dataclasses.dataclass
 class _Try:
     """What a try's callbacks need from it: its context and the error it ended with."""
@@ -136,13 +164,15 @@ def _run_callback_try(invocation: TaskInvocation) -> TaskResult:
 
 
 def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
+    """Build and run the operator; the result says how the try ended."""
+    store = XComStore.from_environment()
     try:
+        invocation = unmap(invocation, store)
         operator = build_operator(invocation)
     except OperatorNotCreated as error:
         _print_traceback(error)
         tried.error = error
         return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(str(error)))
-    store = XComStore.from_environment()
     try:
         with _terminate_on_sigterm(operator):
             context = tried.context = build_operator_context(invocation, operator, store)
@@ -195,10 +225,12 @@ def _success_result(
     follow_task_ids, skip_all_downstream = None, False
     if isinstance(operator, SkipMixin):
         follow_task_ids, skip_all_downstream = operator.follow_task_ids, operator.skip_all_downstream
+    lengths = mapping.value_lengths({**pushed, xcoms.RETURN_KEY: value}) if operator.do_xcom_push else {}
     return TaskResult(
         outcome=TaskOutcome.SUCCESS,
         xcom=xcom,
         xcoms=keyed,
+        xcom_lengths=lengths,
         follow_task_ids=follow_task_ids,
         skip_all_downstream=skip_all_downstream,
     )

@@ -163,9 +163,10 @@ XCOM_PULLS = [
     pytest.param("{{ ti.xcom_pull('count', map_indexes=-1) }}", "7", id="an unmapped task's map index is -1"),
     pytest.param(
         "{{ ti.xcom_pull('count', map_indexes=[0, 1], default='-') }}",
-        "-",
-        id="other map indexes of an unmapped task find nothing",
+        "[]",
+        id="other map indexes of an unmapped task find nothing (a list of indexes: a list, as Airflow)",
     ),
+    pytest.param("{{ ti.xcom_pull('count', map_indexes=0, default='-') }}", "-", id="one index: the default"),
 ]
 
 

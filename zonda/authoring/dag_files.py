@@ -256,6 +256,12 @@ def load_task_callable(reference: str) -> Any:
     """The `python_callable` of the task a `dagfile:` reference names, from a fresh import of its file."""
     dag, query = _load_referenced_dag(reference)
     task_id = query.get("task_id", [""])[0]
+    if "map" in query:  # an `XComArg.map()` function of a mapped task
+        functions = getattr(dag.get_task(task_id), "map_functions", [])
+        position = int(query["map"][0])
+        if position >= len(functions):
+            raise ImportError(f"task {task_id!r} of DAG {dag.dag_id!r} has no .map() function {position}")
+        return functions[position]
     function = getattr(dag.get_task(task_id), "python_callable", None)
     if function is None:
         raise ImportError(f"task {task_id!r} of DAG {dag.dag_id!r} has no python_callable")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from zonda import operator_registry
+from zonda import mapping, operator_registry
 from zonda.authoring.relations import Node
 from zonda.authoring.task_groups import TaskGroup
 from zonda.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
@@ -291,6 +291,9 @@ class _Compiler:
         args: dict[str, Any] = {}
         for name, value in task.authored_arguments.items():
             self.note_unsupported(name, value)
+            if name == "max_active_tis_per_dagrun" and value is not None:
+                body["maxActiveTisPerDagrun"] = value
+                continue
             if container_task and name in _CONTAINER_OPERATOR_ARGUMENTS:
                 continue  # compiled into `container` by the operator itself
             if name in TASK_CALLBACKS:
@@ -304,6 +307,8 @@ class _Compiler:
                 args[name] = self.json(value, f"{where} argument {name!r}", task=task, argument=name)
         if args:
             body["args"] = args
+        if task.expand_spec is not None:
+            body["expand"] = self.expand(task, where)
         container = getattr(task, "container", None)
         if container:
             body["container"] = self.json({**body.get("container", {}), **container}, where)
@@ -319,6 +324,40 @@ class _Compiler:
                 body["onFailureFailDagrun"] = True
         body.update(self.upstream(task, where))
         return body
+
+    def expand(self, task: BaseOperator, where: str) -> dict[str, Any]:
+        """A mapped task's `expand` (`zonda.models.ExpandSpec`): its sources as the manifest writes them."""
+        spec = task.expand_spec or {}
+        result: dict[str, Any] = {}
+        if spec.get("kwargs") is not None:
+            result["kwargs"] = {
+                name: self.json(value, f"{where} expand {name}", task=task)
+                for name, value in spec["kwargs"].items()
+            }
+        else:
+            result["kwargsList"] = self.json(spec.get("kwargs_list"), f"{where} expand_kwargs", task=task)
+        if spec.get("into"):
+            result["into"] = spec["into"]
+        return result
+
+    def map_callable(self, function: Callable[..., Any], where: str, task: BaseOperator | None) -> str | None:
+        """An `XComArg.map()` function: `pkg.mod:fn` when importable, else its position among the task's
+        `.map()` functions, which the runner finds by importing the DAG file (lambdas too)."""
+        module = getattr(function, "__module__", None) or ""
+        qualname = getattr(function, "__qualname__", "")
+        if "<" not in qualname and module and module != "__main__" and module not in DAG_FILE_MODULES:
+            return f"{module}:{qualname}"
+        functions = getattr(task, "map_functions", [])
+        if task is None or function not in functions or self.relative_file is None:
+            self.errors.append(
+                f"{where}: the .map() function {qualname or function!r} must be importable "
+                "(pkg.module:function) or defined in a DAG file inside the DAGs folder"
+            )
+            return None
+        query = urllib.parse.urlencode(
+            {"dag_id": self.dag.dag_id, "task_id": task.task_id, "map": functions.index(function)}
+        )
+        return f"{DAG_FILE_SCHEME}{self.relative_file}?{query}"
 
     def group(self, group: TaskGroup) -> dict[str, Any]:
         body: dict[str, Any] = {"id": group.label, "prefixGroupId": group.prefix_group_id}
@@ -372,6 +411,7 @@ class _Compiler:
     # ---- values
 
     def json(self, value: Any, where: str, *, task: BaseOperator | None = None, argument: str = "") -> Any:
+        from zonda.authoring.mapped import MapXComArg, ZipXComArg
         from zonda.authoring.params import NOTSET, Param
         from zonda.authoring.taskflow import XComArg
 
@@ -381,6 +421,12 @@ class _Compiler:
             if not math.isfinite(value):
                 self.errors.append(f"{where}: {value} cannot be written as JSON")
             return value
+        if isinstance(value, MapXComArg):
+            path = self.map_callable(value.function, where, task)
+            return mapping.map_source(self.json(value.source, where, task=task), path or "")
+        if isinstance(value, ZipXComArg):
+            sources = [self.json(source, where, task=task) for source in value.sources]
+            return mapping.zip_source(*sources, fillvalue=self.json(value.fillvalue, where), fill=value.fill)
         if isinstance(value, XComArg):
             return value.to_reference()
         if isinstance(value, Param):  # task-level params, as DAG-level ones: the checked value

@@ -72,7 +72,7 @@ def xcom_args_in(value: Any) -> list[Any]:
     from zonda.authoring.taskflow import XComArg
 
     if isinstance(value, XComArg):
-        return [value.operator]
+        return list(value.roots())  # a zip's every source
     if isinstance(value, Mapping):
         return [found for item in value.values() for found in xcom_args_in(item)]
     if isinstance(value, list | tuple | set):

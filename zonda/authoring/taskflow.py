@@ -35,6 +35,10 @@ _CONTAINER_ARGUMENTS = {
 }
 
 
+#: No `fillvalue` given to `XComArg.zip` (None is a fill value).
+NOTSET: Any = object()
+
+
 class XComArg(DependencyMixin):
     """A task's return value (or one key of it), used as an argument of another task."""
 
@@ -56,6 +60,19 @@ class XComArg(DependencyMixin):
 
     def to_reference(self) -> dict[str, Any]:
         return xcom_refs.reference(self.operator.task_id or "", self.key)
+
+    def map(self, function: Callable[[Any], Any]) -> XComArg:
+        """Airflow's `XComArg.map`: each item through `function`, in the mapped instance's own try."""
+        from zonda.authoring.mapped import MapXComArg
+
+        return MapXComArg(self, function)
+
+    def zip(self, *others: Any, fillvalue: Any = NOTSET) -> XComArg:
+        """Airflow's `XComArg.zip`: items paired up, as long as the shortest source (the longest with a
+        `fillvalue`)."""
+        from zonda.authoring.mapped import ZipXComArg
+
+        return ZipXComArg([self, *others], fillvalue)
 
     def as_setup(self) -> XComArg:
         """The task as a setup (Airflow's `XComArg.as_setup`)."""
@@ -81,6 +98,20 @@ class _DecoratedTask:
         self.setup = False
         self.teardown: bool | None = None  # the teardown's on_failure_fail_dagrun when one
         functools.update_wrapper(self, function)
+
+    def partial(self, **kwargs: Any) -> Any:
+        """Airflow's dynamic task mapping: the function's arguments every instance shares."""
+        from zonda.authoring.mapped import PartialTask
+
+        return PartialTask(self, kwargs)
+
+    def expand(self, **mapped: Any) -> XComArg:
+        """One task instance per item (or combination of items) of the sources, Airflow's `.expand`."""
+        return self.partial().expand(**mapped)  # type: ignore[no-any-return]
+
+    def expand_kwargs(self, source: Any) -> XComArg:
+        """One task instance per dict of arguments, Airflow's `.expand_kwargs`."""
+        return self.partial().expand_kwargs(source)  # type: ignore[no-any-return]
 
     def override(self, **options: Any) -> _DecoratedTask:
         """The same task with other operator arguments (`task_id`, `retries`...), Airflow's `.override`."""

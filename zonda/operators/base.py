@@ -166,6 +166,19 @@ class BaseOperator(Node):
             self.set_upstream(setups)
         return self
 
+    #: A mapped task's sources (`zonda.authoring.mapped.attach`); None for an unmapped task.
+    expand_spec: dict[str, Any] | None = None
+    #: Its `.map()` functions, in the order the manifest numbers them.
+    map_functions: list[Callable[[Any], Any]] = []
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> Any:
+        """Airflow's dynamic task mapping: the arguments every instance shares; `.expand(...)` or
+        `.expand_kwargs(...)` on the result makes the mapped task (see `zonda.authoring.mapped`)."""
+        from zonda.authoring.mapped import PartialOperator
+
+        return PartialOperator(cls, kwargs)
+
     @property
     def output(self) -> Any:
         """This task's return value, as an argument of another task (Airflow's `XComArg`)."""

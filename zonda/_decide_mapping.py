@@ -1,0 +1,185 @@
+"""Mapped task instances within one scheduler pass (`zonda._decide_runs.RunPass`).
+
+Airflow's `DagRun._expand_mapped_task_if_needed` and `TaskMap` in a pure form: a mapped task has one
+task instance under its own id (Airflow's ``map_index=-1``) until its trigger rule lets it run; then
+the XCom lengths its upstreams reported decide how many instances it gets (``task_id[i]``, see
+`zonda.mapping.ti_key`). Zero items skip it, more than `max_map_length` fail it. A mapped task whose
+instances were all cleared expands again (Airflow's `_revise_map_indexes_if_mapped`): indexes beyond
+the new length become ``removed``, new ones are added, the others keep their try numbers.
+
+Downstream tasks count every instance of a mapped upstream (Airflow's trigger rule counts task
+instances), and `max_active_tis_per_dagrun` holds back the instances over the limit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from zonda import mapping, xcoms
+from zonda.dags import ResolvedTask
+from zonda.decisions import RunEvent
+from zonda.models import TaskInstanceState, TaskInstanceStatus
+
+if TYPE_CHECKING:
+    from zonda._decide_runs import RunPass
+
+S = TaskInstanceState
+_ACTIVE = frozenset({S.QUEUED, S.RUNNING})
+_FAILED = frozenset({S.FAILED, S.UPSTREAM_FAILED})
+
+
+class MappedInstances:
+    """The pass's view of task instances by task: one key, or a mapped task's ``task_id[i]`` keys."""
+
+    def __init__(self, run: RunPass, max_map_length: int) -> None:
+        self.run = run
+        self.max_map_length = max_map_length
+        self.indexed: dict[str, list[str]] = {}
+        for key in run.tis:
+            task_id, index = mapping.split_key(key)
+            if index >= 0:
+                self.indexed.setdefault(task_id, []).append(key)
+        for keys in self.indexed.values():
+            keys.sort(key=lambda key: mapping.split_key(key)[1])
+        #: Ready instances `admit` held back for their task's `max_active_tis_per_dagrun`.
+        self.held: set[str] = set()
+
+    def keys(self, task_id: str, *, removed: bool = False) -> list[str]:
+        """The task's instance keys in map-index order; ``removed`` mapped instances only if asked."""
+        tis = self.run.tis
+        own = [task_id] if task_id in tis else []
+        mapped = self.indexed.get(task_id, ())
+        return own + [key for key in mapped if removed or tis[key].state is not S.REMOVED]
+
+    def awaits_expansion(self, task: ResolvedTask) -> bool:
+        """A mapped task none of whose instances has started: its count is (re)decided when it may run."""
+        keys = self.keys(task.task_id)
+        return (
+            mapping.is_mapped(task.expand)
+            and bool(keys)
+            and all(self.run.tis[key].state is S.NONE for key in keys)
+        )
+
+    def upstream_states(self, task: ResolvedTask) -> dict[str, TaskInstanceState]:
+        """Every direct upstream task instance's state, each mapped instance apart (as Airflow counts)."""
+        return {key: self.run.tis[key].state for up in task.upstream for key in self.keys(up)}
+
+    def xcom_length(self, task_id: str, key: str) -> int | None:
+        """What Airflow's `TaskMap` holds: the length of a list or dict XCom; for a mapped upstream, how
+        many of its instances returned a value (mapping over a mapped task's results)."""
+        tis, keys = self.run.tis, self.keys(task_id)
+        if keys and keys != [task_id]:
+            if key != xcoms.RETURN_KEY:
+                return None
+            return sum(1 for each in keys if tis[each].state is S.SUCCESS and tis[each].xcom is not None)
+        ti = tis.get(task_id)
+        if ti is None:
+            return None
+        if ti.xcom_lengths and key in ti.xcom_lengths:
+            return ti.xcom_lengths[key]
+        value = ti.xcom if key == xcoms.RETURN_KEY else (ti.xcoms or {}).get(key)
+        if isinstance(value, list | dict) and not xcoms.is_stored(value):
+            return len(value)
+        return None
+
+    # ------------------------------------------------------------------------------ the expansion
+
+    def expand(self, task: ResolvedTask, reason: str) -> None:
+        """The task may run: give it one instance per item, or settle it when it cannot expand."""
+        assert task.expand is not None
+        waiting = [key for key in self.keys(task.task_id) if self.run.tis[key].state is S.NONE]
+        problem = self._source_problem(task)
+        if problem is not None:
+            state, why = problem
+            for key in waiting:
+                self.run._set(key, state, why, end_date=self.run.now)
+            return
+        try:
+            length = mapping.expansion_length(task.expand, self.xcom_length)
+        except mapping.MappingError as error:
+            self._fail(waiting, f"Cannot expand the mapped task: {error}")
+            return
+        if (too_many := mapping.check_length(length, self.max_map_length)) is not None:
+            self._fail(waiting, too_many)
+            return
+        if length == 0:
+            self._expand_to_nothing(task)
+            return
+        self._revise(task, length)
+        self.run.events.append(
+            RunEvent("TaskExpanded", f"Task {task.task_id} expanded to {length} mapped task instance(s)")
+        )
+        for key in self.keys(task.task_id):
+            if self.run.tis[key].state is S.NONE:
+                self.run._set(key, S.SCHEDULED, reason)
+
+    def _source_problem(self, task: ResolvedTask) -> tuple[TaskInstanceState, str] | None:
+        """An upstream to map over that did not succeed (a rule such as all_done let the task run)."""
+        for source in sorted(mapping.source_task_ids(task.expand)):
+            states = {self.run.tis[key].state for key in self.keys(source)}
+            if S.SUCCESS in states:
+                continue
+            why = f"Upstream task {source} did not succeed, so there is nothing to map over"
+            return (S.UPSTREAM_FAILED if states & _FAILED else S.SKIPPED), why
+        return None
+
+    def _fail(self, keys: list[str], reason: str) -> None:
+        for key in keys:
+            self.run._set(key, S.FAILED, reason, end_date=self.run.now)
+
+    def _expand_to_nothing(self, task: ResolvedTask) -> None:
+        """Airflow skips a mapped task with nothing to map over (its ``map_index=-1`` instance)."""
+        task_id = task.task_id
+        for key in self.keys(task_id):
+            if key != task_id:
+                self.run._set(key, S.REMOVED, "The mapped task now expands to nothing", end_date=self.run.now)
+        if task_id not in self.run.tis:
+            self.run.tis[task_id] = TaskInstanceStatus(max_tries=task.retries)
+        self.run._set(
+            task_id, S.SKIPPED, "Mapped over zero items: the mapped task is skipped", end_date=self.run.now
+        )
+
+    def _revise(self, task: ResolvedTask, length: int) -> None:
+        """Instances 0..length-1 (kept, revived or added); any beyond become ``removed``."""
+        task_id, tis = task.task_id, self.run.tis
+        tis.pop(task_id, None)  # Airflow turns the map_index=-1 instance into the mapped ones
+        known = self.indexed.setdefault(task_id, [])
+        for key in known:
+            if mapping.split_key(key)[1] >= length and tis[key].state is not S.REMOVED:
+                self.run._set(
+                    key,
+                    S.REMOVED,
+                    f"The mapped task now expands to {length} instance(s)",
+                    end_date=self.run.now,
+                )
+            elif mapping.split_key(key)[1] < length and tis[key].state is S.REMOVED:
+                self.run._set(key, S.NONE, "The mapped task expands to this index again")
+        for index in range(len(known), length):
+            key = mapping.ti_key(task_id, index)
+            tis[key] = TaskInstanceStatus(max_tries=task.retries)
+            known.append(key)
+
+    # ------------------------------------------------------------------------------- admission
+
+    def admit(self, ready: list[str], free: int) -> list[str]:
+        """The ready instances to launch now: at most `free`, and within each task's
+        `max_active_tis_per_dagrun`; those held back by that limit are told why."""
+        active = Counter(mapping.split_key(key)[0] for key, ti in self.run.tis.items() if ti.state in _ACTIVE)
+        chosen: list[str] = []
+        for key in ready:
+            task_id = mapping.split_key(key)[0]
+            limit = self.run.dag.tasks[task_id].max_active_tis_per_dagrun
+            if limit is not None and active[task_id] >= limit:
+                self.held.add(key)
+                self.run._update(
+                    key,
+                    reason=(
+                        f"Waiting for a slot: max_active_tis_per_dagrun={limit} of task {task_id} reached "
+                        f"({active[task_id]} running or queued in this run)"
+                    ),
+                )
+            elif len(chosen) < free:
+                chosen.append(key)
+                active[task_id] += 1
+        return chosen
