@@ -168,6 +168,7 @@ class _Planner:
                 and attempt.name == old.pod_name
                 and attempt.result is not None
                 and attempt.result.outcome in _REPORTED_FAILURES
+                and not attempt.result.terminated
             ):
                 continue  # the runner reported the failure and ran the callback itself
             kind = ON_RETRY if ti.state is S.UP_FOR_RETRY else ON_FAILURE

@@ -116,6 +116,10 @@ class TaskResult(CrdModel):
         default=None, description="When the runner began the try (sub-second; a pod's status has seconds)."
     )
     ended_at: datetime | None = Field(default=None, description="When the runner finished the try.")
+    terminated: bool = Field(
+        default=False,
+        description="Stopped by SIGTERM (a kill, a deleted pod): no callback ran; the controller runs it.",
+    )
 
     def attempt_times(
         self, started: datetime | None, finished: datetime | None

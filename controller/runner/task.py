@@ -151,6 +151,8 @@ def run_task(invocation: TaskInvocation) -> TaskResult:
         return _run_callback_try(invocation)
     tried = _Try()
     result = _execute(invocation, tried)
+    if isinstance(tried.error, AirflowTaskTerminated):  # killed: the controller runs the callback
+        return result.model_copy(update={"terminated": True})
     callbacks.run_finished_callbacks(invocation, result, tried.context, tried.error)
     return result
 

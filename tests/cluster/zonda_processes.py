@@ -79,6 +79,7 @@ def controller(
     *,
     executor: str = "kubernetes",
     extra: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[ZondaProcess]:
     process = ZondaProcess(
         "controller",
@@ -96,6 +97,7 @@ def controller(
         ],
         cluster,
         tmp_path,
+        env=env,
     ).start()
     try:
         yield process

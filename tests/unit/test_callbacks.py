@@ -227,6 +227,33 @@ def test_a_failure_the_runner_reported_has_had_its_callback_in_the_runner() -> N
     assert run.status.task_instances["load"].state is S.FAILED and run.kinds() == []
 
 
+def test_a_try_killed_by_sigterm_reports_a_failure_but_its_callback_is_the_controllers() -> None:
+    dag = dag_of(
+        [
+            {
+                "id": "load",
+                "operator": "BashOperator",
+                "args": {"bash_command": "sleep 99"},
+                "onFailureCallback": [f"{HERE}:on_failure"],
+            }
+        ]
+    )
+    run = Driver(dag)
+    run.step()
+    ti = run.status.task_instances["load"]
+    killed = ObservedAttempt(
+        task_id="load",
+        try_number=1,
+        name=ti.pod_name or "",
+        phase=AttemptPhase.FAILED,
+        result=TaskResult(
+            outcome=TaskOutcome.FAILED, message="Task received SIGTERM signal", terminated=True
+        ),
+    )
+    run.step(killed)
+    assert run.kinds() == [("on_failure_callback", "load", 1)]
+
+
 def test_an_execution_timeout_kill_gets_the_failure_callback() -> None:
     dag = dag_of(
         [

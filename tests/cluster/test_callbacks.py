@@ -1,0 +1,121 @@
+"""Task callbacks, DAG callbacks and an SLA miss, each exactly once across controller restarts.
+
+Real: the apiserver, the controller process (killed with SIGKILL mid-run and again after the run
+ended, and restarted), the local executor running the task runner and the callback tries as
+processes, the callbacks themselves (`tests/cluster/callback_targets.py`), which leave one evidence
+file per call.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from controller.devtools.devcluster import Cluster
+from tests.cluster.callback_targets import EVIDENCE_ENV
+from tests.cluster.zonda_processes import apply, controller, get, wait_for, wait_run_finished
+
+TARGETS = "tests.cluster.callback_targets"
+
+
+def bash(task_id: str, command: str, **fields: Any) -> dict[str, Any]:
+    return {"id": task_id, "operator": "BashOperator", "args": {"bash_command": command}, **fields}
+
+
+DAG = {
+    "apiVersion": "zonda.dev/v1alpha1",
+    "kind": "DAG",
+    "metadata": {"name": "callbacks"},
+    "spec": {
+        "schedule": "@hourly",
+        "startDate": "2024-01-01T00:00:00Z",
+        "paused": True,  # only the run the test creates
+        "onSuccessCallback": [f"{TARGETS}:on_dag_success"],
+        "onFailureCallback": [f"{TARGETS}:on_dag_failure"],
+        "slaMissCallback": [f"{TARGETS}:on_sla_miss"],
+        "tasks": [
+            bash("ok", "true", onExecuteCallback=[f"{TARGETS}:on_execute"],
+                 onSuccessCallback=[f"{TARGETS}:on_success"]),
+            bash("skip", "exit 99", onSkippedCallback=[f"{TARGETS}:on_skipped"]),
+            bash("flaky", "exit 1", retries=1, retryDelay="1s", onRetryCallback=[f"{TARGETS}:on_retry"],
+                 onFailureCallback=[f"{TARGETS}:on_failure"]),
+            # killed by the controller at its execution timeout: the failure callback is a callback try
+            bash("hung", "sleep 60", executionTimeout="4s", onFailureCallback=[f"{TARGETS}:on_failure"]),
+            bash("slow", "sleep 8", sla="2s"),  # its deadline comes while it runs
+        ],
+    },
+}  # fmt: skip
+
+
+def evidence(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
+        found.setdefault(path.name.rsplit("-", 1)[0], []).append(json.loads(path.read_text()))
+    return found
+
+
+def test_callbacks_and_an_sla_miss_each_run_exactly_once_across_controller_restarts(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "evidence"
+    apply(cluster, namespace, DAG)
+    end = datetime.now(UTC).replace(microsecond=0)
+    start = end - timedelta(hours=1)
+    run_name = "callbacks-scheduled-once"
+    apply(cluster, namespace, {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DagRun",
+        "metadata": {"name": run_name},
+        "spec": {"dagName": "callbacks", "runType": "scheduled", "logicalDate": start.isoformat(),
+                 "dataInterval": {"start": start.isoformat(), "end": end.isoformat()}},
+    })  # fmt: skip
+    with controller(
+        cluster, namespace, tmp_path, executor="local", env={EVIDENCE_ENV: str(folder)}
+    ) as process:
+        wait_for(lambda: "retry" in evidence(folder), "flaky's retry callback", timeout=120)
+        process.stop(signal.SIGKILL)  # mid-run: hung and slow are still running
+        process.start()
+        body = wait_run_finished(cluster, namespace, run_name, timeout=180)
+        wait_for(
+            lambda: (
+                (records := get(cluster, namespace, "dagrun", run_name)["status"].get("callbacks"))
+                and all(record["state"] != "launched" for record in records)
+            ),
+            "every callback try to end",
+            timeout=120,
+        )
+        process.stop(signal.SIGKILL)  # after the end: a restart must not launch anything again
+        process.start()
+        time.sleep(8)  # a repeat would show within the controller's first passes
+        body = get(cluster, namespace, "dagrun", run_name)
+    status = body["status"]
+    assert status["state"] == "failed"
+    found = evidence(folder)
+    assert {kind: len(calls) for kind, calls in found.items()} == {
+        "execute": 1, "success": 1, "skipped": 1, "retry": 1, "failure": 2, "dag_failure": 1, "sla_miss": 1,
+    }, found  # fmt: skip
+    failures = {call["task_id"]: call for call in found["failure"]}
+    assert set(failures) == {"flaky", "hung"}
+    assert failures["flaky"]["try_number"] == 2 and "exit code 1" in failures["flaky"]["exception"]
+    assert "execution_timeout" in failures["hung"]["exception"]  # run by a callback try
+    assert found["retry"][0]["try_number"] == 1
+    assert found["dag_failure"][0]["reason"] == "task_failure"
+    sla = found["sla_miss"][0]
+    assert (
+        sla["slas"] == ["slow"] and sla["dag_id"] == "callbacks" and sla["task_list"].startswith("slow on ")
+    )
+    # The SLA miss was recorded once, at its deadline: while slow still ran (the controller woke for it).
+    (miss,) = status["slaMisses"]
+    assert miss["taskId"] == "slow"
+    assert miss["detectedAt"] < status["taskInstances"]["slow"]["endDate"]
+    records = {record["kind"]: record for record in status["callbacks"]}
+    assert sorted(records) == ["dag_failure", "on_failure_callback", "sla_miss"], records
+    assert records["on_failure_callback"]["taskId"] == "hung"
+    assert {record["state"] for record in status["callbacks"]} == {"succeeded"}
+    events = get(cluster, namespace, "events.v1.events.k8s.io")["items"]
+    sla_events = [e for e in events if e.get("reason") == "SlaMissed" and e["regarding"]["name"] == run_name]
+    assert len(sla_events) == 1 and sla_events[0].get("deprecatedCount", 1) == 1, sla_events
