@@ -129,6 +129,7 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         state.executor,
         trigger_shards=state.settings.trigger_shards,
         pod_pending_timeout=state.settings.pod_pending_timeout,
+        max_map_length=state.settings.max_map_length,
         on_run_state_change=_run_state_changed,
     )
     state.queue = WorkQueue(

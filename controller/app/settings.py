@@ -42,6 +42,7 @@ class ControllerSettings:
     workers: int = 4  # reconciles at once
     trigger_shards: int = _ENV["trigger_shards"]  # type: ignore[assignment]  # = the triggerer's --shards
     pod_pending_timeout: float = 300.0  # seconds; Airflow's worker_pods_pending_timeout; 0: never
+    max_map_length: int = 1024  # Airflow's [core] max_map_length: a mapped task's most instances
     pod_defaults: PodDefaults = field(
         default_factory=lambda: PodDefaults(
             image_pull_secrets=_ENV["image_pull_secrets"],  # type: ignore[arg-type]

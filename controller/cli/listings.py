@@ -16,7 +16,7 @@ from controller.cli.common import namespace_or_default, run_kube
 from controller.cli.progress import progress_bar
 from controller.cli.runs import clock, duration, table
 from controller.kube import DAGRUNS, DAGS, Kube
-from zonda import upcoming
+from zonda import mapping, upcoming
 from zonda.models import DagSpec, DagStatus
 
 
@@ -80,7 +80,13 @@ def task_state_rows(run: dict[str, Any]) -> list[list[str]]:
     status = run.get("status") or {}
     order = [t["id"] for t in ((status.get("dagSpec") or {}).get("tasks") or [])]
     tis: dict[str, dict[str, Any]] = status.get("taskInstances") or {}
-    ids = [t for t in order if t in tis] + sorted(t for t in tis if t not in order)
+    position = {task_id: index for index, task_id in enumerate(order)}
+
+    def placed(key: str) -> tuple[int, str, int]:  # the DAG's order, a mapped task's instances by index
+        task_id, map_index = mapping.split_key(key)
+        return position.get(task_id, len(order)), task_id, map_index
+
+    ids = sorted(tis, key=placed)
     return [
         [
             task_id,

@@ -22,9 +22,15 @@ from pydantic import ValidationError
 
 from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube, KubeError
-from zonda import history
+from zonda import history, mapping
 from zonda.models import DagRunState, DagSpec
-from zonda.wire import ANNOTATION_TASK_ID, KUBECONFIG_STATE_DIR_EXTENSION, LABEL_DAGRUN_UID, LABEL_TRY
+from zonda.wire import (
+    ANNOTATION_TASK_ID,
+    KUBECONFIG_STATE_DIR_EXTENSION,
+    LABEL_DAGRUN_UID,
+    LABEL_MAP_INDEX,
+    LABEL_TRY,
+)
 
 STATE_DIR_EXTENSION = KUBECONFIG_STATE_DIR_EXTENSION
 _RUN_STATES = frozenset(s.value for s in DagRunState)
@@ -73,12 +79,14 @@ def state_dir_candidates(state_dir: Path | None, kubeconfig: str | None) -> list
     return found
 
 
-def local_tries(run_dir: Path, task_id: str) -> dict[int, TryLogs]:
-    """The local executor's logs of `task_id` in one run's directory, by try number."""
+def local_tries(run_dir: Path, key: str) -> dict[int, TryLogs]:
+    """The local executor's logs of a task instance (`key`: its task id, ``task[i]`` when mapped) in
+    one run's directory, by try number."""
+    task_id, map_index = mapping.split_key(key)
     tries: dict[int, TryLogs] = {}
     for record in sorted(run_dir.glob("*/attempt.json"), key=lambda p: p.stat().st_mtime):
         attempt = json.loads(record.read_text())
-        if attempt["task_id"] != task_id:
+        if attempt["task_id"] != task_id or attempt.get("map_index", -1) != map_index:
             continue
         log_file = record.parent / "log"
         found = tries.setdefault(int(attempt["try_number"]), TryLogs())
@@ -87,13 +95,16 @@ def local_tries(run_dir: Path, task_id: str) -> dict[int, TryLogs]:
     return tries
 
 
-async def pod_tries(kube: Kube, namespace: str, run_uid: str, task_id: str) -> dict[int, TryLogs]:
-    """The Kubernetes executor's logs of `task_id`: its pods' `base` containers, by try number."""
+async def pod_tries(kube: Kube, namespace: str, run_uid: str, key: str) -> dict[int, TryLogs]:
+    """The Kubernetes executor's logs of a task instance (`key`, as for `local_tries`): its pods'
+    `base` containers, by try number."""
+    task_id, map_index = mapping.split_key(key)
     tries: dict[int, TryLogs] = {}
     pods = [
         p
         for p in await kube.list_pods(namespace, f"{LABEL_DAGRUN_UID}={run_uid}")
         if (p["metadata"].get("annotations") or {}).get(ANNOTATION_TASK_ID) == task_id
+        and (p["metadata"].get("labels") or {}).get(LABEL_MAP_INDEX, "-1") == str(map_index)
     ]
     for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
         name = pod["metadata"]["name"]
@@ -134,6 +145,7 @@ def never_ran_message(run_name: str, task_id: str, ti: dict[str, Any] | None) ->
 @click.argument("run_name")
 @click.argument("task_id")
 @click.option("--try", "try_number", type=int, default=None, help="Try number (default: the latest).")
+@click.option("--map-index", type=int, default=-1, show_default=True, help="A mapped task's instance.")
 @click.option("--namespace", "-n", default=None)
 @click.option(
     "--state-dir",
@@ -147,12 +159,16 @@ def logs(
     run_name: str,
     task_id: str,
     try_number: int | None,
+    map_index: int,
     namespace: str | None,
     state_dir: Path | None,
     kubeconfig: str | None,
 ) -> None:
-    """Print a task instance's log (its pod's, or the local executor's file)."""
+    """Print a task instance's log (its pod's, or the local executor's file); a mapped task's instance
+    by --map-index (or as TASK_ID[i])."""
     ns = namespace_or_default(namespace)
+    if map_index >= 0:
+        task_id = mapping.ti_key(task_id, map_index)
 
     async def fetch() -> tuple[dict[int, TryLogs], dict[str, Any] | None, list[str], str | None]:
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:

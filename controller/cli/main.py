@@ -89,6 +89,14 @@ def main() -> None:
     help="Seconds a task pod may stay Pending (e.g. ErrImagePull) before its try fails; 0: never.",
 )
 @click.option(
+    "--max-map-length",
+    type=click.IntRange(min=1),
+    envvar="ZONDA_MAX_MAP_LENGTH",
+    default=DEFAULTS.max_map_length,
+    show_default=True,
+    help="Most task instances a mapped task may expand to (Airflow's [core] max_map_length).",
+)
+@click.option(
     "--task-image", envvar="ZONDA_TASK_IMAGE", default=DEFAULTS.pod_defaults.image, show_default=True
 )
 @click.option("--task-service-account", envvar="ZONDA_TASK_SERVICE_ACCOUNT", default=None)
@@ -112,6 +120,7 @@ def controller(
     workers: int,
     trigger_shards: int,
     pod_pending_timeout: float,
+    max_map_length: int,
     task_image: str,
     task_service_account: str | None,
     task_resources: str | None,
@@ -136,6 +145,7 @@ def controller(
         workers=workers,
         trigger_shards=trigger_shards,
         pod_pending_timeout=pod_pending_timeout,
+        max_map_length=max_map_length,
         pod_defaults=dataclasses.replace(
             DEFAULTS.pod_defaults,
             image=task_image,

@@ -15,18 +15,23 @@ import click
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube
 from controller.xcom_backends import XComStore
-from zonda import xcoms
+from zonda import mapping, xcoms
 from zonda.models import FINISHED_TI_STATES, DagRunStatus
 
 
 def find_xcom(status: DagRunStatus, run_name: str, task_id: str, key: str, map_index: int) -> Any:
     """The XCom as status holds it (maybe a stored reference); ClickException saying why there is none."""
-    ti = status.task_instances.get(task_id)
+    instances = mapping.instance_counts(status.task_instances)
+    if map_index >= 0 and task_id not in instances:
+        raise click.ClickException(f"task {task_id!r} is not mapped: its only map index is -1")
+    if map_index < 0 and task_id in instances:
+        raise click.ClickException(
+            f"task {task_id!r} is mapped: give --map-index (0 to {instances[task_id] - 1})"
+        )
+    ti = status.task_instances.get(mapping.ti_key(task_id, map_index))
     if ti is None:
         known = ", ".join(sorted(status.task_instances)) or "none yet"
         raise click.ClickException(f"run {run_name} has no task {task_id!r} (its tasks: {known})")
-    if map_index != -1:
-        raise click.ClickException(f"task {task_id!r} is not mapped: its only map index is -1")
     if ti.state not in FINISHED_TI_STATES:
         raise click.ClickException(f"task {task_id!r} is {ti.state.value}: its XComs exist once it finishes")
     if key == xcoms.RETURN_KEY and ti.xcom is not None:

@@ -225,6 +225,7 @@ class LocalExecutor:
             "namespace": meta["namespace"],
             "run": meta["name"],
             "task_id": invocation.task_id,
+            "map_index": invocation.map_index,
             "try_number": invocation.try_number,
             "command": command,
         }

@@ -38,6 +38,7 @@ class Reconcilers:
         *,
         trigger_shards: int = 16,
         pod_pending_timeout: float = 0.0,
+        max_map_length: int | None = None,
         on_run_state_change: Callable[[str, str, str, str | None], None] | None = None,
     ) -> None:
         self.kube = kube
@@ -52,6 +53,7 @@ class Reconcilers:
             self.index,
             trigger_shards=trigger_shards,
             pending_timeout=timedelta(seconds=pod_pending_timeout) if pod_pending_timeout > 0 else None,
+            max_map_length=max_map_length,
             on_run_state_change=on_run_state_change,
         )
 
