@@ -10,7 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+import pydantic
 
 from controller.kube import DAGRUNS, Conflict, KubeApi, KubeError
 from zonda import actions
@@ -70,3 +74,55 @@ async def act_on_run(
                 )
         return result, status.task_instances
     raise RunActionError(409, "the run kept changing under us; try again")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a clear did to one run: the action's result and the task instances before it."""
+
+    run_name: str
+    result: ActionResult
+    before: dict[str, TaskInstanceStatus]
+    via: str | None  # the ExternalTaskMarker (`run/task`) that led here; None for the run cleared
+
+
+async def clear_across_dags(
+    kube: KubeApi,
+    namespace: str,
+    first: actions.RunClear,
+    *,
+    now: datetime,
+    who: str,
+    follow_markers: bool = True,
+    component: str = "zonda",
+) -> list[RunOutcome]:
+    """Clear, then follow `ExternalTaskMarker`s into the other DAGs' runs (Airflow's `DAG.clear`).
+
+    The plan is `zonda.actions.plan_clear_across_dags` over the namespace's runs as read now; each
+    run is then cleared on its own with its resourceVersion (`act_on_run`), the first run first, so
+    an error in the plan (a marker chain deeper than its `recursion_depth`) changes nothing.
+    """
+    start = await kube.get_custom(DAGRUNS, namespace, first.run_name)
+    if start is None:
+        raise RunActionError(404, f"DagRun {first.run_name!r} not found in namespace {namespace}")
+    plan = [first]
+    if follow_markers:
+        views = []
+        for body in await kube.list_custom(DAGRUNS, namespace):
+            with contextlib.suppress(pydantic.ValidationError, KeyError):  # a run too broken to follow
+                views.append(actions.RunView.from_body(body))
+        try:
+            plan = actions.plan_clear_across_dags(
+                actions.RunView.from_body(start), views, first, now=now, who=who
+            )
+        except (actions.ActionError, IllegalTransition) as exc:
+            raise RunActionError(409, str(exc)) from exc
+    outcomes = []
+    for part in plan:
+
+        def act(dag: ResolvedDag, status: DagRunStatus, part: actions.RunClear = part) -> ActionResult:
+            return part.apply(dag, status, now=now, who=who)
+
+        result, before = await act_on_run(kube, namespace, part.run_name, act, component=component)
+        outcomes.append(RunOutcome(part.run_name, result, before, part.via))
+    return outcomes

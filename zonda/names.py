@@ -10,6 +10,7 @@ import hashlib
 import re
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
+_DAG_NAME_INVALID = re.compile(r"[^a-z0-9.-]+")
 
 
 def _slug(text: str, limit: int) -> str:
@@ -59,3 +60,24 @@ def callback_name(run_name: str, kind: str, key: str) -> str:
 
 def is_callback_name(name: str) -> bool:
     return CALLBACK_NAME_SUFFIX.search(name) is not None
+
+
+def dag_resource_name(dag_id: str) -> str:
+    """The DAG resource's name for an Airflow dag_id: lower-cased, `_` and other characters as `-`.
+
+    Raises ValueError when nothing usable is left, or the name is longer than the API allows.
+    """
+    name = _DAG_NAME_INVALID.sub("-", dag_id.lower()).strip("-.")
+    if not name or len(name) > 253:
+        raise ValueError(f"dag id {dag_id!r} cannot be turned into a Kubernetes name")
+    return name
+
+
+def triggered_run_name(dag_name: str, parent_run: str, task_id: str, map_index: int = -1) -> str:
+    """The DagRun a `TriggerDagRunOperator` task instance creates: one per parent run, task and map index.
+
+    A retry (or a clear) of the task computes the same name, so it finds the run it created before
+    instead of creating a second one. ≤ 63 characters, so it also fits a label value.
+    """
+    digest = _digest(dag_name, parent_run, task_id, map_index, length=10)
+    return f"{_slug(dag_name, 24)}-triggered-{_slug(parent_run, 16)}-{digest}"

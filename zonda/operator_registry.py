@@ -35,14 +35,16 @@ BUILTIN_OPERATORS: dict[str, str] = {
     "DateTimeSensorAsync": "zonda.sensors.time.DateTimeSensorAsync",
     "TimeDeltaSensorAsync": "zonda.sensors.time.TimeDeltaSensorAsync",
     "FileSensor": "zonda.sensors.filesystem.FileSensor",
+    "ExternalTaskMarker": "zonda.sensors.external_task.ExternalTaskMarker",
 }
 #: The entry-point group in which provider packages register their operators by name.
 PROVIDER_GROUP = "zonda.operators"
 
 #: Operators the scheduler decides by itself, without launching a Pod or a process.
-NO_POD_OPERATORS = frozenset({"EmptyOperator", "DummyOperator", "LatestOnlyOperator"})
-#: Of those, the ones that succeed without doing anything (Airflow 2.3+), and LatestOnly's.
-EMPTY_OPERATORS = frozenset({"EmptyOperator", "DummyOperator"})
+NO_POD_OPERATORS = frozenset({"EmptyOperator", "DummyOperator", "ExternalTaskMarker", "LatestOnlyOperator"})
+#: Of those, the ones that succeed without doing anything (Airflow 2.3+: a marker is an EmptyOperator
+#: that matters only when cleared), and LatestOnly's.
+EMPTY_OPERATORS = frozenset({"EmptyOperator", "DummyOperator", "ExternalTaskMarker"})
 LATEST_ONLY_OPERATORS = NO_POD_OPERATORS - EMPTY_OPERATORS
 #: Operators whose Pod runs the user's container rather than the Zonda task runner.
 CONTAINER_OPERATORS = frozenset({"KubernetesPodOperator"})

@@ -123,6 +123,8 @@ class ContextDagRun:
     logical_date: DateTime
     data_interval_start: DateTime
     data_interval_end: DateTime
+    #: Zonda's addition: the run's namespace, where operators acting on other runs look for them.
+    namespace: str | None = None
 
     @property
     def execution_date(self) -> DateTime:
@@ -297,6 +299,7 @@ def build_context(
         logical_date=logical_date,
         data_interval_start=_utc(invocation.data_interval_start),
         data_interval_end=_utc(invocation.data_interval_end),
+        namespace=invocation.namespace,
     )
     task_instance = ContextTaskInstance(
         dag_id=invocation.dag_name,

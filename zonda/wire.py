@@ -23,6 +23,10 @@ LABEL_TRY = "zonda.dev/try"
 LABEL_MAP_INDEX = "zonda.dev/map-index"
 #: On scheduled DagRuns: their run type, so `kubectl get dagruns -l` can tell them from manual ones.
 LABEL_RUN_TYPE = "zonda.dev/run-type"
+#: On a DagRun created by a `TriggerDagRunOperator`: the DAG and the run that triggered it, so
+#: `kubectl get dagruns -l zonda.dev/triggered-by-run=RUN` lists a run's children.
+LABEL_TRIGGERED_BY_DAG = "zonda.dev/triggered-by-dag"
+LABEL_TRIGGERED_BY_RUN = "zonda.dev/triggered-by-run"
 #: On Triggers and the triggerer's shard Leases: the shard number, so a replica watches only its shards.
 LABEL_SHARD = "zonda.dev/shard"
 #: On the triggerer's Leases: which component and which kind of Lease (shard or member).
@@ -40,6 +44,9 @@ ANNOTATION_DELETE_RUNS = "zonda.dev/delete-runs-with-dag"
 ANNOTATION_CAPACITY = "zonda.dev/capacity"
 #: On DAGs rendered from Python: the Airflow dag_id (object names cannot hold every dag_id).
 ANNOTATION_DAG_ID = "zonda.dev/dag-id"
+#: On a triggered DagRun: the full parent run name and task id (labels may have had to cut them).
+ANNOTATION_TRIGGERED_BY_RUN = "zonda.dev/triggered-by-run"
+ANNOTATION_TRIGGERED_BY_TASK = "zonda.dev/triggered-by-task"
 #: The kubeconfig context extension naming a local executor's state dir (written by `zonda up`).
 KUBECONFIG_STATE_DIR_EXTENSION = "zonda.dev/local-state-dir"
 
@@ -84,6 +91,8 @@ __all__ = [
     "ANNOTATION_DELETE_RUNS",
     "ANNOTATION_LOGICAL_DATE",
     "ANNOTATION_TASK_ID",
+    "ANNOTATION_TRIGGERED_BY_RUN",
+    "ANNOTATION_TRIGGERED_BY_TASK",
     "KUBECONFIG_STATE_DIR_EXTENSION",
     "LABEL_COMPONENT",
     "LABEL_DAG",
@@ -94,6 +103,8 @@ __all__ = [
     "LABEL_RUN_TYPE",
     "LABEL_SHARD",
     "LABEL_TASK",
+    "LABEL_TRIGGERED_BY_DAG",
+    "LABEL_TRIGGERED_BY_RUN",
     "LABEL_TRY",
     "format_micro_time",
     "label_value",

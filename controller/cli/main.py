@@ -346,6 +346,12 @@ def _report(run_name: str, verb: str, outcome: tuple[ActionResult, dict[str, Tas
 @click.option("--downstream", "-d", is_flag=True, help="Also clear their downstream tasks.")
 @click.option("--upstream", "-u", is_flag=True, help="Also clear their upstream tasks.")
 @click.option("--only-failed", "-f", is_flag=True, help="Only failed and upstream_failed task instances.")
+@click.option(
+    "--exclude-external",
+    "-x",
+    is_flag=True,
+    help="Do not follow ExternalTaskMarkers into other DAGs' runs (Airflow's --exclude-subdags).",
+)
 @click.option("--namespace", "-n", default=None)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
 def clear(
@@ -354,28 +360,39 @@ def clear(
     downstream: bool,
     upstream: bool,
     only_failed: bool,
+    exclude_external: bool,
     namespace: str | None,
     kubeconfig: str | None,
 ) -> None:
-    """Clear task instances so they run again (Airflow's `tasks clear`); running ones are restarted."""
+    """Clear task instances so they run again (Airflow's `tasks clear`); running ones are restarted.
+
+    A cleared ExternalTaskMarker clears its external task (and that task's downstream) in the other
+    DAG's run at the marker's logical date too, as Airflow does, up to the marker's recursion_depth.
+    """
     ns = _namespace(namespace)
+    first = actions.RunClear(
+        run_name, tuple(tasks) or None, upstream=upstream, downstream=downstream, only_failed=only_failed
+    )
 
-    def act(dag: ResolvedDag, status: DagRunStatus) -> ActionResult:
-        return actions.clear(
-            dag,
-            status,
-            task_ids=tasks or None,
-            upstream=upstream,
-            downstream=downstream,
-            only_failed=only_failed,
-            now=datetime.now(UTC),
-        )
-
-    async def go() -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
+    async def go() -> list[run_actions.RunOutcome]:
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            return await _act_on_run(kube, ns, run_name, act)
+            try:
+                return await run_actions.clear_across_dags(
+                    kube,
+                    ns,
+                    first,
+                    now=datetime.now(UTC),
+                    who="a user",
+                    follow_markers=not exclude_external,
+                    component="zonda-cli",
+                )
+            except run_actions.RunActionError as exc:
+                raise click.ClickException(exc.message) from exc
 
-    _report(run_name, "clear", _run(go()))
+    for outcome in _run(go()):
+        if outcome.via:
+            click.echo(f"(through ExternalTaskMarker {outcome.via})")
+        _report(outcome.run_name, "clear", (outcome.result, outcome.before))
 
 
 @main.command()

@@ -163,9 +163,33 @@ async def clear(request: web.Request) -> web.Response:
         except run_actions.RunActionError as exc:
             raise ActionRefused(exc.status, exc.message) from exc
         return web.json_response({"tasks": list(result.changed), "dry_run": True})
-    result, before = await as_viewer(request, lambda kube: act_on_run(kube, namespace, run_name, act))
+    first = zonda_actions.RunClear(
+        run_name,
+        tuple(task_ids) if task_ids is not None else None,
+        upstream=flags["upstream"],
+        downstream=flags["downstream"],
+        only_failed=flags["only_failed"],
+    )
+
+    async def clear_as_viewer(kube: Kube) -> list[run_actions.RunOutcome]:
+        try:
+            return await run_actions.clear_across_dags(
+                kube, namespace, first, now=datetime.now(UTC), who=who, component="zonda-ui"
+            )
+        except run_actions.RunActionError as exc:
+            raise ActionRefused(exc.status, exc.message) from exc
+
+    own, *external = await as_viewer(request, clear_as_viewer)
     return web.json_response(
-        {"tasks": list(result.changed), "changes": zonda_actions.describe(result, before)}
+        {
+            "tasks": list(own.result.changed),
+            "changes": zonda_actions.describe(own.result, own.before),
+            # Runs of other DAGs cleared through ExternalTaskMarkers, as Airflow's recursive clear.
+            "external": [
+                {"run": o.run_name, "via": o.via, "changes": zonda_actions.describe(o.result, o.before)}
+                for o in external
+            ],
+        }
     )
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import sys
 import types
@@ -70,6 +72,21 @@ MODULES: dict[str, str] = {
     "airflow.example_dags.plugins.workday": "examples.timetables.workday",
 }
 
+#: The entry-point group in which providers name the Airflow modules they implement
+#: (`airflow.sensors.external_task` is Zonda's Kubernetes provider): `zonda` names no provider.
+PROVIDER_MODULES_GROUP = "zonda.airflow_modules"
+
+
+@functools.cache
+def provider_modules() -> dict[str, str]:
+    """Airflow module -> the provider module it is, from the installed providers' entry points."""
+    return {
+        entry.name: entry.value
+        for entry in importlib.metadata.entry_points(group=PROVIDER_MODULES_GROUP)
+        if entry.name not in MODULES
+    }
+
+
 #: Names of Airflow packages, each a synthetic module holding what `from airflow... import X` needs.
 PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "airflow": {
@@ -103,9 +120,6 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
 ALTERNATIVES: dict[str, str] = {
     "airflow.operators.subdag": "SubDagOperator is not supported (deprecated in Airflow): use a TaskGroup",
     "airflow.example_dags.subdags": "SubDAGs are not supported (deprecated in Airflow): use a TaskGroup",
-    "airflow.operators.trigger_dagrun": "create a DagRun resource (zonda trigger) from a task",
-    "airflow.sensors.external_task": "cross-DAG sensors are not supported: wait on a Kubernetes object "
-    "with controller.providers.kubernetes WaitForObjectSensor",
     "airflow.operators.email": "e-mail is not supported: send it from a BashOperator or PythonOperator",
     "airflow.hooks": "only airflow.hooks.base (BaseHook.get_connection) is provided: read the Connection "
     "and use a client library",
@@ -146,8 +160,9 @@ class _AirflowFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "airflow" and not fullname.startswith("airflow."):
             return None
-        if fullname in MODULES:
-            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(MODULES[fullname]))
+        target = MODULES.get(fullname) or provider_modules().get(fullname)
+        if target is not None:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(target))
         if fullname in PACKAGE_NAMES:
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(None), is_package=True)
         raise ModuleNotFoundError(unsupported_message(fullname), name=fullname)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import math
-import re
 import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from zonda import mapping, operator_registry
+from zonda import mapping, names, operator_registry
 from zonda.authoring.relations import Node
 from zonda.authoring.task_groups import TaskGroup
 from zonda.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
@@ -59,7 +58,6 @@ UNSUPPORTED_TASK_ARGUMENTS = {
     "run_as_user": "set securityContext through executor_config's pod_override",
 }
 _CONTAINER_OPERATOR_ARGUMENTS = {"image", "command", "args", "env", "container"}
-_NAME = re.compile(r"[^a-z0-9.-]+")
 
 #: `BUILTIN_OPERATORS` reversed: the first (canonical) name of each class.
 _BUILTIN_NAMES: dict[str, str] = {}
@@ -77,10 +75,10 @@ class ManifestError(ValueError):
 
 def resource_name(dag_id: str) -> str:
     """The DAG resource's name: the dag id lower-cased, with `_` and other characters as `-`."""
-    name = _NAME.sub("-", dag_id.lower()).strip("-.")
-    if not name or len(name) > 253:
-        raise ManifestError([f"dag id {dag_id!r} cannot be turned into a Kubernetes name"])
-    return name
+    try:
+        return names.dag_resource_name(dag_id)
+    except ValueError as exc:
+        raise ManifestError([str(exc)]) from exc
 
 
 def dag_manifest(dag: DAG, *, dags_folder: Path | None = None) -> dict[str, Any]:

@@ -126,7 +126,35 @@ def match_object(
     return {"fieldPath": field_path, "value": actual} if ready else None
 
 
-class ObjectConditionTrigger(BaseTrigger):
+class KubeTrigger(BaseTrigger):
+    """A trigger that reads the API: the triggerer's connection, or its own outside a triggerer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._own_kube: Kube | None = None
+
+    async def kube(self) -> Kube:
+        kube = current_kube.get()
+        if kube is None:
+            if self._own_kube is None:
+                self._own_kube = await Kube.connect()
+            kube = self._own_kube
+        return kube
+
+    def transient(self, error: KubeError, what: str) -> bool:
+        """Whether to poll again after `error` (logged) rather than fail the trigger."""
+        if error.status not in _TRANSIENT:
+            return False
+        self.log.warning("Reading %s failed, retrying: %s", what, error)
+        return True
+
+    async def cleanup(self) -> None:
+        if self._own_kube is not None:
+            own, self._own_kube = self._own_kube, None
+            await own.close()
+
+
+class ObjectConditionTrigger(KubeTrigger):
     """Fire once the object has `condition` True, or its `field_path` equals `value`.
 
     :param api_version: e.g. ``batch/v1``, ``v1``, ``zonda.dev/v1alpha1``.
@@ -159,7 +187,6 @@ class ObjectConditionTrigger(BaseTrigger):
         self.field_path = field_path
         self.value = value
         self.poll_interval = float(poll_interval)
-        self._own_kube: Kube | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -177,16 +204,13 @@ class ObjectConditionTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        kube = current_kube.get()
-        if kube is None:
-            kube = self._own_kube = await Kube.connect()
+        kube = await self.kube()
         while True:
             try:
                 obj = await get_object(kube, self.api_version, self.kind, self.namespace, self.name)
             except KubeError as error:
-                if error.status not in _TRANSIENT:
+                if not self.transient(error, f"{self.kind} {self.name}"):
                     raise
-                self.log.warning("Reading %s %s failed, retrying: %s", self.kind, self.name, error)
                 obj = None
             matched = (
                 None
@@ -206,8 +230,3 @@ class ObjectConditionTrigger(BaseTrigger):
                 )
                 return
             await asyncio.sleep(self.poll_interval)
-
-    async def cleanup(self) -> None:
-        if self._own_kube is not None:
-            own, self._own_kube = self._own_kube, None
-            await own.close()
