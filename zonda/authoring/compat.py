@@ -160,9 +160,9 @@ class _AirflowFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "airflow" and not fullname.startswith("airflow."):
             return None
-        target = MODULES.get(fullname) or provider_modules().get(fullname)
-        if target is not None:
-            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(target))
+        alias = MODULES.get(fullname) or provider_modules().get(fullname)
+        if alias is not None:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(alias))
         if fullname in PACKAGE_NAMES:
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(None), is_package=True)
         raise ModuleNotFoundError(unsupported_message(fullname), name=fullname)
