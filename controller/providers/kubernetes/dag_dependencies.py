@@ -116,7 +116,8 @@ class TriggerDagRunOperator(BaseOperator):
         dag_name = dag_dependencies.external_dag_name(str(self.trigger_dag_id))
         parent = Parent(dag_name=context["dag"].dag_id, run_name=context["run_id"], task_id=str(self.task_id))
         logical_date = self._logical_date()
-        run = asyncio.run(self._create_or_adopt(namespace, dag_name, parent, logical_date))
+        map_index = int(getattr(context["ti"], "map_index", -1))
+        run = asyncio.run(self._create_or_adopt(namespace, dag_name, parent, logical_date, map_index))
         run_name = run["metadata"]["name"]
         logical = run["spec"].get("logicalDate") or logical_date.isoformat()
         context["ti"].xcom_push(key=XCOM_RUN_ID, value=run_name)
@@ -184,10 +185,10 @@ class TriggerDagRunOperator(BaseOperator):
         return moment
 
     async def _create_or_adopt(
-        self, namespace: str, dag_name: str, parent: Parent, logical_date: datetime
+        self, namespace: str, dag_name: str, parent: Parent, logical_date: datetime, map_index: int
     ) -> dict[str, Any]:
         name = str(self.trigger_run_id or "") or names.triggered_run_name(
-            dag_name, parent.run_name, parent.task_id
+            dag_name, parent.run_name, parent.task_id, map_index
         )
         body = dag_dependencies.triggered_dagrun(
             name=name,
