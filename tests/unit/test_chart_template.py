@@ -229,6 +229,14 @@ RBAC_CASES = [
         table(RELEASE_NAMESPACE, {("", "configmaps"): "get"}),
         id="task pods get exactly the rules their values grant",
     ),
+    pytest.param(
+        {"taskPods": {"rbac": {"dagDependencies": True}}},
+        controller_grants([RELEASE_NAMESPACE]),
+        triggerer_grants([RELEASE_NAMESPACE]),
+        table(RELEASE_NAMESPACE, {("zonda.dev", "dagruns"): "create get list watch",
+                                  ("zonda.dev", "dags"): "get", ("zonda.dev", "dagruns/status"): "update"}),
+        id="DAG dependencies let task pods trigger and read DagRuns and nothing else",
+    ),
 ]
 
 
@@ -416,6 +424,11 @@ def test_xcom_settings_reach_the_controller(
 ) -> None:
     env = env_of(render(helm, tmp_path, values), "controller")
     assert {k: v for k, v in env.items() if k.startswith("ZONDA_XCOM_")} == expected_env
+
+
+def test_dag_dependencies_mount_the_task_accounts_token(helm: Path, tmp_path: Path) -> None:
+    manifests = render(helm, tmp_path, {"taskPods": {"rbac": {"dagDependencies": True}}})
+    assert named(manifests, "ServiceAccount", "zonda-task")["automountServiceAccountToken"] is True
 
 
 def test_a_custom_task_account_is_created_without_a_token_or_permissions(helm: Path, tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """Airflow's cross-DAG operators on the Kubernetes API: `TriggerDagRunOperator`, `ExternalTaskSensor`.
 
 Both act on DagRun resources from the task's own try (the task pod's ServiceAccount, or the local
-executor's kubeconfig): the chart grants the task pods' ServiceAccount exactly create/get/list/watch
-on dagruns, get on dags and update on dagruns/status (`reset_dag_run` clears a run); see
+executor's kubeconfig): the chart's `taskPods.rbac.dagDependencies` grants the task pods'
+ServiceAccount exactly create/get/list/watch on dagruns, get on dags and update on dagruns/status
+(`reset_dag_run` clears a run); see
 docs/decisions.md for why the create happens here rather than in the controller. With
 ``deferrable=True`` the wait moves to the triggerer (`dagrun_triggers`) and the try's Pod is freed.
 
