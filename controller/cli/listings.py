@@ -16,7 +16,7 @@ from controller.cli.common import namespace_or_default, run_kube
 from controller.cli.progress import progress_bar
 from controller.cli.runs import clock, duration, table
 from controller.kube import DAGRUNS, DAGS, Kube
-from zonda import mapping, upcoming
+from zonda import dag_dependencies, mapping, upcoming
 from zonda.models import DagSpec, DagStatus
 
 
@@ -71,9 +71,16 @@ def run_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
                 logical(run) or "-",
                 str(status.get("startDate") or "-"),
                 str(status.get("endDate") or "-"),
+                _triggered_by(run),
             ]
         )
     return rows
+
+
+def _triggered_by(run: dict[str, Any]) -> str:
+    """`run/task` of the TriggerDagRunOperator that created the run, or "-"."""
+    parent = dag_dependencies.parent_of(run)
+    return f"{parent.run_name}/{parent.task_id}" if parent else "-"
 
 
 def task_state_rows(run: dict[str, Any]) -> list[list[str]]:
@@ -222,7 +229,7 @@ def list_runs(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
             ]
 
     rows = run_rows(run_kube(read()))
-    header = ["RUN", "STATE", "RUN TYPE", "LOGICAL DATE", "STARTED", "ENDED"]
+    header = ["RUN", "STATE", "RUN TYPE", "LOGICAL DATE", "STARTED", "ENDED", "TRIGGERED BY"]
     click.echo(table(header, rows) if rows else f"No runs of {dag} in namespace {ns}.")
 
 

@@ -147,6 +147,9 @@ def test_a_parent_triggers_a_child_and_waits_deferred_while_the_child_senses_the
         assert (trigger_ti["tryNumber"], trigger_ti["deferralCount"]) == (1, 1)
         assert trigger_ti["xcoms"]["trigger_run_id"] == child["metadata"]["name"]
 
+        listing = zonda(cluster, "runs", "list", "dd-child", "-n", namespace).stdout
+        assert f"{parent_run}/trigger_child" in listing, listing
+
         # Clearing the parent's extract with its downstream follows the marker into the child's run.
         out = zonda(cluster, "clear", parent_run, "--task", "extract", "--downstream", "-n", namespace).stdout
         assert f"(through ExternalTaskMarker {parent_run}/mark_child)" in out, out
@@ -175,3 +178,53 @@ def test_a_parent_triggers_a_child_and_waits_deferred_while_the_child_senses_the
         assert len(runs_of(cluster, namespace, "dd-child")) == 1, (
             "the retry found its child run, no second one"
         )
+
+
+def test_a_rescheduling_sensor_finds_the_external_run_by_logical_date_and_fails_with_it(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Poking from the task's own process (no triggerer), in reschedule mode, with failed_states."""
+    apply(cluster, namespace, dag("dd-upstream", [{"id": "load", "operator": "BashOperator",
+                                                   "args": {"bash_command": "exit 1"}}]))  # fmt: skip
+    apply(
+        cluster,
+        namespace,
+        dag(
+            "dd-watcher",
+            [
+                {
+                    "id": "wait",
+                    "operator": "ExternalTaskSensor",
+                    "args": {
+                        "external_dag_id": "dd_upstream",
+                        "external_task_id": "load",
+                        "failed_states": ["failed"],
+                        "mode": "reschedule",
+                        "poke_interval": 1,
+                        "timeout": 120,
+                    },
+                }
+            ],
+        ),
+    )
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        upstream = trigger(cluster, namespace, "dd-upstream")
+        logical_date = wait_for(
+            lambda: get(cluster, namespace, "dagrun", upstream).get("status", {}).get("logicalDate"),
+            "the upstream run to start",
+        )
+        apply(
+            cluster,
+            namespace,
+            {
+                "apiVersion": "zonda.dev/v1alpha1",
+                "kind": "DagRun",
+                "metadata": {"name": "dd-watcher-same-date"},
+                "spec": {"dagName": "dd-watcher", "logicalDate": logical_date},
+            },
+        )
+        body = wait_run_finished(cluster, namespace, "dd-watcher-same-date", timeout=120)
+    sensor = body["status"]["taskInstances"]["wait"]
+    assert sensor["state"] == "failed"
+    said = f"{sensor.get('reason')} {sensor.get('message')}"
+    assert "The external task(s) load of DAG dd-upstream" in said and "failed" in said, sensor
