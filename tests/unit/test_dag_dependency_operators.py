@@ -11,12 +11,18 @@ from typing import Any
 
 import pytest
 
-from controller.kube import DAGRUNS
+from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
 from controller.providers.kubernetes import triggers as kube_triggers
-from controller.providers.kubernetes.dag_dependencies import ExternalTaskSensor, TriggerDagRunOperator
+from controller.providers.kubernetes.dag_dependencies import (
+    DagNotFound,
+    DagRunAlreadyExists,
+    ExternalTaskSensor,
+    TriggerDagRunOperator,
+)
 from controller.providers.kubernetes.dagrun_triggers import DagStateTrigger, WorkflowTrigger
 from zonda.authoring.compat import airflow_imports
+from zonda.dag_dependencies import Parent
 from zonda.exceptions import AirflowException, AirflowSkipException
 from zonda.triggers import TriggerEvent, load_trigger, serialize_trigger
 
@@ -160,3 +166,76 @@ def test_airflow_dag_files_import_the_cross_dag_operators_unchanged() -> None:
     assert AirflowTrigger is TriggerDagRunOperator
     assert AirflowSensor is ExternalTaskSensor
     assert ExternalTaskMarker.__module__ == "zonda.sensors.external_task"
+
+
+# ------------------------------------------------------------------- creating the child run
+
+
+PARENT = Parent(dag_name="parent", run_name="parent-manual-20260301t000000z", task_id="trigger")
+
+
+def kube_with_child_dag() -> FakeKube:
+    kube = FakeKube()
+    child_dag = {"apiVersion": "zonda.dev/v1alpha1", "kind": "DAG", "metadata": {"name": "child"},
+                 "spec": {"schedule": None, "tasks": [{"id": "a", "operator": "EmptyOperator"}]}}  # fmt: skip
+    asyncio.run(kube.create_custom(DAGS, "ns", child_dag))
+    return kube
+
+
+def create(kube: FakeKube, operator: TriggerDagRunOperator, parent: Parent = PARENT) -> dict[str, Any]:
+    return asyncio.run(operator.create_or_adopt(kube, "ns", "child", parent, DAY))
+
+
+def test_a_retry_adopts_the_run_its_earlier_try_created_instead_of_creating_another() -> None:
+    kube = kube_with_child_dag()
+    operator = TriggerDagRunOperator(task_id="trigger", trigger_dag_id="child", conf={"x": 1})
+    first = create(kube, operator)
+    again = create(kube, operator)
+    assert again["metadata"]["uid"] == first["metadata"]["uid"]
+    assert [r["metadata"]["name"] for r in asyncio.run(kube.list_custom(DAGRUNS, "ns"))] == [
+        first["metadata"]["name"]
+    ]
+    assert first["spec"] == {"dagName": "child", "runType": "manual", "logicalDate": "2026-03-01T00:00:00Z",
+                             "conf": {"x": 1}}  # fmt: skip
+
+
+def test_someone_elses_run_of_that_name_is_refused_or_skipped() -> None:
+    kube = kube_with_child_dag()
+    named = TriggerDagRunOperator(task_id="trigger", trigger_dag_id="child", trigger_run_id="child-run")
+    create(kube, named, Parent(dag_name="other", run_name="other-run", task_id="t"))
+    with pytest.raises(DagRunAlreadyExists, match="child-run"):
+        create(kube, named)
+    skipping = TriggerDagRunOperator(
+        task_id="trigger", trigger_dag_id="child", trigger_run_id="child-run", skip_when_already_exists=True
+    )
+    with pytest.raises(AirflowSkipException):
+        create(kube, skipping)
+
+
+def test_a_missing_dag_is_dag_not_found() -> None:
+    operator = TriggerDagRunOperator(task_id="trigger", trigger_dag_id="child")
+    with pytest.raises(DagNotFound, match="child"):
+        create(FakeKube(), operator)
+
+
+def test_reset_dag_run_clears_the_existing_run_and_leaves_a_run_not_started_alone() -> None:
+    kube = kube_with_child_dag()
+    operator = TriggerDagRunOperator(task_id="trigger", trigger_dag_id="child", reset_dag_run=True)
+    body = create(kube, operator)
+    create(kube, operator)  # not started yet: nothing to clear, no error
+    finished = {
+        "state": "success",
+        "logicalDate": "2026-03-01T00:00:00Z",
+        "dataIntervalStart": "2026-03-01T00:00:00Z",
+        "dataIntervalEnd": "2026-03-01T00:00:00Z",
+        "dagSpec": {"schedule": None, "tasks": [{"id": "a", "operator": "EmptyOperator"}]},
+        "taskInstances": {"a": {"state": "success", "tryNumber": 1, "maxTries": 0}},
+    }
+    stored = asyncio.run(kube.get_custom(DAGRUNS, "ns", body["metadata"]["name"]))
+    assert stored is not None
+    asyncio.run(kube.replace_custom_status(DAGRUNS, "ns", {**stored, "status": finished}))
+    create(kube, operator)
+    after = asyncio.run(kube.get_custom(DAGRUNS, "ns", body["metadata"]["name"]))
+    assert after is not None
+    assert after["status"]["state"] == "queued"
+    assert after["status"]["taskInstances"]["a"]["state"] == "none"

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller import run_actions
-from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
+from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube, KubeApi
 from controller.providers.kubernetes.dagrun_triggers import DagStateTrigger, WorkflowTrigger
 from controller.providers.kubernetes.sensors import default_namespace
 from zonda import actions, dag_dependencies, names
@@ -118,7 +118,7 @@ class TriggerDagRunOperator(BaseOperator):
         parent = Parent(dag_name=context["dag"].dag_id, run_name=context["run_id"], task_id=str(self.task_id))
         logical_date = self._logical_date()
         map_index = int(getattr(context["ti"], "map_index", -1))
-        run = asyncio.run(self._create_or_adopt(namespace, dag_name, parent, logical_date, map_index))
+        run = asyncio.run(self._trigger(namespace, dag_name, parent, logical_date, map_index))
         run_name = run["metadata"]["name"]
         logical = run["spec"].get("logicalDate") or logical_date.isoformat()
         context["ti"].xcom_push(key=XCOM_RUN_ID, value=run_name)
@@ -185,9 +185,25 @@ class TriggerDagRunOperator(BaseOperator):
         assert moment is not None
         return moment
 
-    async def _create_or_adopt(
+    async def _trigger(
         self, namespace: str, dag_name: str, parent: Parent, logical_date: datetime, map_index: int
     ) -> dict[str, Any]:
+        async with await Kube.connect(component="zonda-task") as kube:
+            return await self.create_or_adopt(kube, namespace, dag_name, parent, logical_date, map_index)
+
+    async def create_or_adopt(
+        self,
+        kube: KubeApi,
+        namespace: str,
+        dag_name: str,
+        parent: Parent,
+        logical_date: datetime,
+        map_index: int = -1,
+    ) -> dict[str, Any]:
+        """Create the child run, or take the one an earlier try created (or reset, skip, refuse).
+
+        Returns the run's body as it was before any reset.
+        """
         name = str(self.trigger_run_id or "") or names.triggered_run_name(
             dag_name, parent.run_name, parent.task_id, map_index
         )
@@ -199,32 +215,29 @@ class TriggerDagRunOperator(BaseOperator):
             conf=dict(self.conf),
             parent=parent,
         )
-        async with await Kube.connect(component="zonda-task") as kube:
-            if await kube.get_custom(DAGS, namespace, dag_name) is None:
-                raise DagNotFound(f"Dag id {self.trigger_dag_id} not found: no DAG {dag_name} in {namespace}")
-            try:
-                created = await kube.create_custom(DAGRUNS, namespace, body)
-                self.log.info("Triggered DagRun %s of %s at %s", name, dag_name, logical_date.isoformat())
-                return created
-            except AlreadyExists:
-                existing = await kube.get_custom(DAGRUNS, namespace, name)
-            if existing is None:  # deleted in between: nothing to adopt, let the retry create it
-                raise AirflowException(f"DagRun {name} vanished while being triggered") from None
-            if self.reset_dag_run:
-                await _reset(kube, namespace, name, who=f"{parent.run_name}/{parent.task_id}")
-                self.log.info("Cleared the existing DagRun %s (reset_dag_run)", name)
-                return existing
-            if dag_dependencies.parent_of(existing) == parent:
-                self.log.info("DagRun %s was created by an earlier try of this task: waiting on it", name)
-                return existing
-            if self.skip_when_already_exists:
-                raise AirflowSkipException(
-                    f"DagRun {name} already exists: skipping (skip_when_already_exists)"
-                )
-            raise DagRunAlreadyExists(f"A DagRun named {name} exists already for DAG {dag_name}")
+        if await kube.get_custom(DAGS, namespace, dag_name) is None:
+            raise DagNotFound(f"Dag id {self.trigger_dag_id} not found: no DAG {dag_name} in {namespace}")
+        try:
+            created = await kube.create_custom(DAGRUNS, namespace, body)
+            self.log.info("Triggered DagRun %s of %s at %s", name, dag_name, logical_date.isoformat())
+            return created
+        except AlreadyExists:
+            existing = await kube.get_custom(DAGRUNS, namespace, name)
+        if existing is None:  # deleted in between: nothing to adopt, let the retry create it
+            raise AirflowException(f"DagRun {name} vanished while being triggered") from None
+        if self.reset_dag_run:
+            await _reset(kube, namespace, name, who=f"{parent.run_name}/{parent.task_id}")
+            self.log.info("Cleared the existing DagRun %s (reset_dag_run)", name)
+            return existing
+        if dag_dependencies.parent_of(existing) == parent:
+            self.log.info("DagRun %s was created by an earlier try of this task: waiting on it", name)
+            return existing
+        if self.skip_when_already_exists:
+            raise AirflowSkipException(f"DagRun {name} already exists: skipping (skip_when_already_exists)")
+        raise DagRunAlreadyExists(f"A DagRun named {name} exists already for DAG {dag_name}")
 
 
-async def _reset(kube: Kube, namespace: str, run_name: str, *, who: str) -> None:
+async def _reset(kube: KubeApi, namespace: str, run_name: str, *, who: str) -> None:
     """Airflow's `reset_dag_run`: clear every task instance of the existing run so it runs again."""
 
     def clear_all(dag: ResolvedDag, status: DagRunStatus) -> actions.ActionResult:
