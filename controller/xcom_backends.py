@@ -1,12 +1,19 @@
-"""Where XCom values too large for the DagRun's status are written: object storage through fsspec.
+"""Where XCom values too large for the DagRun's status are written: Kubernetes, or object storage.
 
-The backend is a base URL in `$ZONDA_XCOM_BACKEND_URL` (the chart's `xcom.backendUrl`): any URL fsspec
-opens — `s3://bucket/xcom`, `gcs://...`, `abfs://...` with their fsspec package installed, or
-`file:///mnt/xcom` on a shared volume. Without one, a value larger than the inline limit fails the task
-saying so. `$ZONDA_XCOM_MAX_BYTES` caps a value (default `zonda.xcoms.DEFAULT_MAX_BYTES`).
+`$ZONDA_XCOM_BACKEND` (the chart's `xcom.backend`) chooses:
+- `kubernetes` (the default): `XComChunk` objects owned by the DagRun, deleted with it
+  (`zonda.xcom_chunks`, written and read by `controller.xcom_kubernetes` with the pod's ServiceAccount
+  or the local executor's kubeconfig). A try with no cluster behind it (`zonda dags test`) keeps
+  its large values in this process's memory instead (fsspec's `memory://`).
+- `fsspec`: the base URL in `$ZONDA_XCOM_BACKEND_URL` (`xcom.backendUrl`), any URL fsspec opens —
+  `s3://bucket/xcom`, `gcs://...`, `abfs://...` with their fsspec package installed, or
+  `file:///mnt/xcom` on a shared volume. Setting only the URL chooses this backend.
+- `none`: a value larger than the inline limit fails the task saying so.
+`$ZONDA_XCOM_MAX_BYTES` caps a value (default `zonda.xcoms.DEFAULT_MAX_BYTES`).
 
-A reference holds the object's full URL, so reading needs no configuration: `zonda xcom get` and a
-downstream task read what the upstream wrote wherever they run (given the storage's credentials).
+A reference holds the value's full URL (`xcomchunks://...` or the object's), so reading needs no
+configuration: `zonda xcom get` and a downstream task read what the upstream wrote wherever they run
+(given the cluster's or the storage's credentials).
 """
 
 from __future__ import annotations
@@ -18,28 +25,52 @@ from typing import Any
 
 import fsspec
 
-from zonda import xcoms
+from controller import xcom_kubernetes
+from controller.kube_rest import KubeRest, KubeRestError
+from zonda import xcom_chunks, xcoms
 from zonda.invocations import TaskInvocation
 from zonda.templating import XComReader
 
+BACKEND_ENV = "ZONDA_XCOM_BACKEND"
 BACKEND_URL_ENV = "ZONDA_XCOM_BACKEND_URL"
 MAX_BYTES_ENV = "ZONDA_XCOM_MAX_BYTES"
+KUBERNETES, FSSPEC, NONE = "kubernetes", "fsspec", "none"
+BACKENDS = (KUBERNETES, FSSPEC, NONE)
+#: Where the Kubernetes backend keeps values of a try that has no cluster (`zonda dags test`).
+IN_PROCESS_URL = "memory://zonda-xcom"
 
 
 def task_environment(environ: Mapping[str, str]) -> tuple[dict[str, str], ...]:
     """The controller's XCom settings as env entries for task pods (local tries inherit them)."""
-    names = (BACKEND_URL_ENV, MAX_BYTES_ENV)
+    names = (BACKEND_ENV, BACKEND_URL_ENV, MAX_BYTES_ENV)
     return tuple({"name": name, "value": environ[name]} for name in names if environ.get(name))
 
 
 @dataclass(frozen=True)
 class XComStore:
-    """Writes values over the inline limit to `base_url` (None: no backend) and reads references back."""
+    """Writes values over the inline limit to the backend and reads references back.
+
+    `backend` defaults to fsspec when `base_url` is given, else Kubernetes; `kubeconfig` (default:
+    in-cluster, or `$KUBECONFIG`) is the Kubernetes backend's credentials, for writes and reads.
+    """
 
     base_url: str | None = None
     max_bytes: int = xcoms.DEFAULT_MAX_BYTES
     inline_limit: int = xcoms.INLINE_LIMIT_BYTES
+    backend: str | None = None
+    kubeconfig: str | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _kube: list[KubeRest] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise xcoms.XComError(f"unknown XCom backend {self.backend!r}: one of {', '.join(BACKENDS)}")
+        if self.chosen_backend == FSSPEC and not self.base_url:
+            raise xcoms.XComError(f"the fsspec XCom backend needs a base URL (${BACKEND_URL_ENV})")
+
+    @property
+    def chosen_backend(self) -> str:
+        return self.backend or (FSSPEC if self.base_url else KUBERNETES)
 
     @classmethod
     def from_environment(cls) -> XComStore:
@@ -47,7 +78,14 @@ class XComStore:
         return cls(
             base_url=os.environ.get(BACKEND_URL_ENV) or None,
             max_bytes=int(max_bytes) if max_bytes else xcoms.DEFAULT_MAX_BYTES,
+            backend=os.environ.get(BACKEND_ENV) or None,
         )
+
+    def kube(self) -> KubeRest:
+        """The Kubernetes client, connected on first use (a try with small XComs never connects)."""
+        if not self._kube:
+            self._kube.append(KubeRest.connect(self.kubeconfig))
+        return self._kube[0]
 
     def prepare(self, invocation: TaskInvocation, key: str, value: Any) -> Any:
         """The value as the result carries it: its JSON form inline, or a reference to what was written.
@@ -58,34 +96,52 @@ class XComStore:
         xcoms.check_size(key, len(data), self.max_bytes)
         if len(data) <= self.inline_limit:
             return xcoms.deserialize(data)
-        if self.base_url is None:
+        backend = self.chosen_backend
+        if backend == NONE:
             raise xcoms.XComError(
                 f"XCom {key!r} is {len(data)} bytes; values over {self.inline_limit} bytes need an XCom "
-                f"backend: set xcom.backendUrl in the chart (${BACKEND_URL_ENV}), or return less"
+                f"backend: set xcom.backend in the chart (${BACKEND_ENV}), or return less"
             )
+        map_index = invocation.map_index
+        if backend == KUBERNETES and invocation.namespace:
+            try:
+                url = xcom_kubernetes.write(
+                    self.kube(), data, namespace=invocation.namespace, run_name=invocation.run_name,
+                    run_uid=invocation.run_uid, task_id=invocation.task_id, map_index=map_index,
+                    try_number=invocation.try_number, key=key,
+                )  # fmt: skip
+            except KubeRestError as error:
+                message = f"XCom {key!r} ({len(data)} bytes) not written as XComChunks: {error}"
+                raise OSError(message) from error
+            return xcoms.stored_reference(url, len(data))
+        base_url = self.base_url if backend == FSSPEC and self.base_url else IN_PROCESS_URL
         path = xcoms.object_path(
             invocation.namespace or "default",
             invocation.run_name,
             invocation.task_id,
             invocation.try_number,
             key,
-            invocation.map_index,  # mapped instances of one task write apart
+            map_index,
         )
-        url = f"{self.base_url.rstrip('/')}/{path}"
+        url = f"{base_url.rstrip('/')}/{path}"
         with fsspec.open(url, "wb", auto_mkdir=True) as stream:
             stream.write(data)
         return xcoms.stored_reference(url, len(data))
 
     def load(self, value: Any) -> Any:
-        """A value read from status: a reference is read from storage (once per URL), any other as is."""
+        """A value read from status: a reference is read from its backend (once per URL), any other as is."""
         if not xcoms.is_stored(value):
             return value
         url = xcoms.stored_url(value)
         if url not in self._cache:
             try:
-                with fsspec.open(url, "rb") as stream:
-                    self._cache[url] = xcoms.deserialize(stream.read())
-            except (OSError, ValueError) as error:
+                if xcom_chunks.is_chunk_url(url):
+                    data = xcom_kubernetes.read(self.kube(), url, xcoms.stored_size(value))
+                else:
+                    with fsspec.open(url, "rb") as stream:
+                        data = stream.read()
+                self._cache[url] = xcoms.deserialize(data)
+            except (OSError, ValueError, KubeRestError) as error:
                 raise xcoms.XComError(f"cannot read the stored XCom at {url}: {error}") from error
         return self._cache[url]
 

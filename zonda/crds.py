@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from zonda import xcom_chunks
 from zonda.models import (
     GROUP,
     VERSION,
@@ -111,9 +112,16 @@ def _column(name: str, path: str, type_: str = "string", priority: int = 0, desc
 
 
 def _crd(
-    kind: str, plural: str, short: str, spec: Schema, status: Schema, columns: list[Schema], description: str
+    kind: str,
+    plural: str,
+    short: str,
+    spec: Schema,
+    status: Schema | None,
+    columns: list[Schema],
+    description: str,
 ) -> Schema:
-    return {
+    """A namespaced CRD in zonda.dev; without `status`, no status subresource (plain data)."""
+    crd: Schema = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{GROUP}"},
@@ -156,6 +164,11 @@ def _crd(
             ],
         },
     }
+    if status is None:
+        version = crd["spec"]["versions"][0]
+        del version["subresources"]
+        del version["schema"]["openAPIV3Schema"]["properties"]["status"]
+    return crd
 
 
 def generate() -> dict[str, Schema]:
@@ -243,7 +256,26 @@ def generate() -> dict[str, Schema]:
         ],
         "Runs of a DAG for every logical date in a range (Airflow's backfill).",
     )
+    xcom_chunk = _crd(
+        xcom_chunks.KIND,
+        xcom_chunks.PLURAL,
+        "xc",
+        schema_for(xcom_chunks.XComChunkSpec),
+        None,
+        [
+            _column("DagRun", ".spec.dagRun"),
+            _column("Task", ".spec.taskId"),
+            _column("Map Index", ".spec.mapIndex", "integer"),
+            _column("Key", ".spec.key"),
+            _column("Try", ".spec.tryNumber", "integer"),
+            _column("Chunk", ".spec.index", "integer"),
+            _column("Chunks", ".spec.count", "integer"),
+            _column("Bytes", ".spec.size", "integer", priority=1, description="The whole value's JSON"),
+        ],
+        "A piece of an XCom value too large for its DagRun's status (the Kubernetes XCom backend).",
+    )
     return {
+        "xcomchunks.zonda.dev.yaml": xcom_chunk,
         "dags.zonda.dev.yaml": dag,
         "dagruns.zonda.dev.yaml": dagrun,
         "triggers.zonda.dev.yaml": trigger,

@@ -46,6 +46,7 @@ class TaskInvocation(CrdModel):
 
     dag_name: str
     run_name: str
+    run_uid: str | None = Field(default=None, description="The DagRun's uid: the owner of stored XComs.")
     namespace: str | None = None
     run_type: RunType
     task_id: str

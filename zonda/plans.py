@@ -436,6 +436,7 @@ def task_invocation(
     previous_success: tuple[datetime, datetime] | None = None,
     namespace: str | None = None,
     map_index: int = -1,
+    run_uid: str | None = None,
 ) -> TaskInvocation:
     """What the task runner gets for one try: the task, the run's context and its upstream XComs.
 
@@ -447,6 +448,7 @@ def task_invocation(
     return TaskInvocation(
         dag_name=spec.dag_name,
         run_name=run_name,
+        run_uid=run_uid,
         namespace=namespace,
         run_type=spec.run_type,
         task_id=task.task_id,

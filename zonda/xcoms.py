@@ -3,7 +3,8 @@
 A task's XComs travel from its runner to the controller in the 4,096-byte termination message and
 live in the DagRun's status, so each must stay small. A value whose JSON is larger than
 `INLINE_LIMIT_BYTES` is written by an XCom backend (see `controller.xcom_backends`) and replaced by a
-*stored reference*, `{"__zonda_xcom_stored__": {"url": ..., "bytes": n}}`; a pull reads it back.
+*stored reference*, `{"__zonda_xcom_stored__": {"url": ..., "bytes": n}}`; a pull reads it back. The
+default backend's URLs are `xcomchunks://NAMESPACE/NAME?chunks=N` (`zonda.xcom_chunks`).
 
 Values are JSON. As Airflow's XCom JSON encoder does, an aware datetime (or a date) is stored as its
 ISO 8601 text, a tuple as a list; anything else JSON cannot hold fails the task with the key and type.
@@ -60,6 +61,11 @@ def is_stored(value: Any) -> bool:
 
 def stored_url(value: Mapping[str, Any]) -> str:
     return str(value[STORED_MARKER]["url"])
+
+
+def stored_size(value: Mapping[str, Any]) -> int | None:
+    size = value[STORED_MARKER].get("bytes")
+    return size if isinstance(size, int) else None
 
 
 def check_size(key: str, size: int, max_bytes: int) -> None:

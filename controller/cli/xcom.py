@@ -1,8 +1,8 @@
 """`zonda xcom get RUN TASK [--key K] [--map-index N]`: print one XCom of a task instance as JSON.
 
 Airflow shows XComs in its UI (Admin > XComs, or the task instance's XCom tab); here they are read from
-the DagRun's status, and a value the XCom backend stored is read back from its URL, so what is printed
-is what a downstream task pulls.
+the DagRun's status, and a value the XCom backend stored is read back (its XComChunks, with the same
+kubeconfig, or its object storage URL), so what is printed is what a downstream task pulls.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def get(
     status = DagRunStatus.model_validate(run.get("status") or {})
     value = find_xcom(status, run_name, task_id, key, map_index)
     try:
-        value = XComStore().load(value)
+        value = XComStore(kubeconfig=kubeconfig).load(value)
     except xcoms.XComError as error:
         raise click.ClickException(str(error)) from error
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))

@@ -235,6 +235,7 @@ class RunReconciler:
             previous_success=success,
             namespace=meta["namespace"],
             map_index=launch.map_index,
+            run_uid=meta.get("uid"),
         )
         await self.executor.launch(run, task=task, invocation=invocation, attempt_name=launch.attempt_name)
         metrics.PODS_CREATED.inc()

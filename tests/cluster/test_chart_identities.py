@@ -475,3 +475,42 @@ def test_the_chart_gives_the_controller_and_the_triggerer_the_same_shard_count(
     values = {"triggerer": {"shards": shards}}
     assert parse_chart_command(cluster, values, "controller")["trigger_shards"] == shards
     assert parse_chart_command(cluster, values, "triggerer")["shards"] == shards
+
+
+def test_the_task_identity_writes_and_reads_xcom_chunks_and_nothing_more(
+    release: Release, tmp_path: Path
+) -> None:
+    """The task runner's own code (`XComStore`, its small REST client) with a token of the chart's task
+    ServiceAccount: a value written as XComChunks owned by a real DagRun and read back; no deletes."""
+    from controller.xcom_backends import XComStore
+    from zonda.invocations import TaskInvocation
+
+    cluster, namespace = release.cluster, release.namespace
+    run = {**dagrun(release), "metadata": {"name": "xcom-owner"}}
+    apply(cluster, namespace, run)
+    uid = get(cluster, namespace, "dagrun", "xcom-owner")["metadata"]["uid"]
+    token = cluster.kubectl("create", "token", TASK, "-n", namespace, "--duration=1h").stdout.strip()
+    kubeconfig = write_token_kubeconfig(cluster.kubeconfig, token, tmp_path / "task.kubeconfig")
+    at = "2024-01-02T00:00:00Z"
+    invocation = TaskInvocation.model_validate({
+        "dagName": "example-deferrable", "runName": "xcom-owner", "runUid": uid, "namespace": namespace,
+        "runType": "manual", "taskId": "extract", "tryNumber": 1, "logicalDate": at,
+        "dataIntervalStart": at, "dataIntervalEnd": at,
+    })  # fmt: skip
+    store = XComStore(kubeconfig=str(kubeconfig))
+    value = ["row"] * 300_000  # 1.8 MB: three chunks
+    reference = store.prepare(invocation, "return_value", value)
+    assert XComStore(kubeconfig=str(kubeconfig)).load(reference) == value
+    assert store.prepare(invocation, "return_value", value) == reference, "a retried write rewrites"
+    chunks = get(cluster, namespace, "xcomchunks")["items"]
+    assert len(chunks) == 3 and {c["metadata"]["ownerReferences"][0]["uid"] for c in chunks} == {uid}
+
+    def task_can(*args: str) -> bool:
+        done = cluster.kubectl("--kubeconfig", str(kubeconfig), *args, "-n", namespace, check=False)
+        return done.returncode == 0
+
+    assert not task_can("delete", "xcomchunks", chunks[0]["metadata"]["name"], DRY_RUN)
+    assert not task_can("get", "xcomchunks"), "chunks are read by name, never listed"
+    assert task_can("get", "dagruns"), "earlier runs are read for include_prior_dates"
+    assert not task_can("delete", "dagrun", "xcom-owner", DRY_RUN)
+    assert not task_can("get", "pods")

@@ -284,6 +284,20 @@ NAMESPACED_CASES = [
                  id="task pods cannot read DAGs"),
     pytest.param("task", "create", "dagruns.zonda.dev", None, None, False,
                  id="task pods cannot trigger DagRuns"),
+    pytest.param("task", "list", "dagruns.zonda.dev", None, None, True,
+                 id="task pods read DagRuns (include_prior_dates)"),
+    pytest.param("task", "patch", "dagruns.zonda.dev", "status", None, False,
+                 id="task pods cannot write a DagRun's status"),
+    pytest.param("task", "create", "xcomchunks.zonda.dev", None, None, True,
+                 id="task pods write XComChunks"),
+    pytest.param("task", "get", "xcomchunks.zonda.dev", None, None, True,
+                 id="task pods read XComChunks by name"),
+    pytest.param("task", "list", "xcomchunks.zonda.dev", None, None, False,
+                 id="task pods cannot list XComChunks"),
+    pytest.param("task", "delete", "xcomchunks.zonda.dev", None, None, False,
+                 id="task pods cannot delete XComChunks (they go with their run)"),
+    pytest.param("task", "create", "xcomchunks.zonda.dev", None, OTHER, False,
+                 id="task pods cannot write XComChunks in another namespace"),
 ]
 
 

@@ -6,6 +6,7 @@ task runner, adopted after the restart), the fsspec `file://` backend, `zonda xc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import time
@@ -25,19 +26,24 @@ from tests.cluster.zonda_processes import (
 DAG_FOLDER = Path(__file__).parent / "xcom_dags"
 
 
-def test_a_100_kb_value_crosses_a_controller_kill_through_the_backend(
-    cluster: Cluster, namespace: str, tmp_path: Path
-) -> None:
-    zonda(cluster, "dags", "apply", str(DAG_FOLDER), "-n", namespace)
-    backend = tmp_path / "xcom"
-    process = ZondaProcess(
+def local_controller(cluster: Cluster, namespace: str, tmp_path: Path, **env: str) -> ZondaProcess:
+    """A started controller with the local executor (tries are runner processes) and this DAG folder."""
+    return ZondaProcess(
         "controller",
         ["controller", "--namespace", namespace, "--executor", "local",
          "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(cluster.kubeconfig)],
         cluster,
         tmp_path,
-        env={"ZONDA_DAGS_FOLDER": str(DAG_FOLDER), "ZONDA_XCOM_BACKEND_URL": f"file://{backend}"},
+        env={"ZONDA_DAGS_FOLDER": str(DAG_FOLDER), **env},
     ).start()  # fmt: skip
+
+
+def test_a_100_kb_value_crosses_a_controller_kill_through_the_backend(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    zonda(cluster, "dags", "apply", str(DAG_FOLDER), "-n", namespace)
+    backend = tmp_path / "xcom"
+    process = local_controller(cluster, namespace, tmp_path, ZONDA_XCOM_BACKEND_URL=f"file://{backend}")
     try:
         run = trigger(cluster, namespace, "xcom-large")
 
@@ -72,3 +78,59 @@ def test_a_100_kb_value_crosses_a_controller_kill_through_the_backend(
     missing = zonda(cluster, "xcom", "get", run, "produce", "--key", "nope", "-n", namespace, check=False)
     assert missing.returncode == 1
     assert "has no XCom 'nope'; its keys: return_value, at, rows" in missing.stderr
+
+
+def test_the_kubernetes_backend_passes_100_kb_and_3_mb_values_and_deletes_them_with_the_run(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """The default backend: XComChunk objects owned by the run, written by the task runner, read by the
+    downstream try and `zonda xcom get`, garbage-collected with the run (kube-controller-manager)."""
+    zonda(cluster, "dags", "apply", str(DAG_FOLDER), "-n", namespace)
+    process = local_controller(cluster, namespace, tmp_path, ZONDA_XCOM_MAX_BYTES="4000000")
+    try:
+        run = trigger(cluster, namespace, "xcom-chunks")
+        body = wait_run_finished(cluster, namespace, run, timeout=240)
+    finally:
+        process.stop()
+        print(f"--- controller log\n{process.log()[-6000:]}")
+    tis = body["status"]["taskInstances"]
+    assert ti_states(body) == {
+        "small": "success",
+        "large": "success",
+        "consume": "success",
+        "too_big": "failed",
+    }
+    rows = [f"row {i} é ✓ {i * i}" for i in range(100_000)]
+    assert tis["consume"]["xcom"] == {
+        "small": 100_000, "rows": 100_000, "last": rows[-1],
+        "sha256": hashlib.sha256("\n".join(rows).encode()).hexdigest(),
+    }  # fmt: skip
+    assert "XCom 'return_value' is 5000002 bytes; the limit is 4000000 bytes" in tis["too_big"]["reason"]
+    large_bytes = len(json.dumps(rows, separators=(",", ":"), ensure_ascii=False).encode())
+    small_ref = tis["small"]["xcom"]["__zonda_xcom_stored__"]
+    large_ref = tis["large"]["xcom"]["__zonda_xcom_stored__"]
+    assert small_ref["bytes"] == 100_002 and small_ref["url"].startswith(f"xcomchunks://{namespace}/{run}-")
+    assert large_ref["bytes"] == large_bytes and large_ref["url"].endswith("?chunks=4")
+    assert len(json.dumps(body["status"])) < 10_000, "the values live outside the run's status"
+
+    chunks = get(cluster, namespace, "xcomchunks")["items"]
+    uid = body["metadata"]["uid"]
+    assert sorted((c["spec"]["taskId"], c["spec"]["index"], c["spec"]["count"]) for c in chunks) == [
+        ("large", 0, 4), ("large", 1, 4), ("large", 2, 4), ("large", 3, 4), ("small", 0, 1),
+    ]  # fmt: skip
+    assert all(c["metadata"]["ownerReferences"][0]["uid"] == uid for c in chunks)
+    assert all(len(json.dumps(c)) < 1_500_000 for c in chunks), "each chunk under etcd's request limit"
+
+    got = zonda(cluster, "xcom", "get", run, "large", "-n", namespace)
+    assert json.loads(got.stdout) == rows
+    got = zonda(cluster, "xcom", "get", run, "small", "-n", namespace)
+    assert json.loads(got.stdout) == "s" * 100_000
+
+    cluster.kubectl("delete", "dagrun", run, "-n", namespace)
+    wait_for(
+        lambda: not get(cluster, namespace, "xcomchunks")["items"],
+        "the run's XComChunks garbage-collected",
+        timeout=120,
+    )
+    gone = zonda(cluster, "xcom", "get", run, "large", "-n", namespace, check=False)
+    assert gone.returncode == 1 and "not found" in gone.stderr

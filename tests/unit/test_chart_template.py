@@ -178,12 +178,16 @@ def triggerer_grants(namespaces: Iterable[str]) -> set[Grant]:
 JOB_READ_RULE = {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}
 CONFIGMAP_READ_RULE = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}
 
+#: What the task runner needs where DagRuns live: XComChunks (the Kubernetes XCom backend) and
+#: reading DagRuns (include_prior_dates).
+TASK_XCOM = {("zonda.dev", "dagruns"): "get list", ("zonda.dev", "xcomchunks"): "create patch get"}
+
 RBAC_CASES = [
     pytest.param(
         {},
         controller_grants([RELEASE_NAMESPACE]),
         triggerer_grants([RELEASE_NAMESPACE]),
-        set(),
+        table(RELEASE_NAMESPACE, TASK_XCOM),
         id="by default both components act in the release namespace only",
     ),
     pytest.param(
@@ -197,14 +201,14 @@ RBAC_CASES = [
         {"watch": {"clusterWide": True}},
         controller_grants(["*"]) | table("*", NAMESPACE_READ),
         triggerer_grants(["*"]),
-        set(),
+        table("*", TASK_XCOM),
         id="cluster-wide mode grants the same rules in every namespace plus reading namespaces",
     ),
     pytest.param(
         {"rbac": {"readCustomResourceDefinitions": True}},
         controller_grants([RELEASE_NAMESPACE]) | table("*", CRD_READ),
         triggerer_grants([RELEASE_NAMESPACE]),
-        set(),
+        table(RELEASE_NAMESPACE, TASK_XCOM),
         id="reading CRDs, cluster-wide, is granted only when asked for",
     ),
     pytest.param(
@@ -212,30 +216,39 @@ RBAC_CASES = [
         controller_grants([RELEASE_NAMESPACE]),
         triggerer_grants([RELEASE_NAMESPACE])
         | table(RELEASE_NAMESPACE, {("batch", "jobs"): "get list watch"}),
-        set(),
+        table(RELEASE_NAMESPACE, TASK_XCOM),
         id="triggerer extra rules are added to what the triggerer may do and to nothing else",
     ),
     pytest.param(
         {"taskPods": {"namespace": "tasks"}},
         controller_grants([RELEASE_NAMESPACE]) | table("tasks", TASK_POD_RULES),
         triggerer_grants([RELEASE_NAMESPACE]),
-        set(),
-        id="a separate task namespace gives the controller pods there and nothing else",
+        table(RELEASE_NAMESPACE, TASK_XCOM),
+        id="a separate task namespace gives the controller pods there and nothing else; task pods there "
+        "write XComs where the runs are",
     ),
     pytest.param(
         {"taskPods": {"rbac": {"rules": [CONFIGMAP_READ_RULE]}}},
         controller_grants([RELEASE_NAMESPACE]),
         triggerer_grants([RELEASE_NAMESPACE]),
-        table(RELEASE_NAMESPACE, {("", "configmaps"): "get"}),
-        id="task pods get exactly the rules their values grant",
+        table(RELEASE_NAMESPACE, {("", "configmaps"): "get", **TASK_XCOM}),
+        id="task pods get exactly the rules their values grant, and their XComs",
+    ),
+    pytest.param(
+        {"xcom": {"backend": "fsspec", "backendUrl": "s3://bucket/xcom"}},
+        controller_grants([RELEASE_NAMESPACE]),
+        triggerer_grants([RELEASE_NAMESPACE]),
+        table(RELEASE_NAMESPACE, {("zonda.dev", "dagruns"): "get list"}),
+        id="with object storage for XComs, task pods only read DagRuns (include_prior_dates)",
     ),
     pytest.param(
         {"taskPods": {"rbac": {"dagDependencies": True}}},
         controller_grants([RELEASE_NAMESPACE]),
         triggerer_grants([RELEASE_NAMESPACE]),
         table(RELEASE_NAMESPACE, {("zonda.dev", "dagruns"): "create get list watch",
-                                  ("zonda.dev", "dags"): "get", ("zonda.dev", "dagruns/status"): "update"}),
-        id="DAG dependencies let task pods trigger and read DagRuns and nothing else",
+                                  ("zonda.dev", "dags"): "get", ("zonda.dev", "dagruns/status"): "update"})
+        | table(RELEASE_NAMESPACE, TASK_XCOM),
+        id="DAG dependencies let task pods trigger and read DagRuns and nothing else (beyond XComs)",
     ),
 ]
 
@@ -332,7 +345,7 @@ def test_default_install_renders_every_kind_it_needs(helm: Path, tmp_path: Path)
     kinds = sorted(m["kind"] for m in render(helm, tmp_path))
     assert {kind: kinds.count(kind) for kind in set(kinds)} == {
         "Deployment": 3, "ServiceAccount": 4, "Service": 3, "PodDisruptionBudget": 2,
-        "Role": 5, "RoleBinding": 5,
+        "Role": 6, "RoleBinding": 6,
     }, "a default (namespaced) install has nothing cluster-scoped"
 
 
@@ -411,10 +424,15 @@ def test_task_pod_defaults_reach_the_controller(
 @pytest.mark.parametrize(
     ("values", "expected_env"),
     [
-        pytest.param({}, {"ZONDA_XCOM_MAX_BYTES": "67108864"}, id="no backend: large values fail"),
+        pytest.param({}, {"ZONDA_XCOM_BACKEND": "kubernetes", "ZONDA_XCOM_MAX_BYTES": "67108864"},
+                     id="by default XComChunks in the cluster"),
+        pytest.param({"xcom": {"backend": "none"}},
+                     {"ZONDA_XCOM_BACKEND": "none", "ZONDA_XCOM_MAX_BYTES": "67108864"},
+                     id="no backend: large values fail"),
         pytest.param(
-            {"xcom": {"backendUrl": "s3://bucket/xcom", "maxBytes": 1000000}},
-            {"ZONDA_XCOM_BACKEND_URL": "s3://bucket/xcom", "ZONDA_XCOM_MAX_BYTES": "1000000"},
+            {"xcom": {"backend": "fsspec", "backendUrl": "s3://bucket/xcom", "maxBytes": 1000000}},
+            {"ZONDA_XCOM_BACKEND": "fsspec", "ZONDA_XCOM_BACKEND_URL": "s3://bucket/xcom",
+             "ZONDA_XCOM_MAX_BYTES": "1000000"},
             id="an object-storage backend and a maximum",
         ),
     ],
@@ -427,15 +445,21 @@ def test_xcom_settings_reach_the_controller(
 
 
 def test_dag_dependencies_mount_the_task_accounts_token(helm: Path, tmp_path: Path) -> None:
-    manifests = render(helm, tmp_path, {"taskPods": {"rbac": {"dagDependencies": True}}})
+    values = {"taskPods": {"rbac": {"dagDependencies": True}}, "xcom": {"backend": "none"}}
+    manifests = render(helm, tmp_path, values)
     assert named(manifests, "ServiceAccount", "zonda-task")["automountServiceAccountToken"] is True
 
 
-def test_a_custom_task_account_is_created_without_a_token_or_permissions(helm: Path, tmp_path: Path) -> None:
+def test_a_custom_task_account_gets_a_token_and_its_xcom_grants_only_for_the_kubernetes_backend(
+    helm: Path, tmp_path: Path
+) -> None:
     manifests = render(helm, tmp_path, {"taskPods": {"serviceAccount": {"name": "etl-runner"}}})
     account = named(manifests, "ServiceAccount", "etl-runner")
+    assert account["automountServiceAccountToken"] is True
+    assert grants_of(manifests, "etl-runner", RELEASE_NAMESPACE) == table(RELEASE_NAMESPACE, TASK_XCOM)
+    values = {"taskPods": {"serviceAccount": {"name": "etl-runner"}}, "xcom": {"backend": "none"}}
+    account = named(render(helm, tmp_path, values), "ServiceAccount", "etl-runner")
     assert account["automountServiceAccountToken"] is False
-    assert grants_of(manifests, "etl-runner", RELEASE_NAMESPACE) == set()
 
 
 @pytest.mark.parametrize(
@@ -551,8 +575,9 @@ def test_service_monitor_selects_both_metrics_services(helm: Path, tmp_path: Pat
                      id="pods cannot run as root"),
         pytest.param({"triggerer": {"extraRules": [{"resources": ["jobs"]}]}}, "verbs",
                      id="an extra rule needs verbs"),
-        pytest.param({"xcom": {"backendUrl": "bucket/xcom"}}, "backendUrl",
+        pytest.param({"xcom": {"backend": "fsspec", "backendUrl": "bucket/xcom"}}, "backendUrl",
                      id="the XCom backend is a URL with its scheme"),
+        pytest.param({"xcom": {"backend": "etcd"}}, "backend", id="the XCom backend is one Zonda has"),
     ],
 )
 def test_the_schema_refuses_bad_values(
@@ -562,6 +587,23 @@ def test_the_schema_refuses_bad_values(
     assert result.returncode != 0, "helm accepted values the schema should refuse"
     assert "schema" in result.stderr
     assert mentioned in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        pytest.param({"xcom": {"backendUrl": "s3://bucket/xcom"}},
+                     "xcom.backendUrl is set but xcom.backend is kubernetes: set xcom.backend=fsspec",
+                     id="a URL with the Kubernetes backend would be ignored: refused"),
+        pytest.param({"xcom": {"backend": "fsspec"}}, "xcom.backend=fsspec needs xcom.backendUrl",
+                     id="the fsspec backend needs its URL"),
+    ],
+)
+def test_the_xcom_backend_and_its_url_go_together(
+    helm: Path, tmp_path: Path, values: dict[str, Any], message: str
+) -> None:
+    result = run_helm(helm, "template", RELEASE, str(CHART), values=values, tmp_path=tmp_path)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
 # ----------------------------------------------------------------------------------- lint, CRDs

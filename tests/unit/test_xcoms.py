@@ -106,7 +106,25 @@ def test_a_value_over_the_maximum_fails_with_its_size_and_the_limit(tmp_path: Pa
 
 def test_without_a_backend_a_large_value_fails_saying_how_to_configure_one() -> None:
     with pytest.raises(xcoms.XComError, match=r"2002 bytes; values over 1024 bytes need an XCom backend"):
-        XComStore().prepare(invocation(), "return_value", "x" * 2000)
+        XComStore(backend="none").prepare(invocation(), "return_value", "x" * 2000)
+
+
+def test_the_backend_is_kubernetes_unless_a_url_or_another_is_chosen() -> None:
+    assert XComStore().chosen_backend == "kubernetes"
+    assert XComStore(base_url="s3://bucket/x").chosen_backend == "fsspec"
+    assert XComStore(backend="none", base_url="s3://bucket/x").chosen_backend == "none"
+    with pytest.raises(xcoms.XComError, match="unknown XCom backend 'etcd': one of kubernetes, fsspec, none"):
+        XComStore(backend="etcd")
+    with pytest.raises(xcoms.XComError, match="the fsspec XCom backend needs a base URL"):
+        XComStore(backend="fsspec")
+
+
+def test_a_try_with_no_cluster_keeps_a_large_value_in_memory_for_the_process() -> None:
+    """`zonda dags test` runs every try in one process with no apiserver: the Kubernetes backend's
+    values stay in fsspec's memory filesystem there."""
+    reference = XComStore().prepare(invocation(namespace=None), "return_value", "m" * 3000)
+    assert xcoms.stored_url(reference).startswith("memory://zonda-xcom/default/etl-manual-1/extract/2/")
+    assert XComStore().load(reference) == "m" * 3000
 
 
 def test_a_missing_stored_value_fails_clearly(tmp_path: Path) -> None:
@@ -140,7 +158,8 @@ def measure(big, blob, path):
 """
 
 
-def run_runner(tmp_path: Path, wire: TaskInvocation, backend: str | None) -> dict[str, Any]:
+def run_runner(tmp_path: Path, wire: TaskInvocation, backend: str | None, **extra_env: str) -> dict[str, Any]:
+    """Run the runner on `wire`; `backend` is the fsspec URL, or `none`, or None (Kubernetes)."""
     (tmp_path / "xcom_helpers.py").write_text(HELPERS)
     result_path = tmp_path / "termination-log"
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZONDA_")}
@@ -149,8 +168,11 @@ def run_runner(tmp_path: Path, wire: TaskInvocation, backend: str | None) -> dic
         ZONDA_RESULT_PATH=str(result_path),
         ZONDA_TASK_INVOCATION=wire.model_dump_json(by_alias=True),
     )
-    if backend:
+    if backend == "none":
+        env["ZONDA_XCOM_BACKEND"] = backend
+    elif backend:
         env["ZONDA_XCOM_BACKEND_URL"] = backend
+    env.update(extra_env)
     process = subprocess.run(
         [sys.executable, "-m", "controller.runner"],
         cwd=REPO,
@@ -205,12 +227,30 @@ def test_a_large_value_without_a_backend_fails_the_task_with_its_size(tmp_path: 
     result = run_runner(
         tmp_path,
         invocation(args={"python_callable": "xcom_helpers:push_and_return", "op_kwargs": {"size": 5000}}),
-        None,
+        "none",
     )
     assert result["outcome"] == "failed"
-    assert (
-        "XCom 'return_value' is 5002 bytes; values over 1024 bytes need an XCom backend" in result["message"]
+    assert result["message"] == (
+        "PythonOperator: XCom 'return_value' is 5002 bytes; values over 1024 bytes need an XCom backend: "
+        "set xcom.backend in the chart ($ZONDA_XCOM_BACKEND), or return less"
     )
+
+
+def test_the_kubernetes_backend_without_credentials_fails_the_task_saying_so(tmp_path: Path) -> None:
+    result = run_runner(
+        tmp_path,
+        invocation(args={"python_callable": "xcom_helpers:push_and_return", "op_kwargs": {"size": 5000}}),
+        None,
+        HOME=str(tmp_path),
+        KUBECONFIG="",
+        KUBERNETES_SERVICE_HOST="",
+    )
+    assert result["outcome"] == "failed"
+    assert result["message"].startswith(
+        "cannot write to the XCom backend: OSError: XCom 'return_value' (5002 bytes) not written as "
+        "XComChunks: "
+        "no Kubernetes credentials"
+    ), result["message"]
 
 
 def finished_run(tmp_path: Path) -> DagRunStatus:

@@ -150,3 +150,15 @@ Include with (dict "root" $ "namespace" NS "suffix" "controller").
 {{- printf "%s-%s-%s" .root.Release.Namespace (include "zonda.fullname" .root) .suffix }}
 {{- end }}
 {{- end }}
+
+{{/* The XCom backend, checked against backendUrl (an fsspec URL goes with the fsspec backend only). */}}
+{{- define "zonda.xcomBackend" -}}
+{{- $backend := .Values.xcom.backend }}
+{{- if and (eq $backend "fsspec") (not .Values.xcom.backendUrl) }}
+{{- fail "xcom.backend=fsspec needs xcom.backendUrl (e.g. s3://bucket/zonda-xcom)" }}
+{{- end }}
+{{- if and .Values.xcom.backendUrl (ne $backend "fsspec") }}
+{{- fail (printf "xcom.backendUrl is set but xcom.backend is %s: set xcom.backend=fsspec to use the URL" $backend) }}
+{{- end }}
+{{- $backend }}
+{{- end }}
