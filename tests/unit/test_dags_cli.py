@@ -16,7 +16,7 @@ from controller.cli.main import main
 GOOD = """
     from zonda import DAG
     from zonda.operators.empty import EmptyOperator
-    with DAG("good_dag", schedule=None, sla_miss_callback=print) as dag:
+    with DAG("good_dag", schedule=None, orientation="TB") as dag:
         EmptyOperator(task_id="t")
 """
 
@@ -39,7 +39,7 @@ def test_render_writes_one_file_per_dag_and_exits_1_on_a_broken_file(tmp_path: P
     manifest = yaml.safe_load((out / "good-dag.yaml").read_text())
     assert manifest["metadata"]["annotations"]["zonda.dev/dag-id"] == "good_dag"
     assert "broken.py:2: ImportError: no such helper" in result.stderr
-    assert "rendered, with warnings" in result.stderr and "sla_miss_callback" in result.stderr
+    assert "rendered, with warnings" in result.stderr and "orientation" in result.stderr
 
 
 def test_render_to_stdout_exits_0_when_every_file_renders(tmp_path: Path) -> None:
