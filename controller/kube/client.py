@@ -292,6 +292,24 @@ class Kube:
             logs = await _call(self.core.read_namespaced_pod_log(name, namespace))
         return logs
 
+    async def follow_pod_log(self, namespace: str, name: str, *, container: str) -> AsyncIterator[str]:
+        """A container's log from its start, chunk by chunk as it is written, until the container
+        ends (the kubelet's `follow`); a container not started yet raises KubeError (400)."""
+        response: Any = await _call(  # an aiohttp response: the client's stub says str
+            self.core.read_namespaced_pod_log(
+                name, namespace, container=container, follow=True, _preload_content=False
+            )
+        )
+        try:
+            if not 200 <= response.status <= 299:  # unread, the client does not check it
+                raise (NotFound if response.status == 404 else KubeError)(
+                    response.status, (await response.read()).decode(errors="replace")
+                )
+            async for chunk in response.content.iter_any():
+                yield chunk.decode(errors="replace")
+        finally:
+            response.release()
+
     # -------------------------------------------------------------------------------------- leases
 
     async def get_lease(self, namespace: str, name: str) -> Body | None:

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from controller.cli import logs as task_logs
 from controller.kube import KubeError
-from controller.ui import graphs, tries, views
+from controller.ui import graphs, log_stream, tries, views
 from controller.ui.markup import render_markdown
 from controller.ui.server import KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token, require
 from zonda.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
@@ -222,13 +222,25 @@ async def run_page(request: web.Request) -> web.Response:
     except KubeError as exc:
         events_note = f"could not list Events: {exc.reason}"
     dag_name = run["spec"]["dagName"]
+    try:
+        await require(request, "list", "pods", namespace)
+        may_list_pods = True
+    except web.HTTPForbidden:
+        may_list_pods = False  # earlier tries of the local executor only; the current ones from status
+    on_record = await tries.run_attempts(
+        request.app[KUBE], run, request.app[SETTINGS].state_dir, pods=may_list_pods
+    )
+    earlier = {
+        task_id: views.earlier_try_spans((a.try_number, a.phase, a.started, a.finished) for a in found)
+        for task_id, found in on_record.items()
+    }
     return render(
         request,
         "run.html",
         run=run,
         status=run.get("status") or {},
         dag_name=dag_name,
-        bars=views.gantt(run, now=datetime.now(UTC)),
+        gantt_rows=views.gantt(run, now=datetime.now(UTC), earlier_tries=earlier),
         events=events,
         events_note=events_note,
         watch=f"{namespace}/{dag_name}",
@@ -306,3 +318,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/runs/{namespace}/{run}", run_page)
     app.router.add_get("/runs/{namespace}/{run}/tasks/{task}", task_page)
     app.router.add_get("/runs/{namespace}/{run}/tasks/{task}/log", task_log)
+    app.router.add_get("/runs/{namespace}/{run}/tasks/{task}/log/stream", log_stream.task_log_stream)

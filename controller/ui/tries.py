@@ -21,6 +21,7 @@ from zonda.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 
 @dataclass(frozen=True)
 class Attempt:
+    task_id: str
     try_number: int
     where: str  # "pod NAME" or "process in DIR"
     phase: str
@@ -30,14 +31,20 @@ class Attempt:
 
 
 def local_attempt_dirs(state_dir: Path | None, run_uid: str, task_id: str) -> list[tuple[int, Path]]:
+    return [
+        (number, directory) for t, number, directory in _local_attempts(state_dir, run_uid) if t == task_id
+    ]
+
+
+def _local_attempts(state_dir: Path | None, run_uid: str) -> list[tuple[str, int, Path]]:
+    """(task id, try number, directory) of every local attempt of a run, oldest first."""
     run_dir = state_dir / run_uid if state_dir else None
     if run_dir is None or not run_dir.is_dir():
         return []
     found = []
     for record in sorted(run_dir.glob("*/attempt.json"), key=lambda p: p.stat().st_mtime):
         attempt = json.loads(record.read_text())
-        if attempt.get("task_id") == task_id:
-            found.append((int(attempt.get("try_number") or 0), record.parent))
+        found.append((str(attempt.get("task_id")), int(attempt.get("try_number") or 0), record.parent))
     return found
 
 
@@ -45,14 +52,21 @@ def _read(path: Path) -> str | None:
     return path.read_text().strip() if path.exists() else None
 
 
-async def _task_pods(kube: Kube, run: Mapping[str, Any], task_id: str) -> list[dict[str, Any]]:
+async def _run_pods(kube: Kube, run: Mapping[str, Any]) -> list[dict[str, Any]]:
     meta = run["metadata"]
     try:
         pods = await kube.list_pods(meta["namespace"], f"{LABEL_DAGRUN_UID}={meta['uid']}")
     except KubeError:
         return []
-    mine = [p for p in pods if (p["metadata"].get("annotations") or {}).get(ANNOTATION_TASK_ID) == task_id]
-    return sorted(mine, key=lambda p: p["metadata"].get("creationTimestamp", ""))
+    return sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""))
+
+
+def _pod_task(pod: Mapping[str, Any]) -> str:
+    return str((pod["metadata"].get("annotations") or {}).get(ANNOTATION_TASK_ID, ""))
+
+
+async def task_pods(kube: Kube, run: Mapping[str, Any], task_id: str) -> list[dict[str, Any]]:
+    return [pod for pod in await _run_pods(kube, run) if _pod_task(pod) == task_id]
 
 
 async def attempts(
@@ -62,11 +76,19 @@ async def attempts(
 
     `pods=False` leaves the Kubernetes executor's pods out (for a viewer who may not list pods).
     """
+    return (await run_attempts(kube, run, state_dir, pods=pods)).get(task_id, [])
+
+
+async def run_attempts(
+    kube: Kube, run: Mapping[str, Any], state_dir: Path | None, *, pods: bool = True
+) -> dict[str, list[Attempt]]:
+    """Every attempt of every task instance of the run on record, by task id, by try number."""
     found: list[Attempt] = []
-    for number, directory in local_attempt_dirs(state_dir, run["metadata"]["uid"], task_id):
+    for task_id, number, directory in _local_attempts(state_dir, run["metadata"]["uid"]):
         code = _read(directory / "exit_code")
         found.append(
             Attempt(
+                task_id=task_id,
                 try_number=number,
                 where=f"process in {directory}",
                 phase="running" if code is None else ("succeeded" if code == "0" else "failed"),
@@ -75,7 +97,7 @@ async def attempts(
                 exit_reason="" if code is None else f"exit code {code}",
             )
         )
-    for pod in await _task_pods(kube, run, task_id) if pods else []:
+    for pod in await _run_pods(kube, run) if pods else []:
         status = pod.get("status") or {}
         terminated: dict[str, Any] = {}
         for container in status.get("containerStatuses") or []:
@@ -85,6 +107,7 @@ async def attempts(
             reason = f"{reason} (exit code {terminated['exitCode']})".strip()
         found.append(
             Attempt(
+                task_id=_pod_task(pod),
                 try_number=int(pod["metadata"].get("labels", {}).get(LABEL_TRY, "0")),
                 where=f"pod {pod['metadata']['name']}",
                 phase=str(status.get("phase") or "Pending"),
@@ -93,7 +116,10 @@ async def attempts(
                 exit_reason=reason or str(status.get("reason") or ""),
             )
         )
-    return sorted(found, key=lambda a: a.try_number)
+    by_task: dict[str, list[Attempt]] = {}
+    for attempt in sorted(found, key=lambda a: a.try_number):
+        by_task.setdefault(attempt.task_id, []).append(attempt)
+    return by_task
 
 
 async def try_log(

@@ -256,6 +256,17 @@ def grid(dag: Body, runs: Sequence[Body], *, last: int = 25) -> Grid:
 
 
 @dataclass(frozen=True)
+class TrySpan:
+    """One earlier try of a task instance, as its pod or process recorded it (the run's status keeps
+    only the current try's times)."""
+
+    try_number: int
+    state: str
+    start: datetime
+    end: datetime | None
+
+
+@dataclass(frozen=True)
 class GanttBar:
     task_id: str
     state: str
@@ -266,37 +277,66 @@ class GanttBar:
     width_pct: float
 
 
-def gantt(run: Body, *, now: datetime) -> list[GanttBar]:
-    """The run's timeline: one bar per task instance's current try, scaled to the run's span.
+@dataclass(frozen=True)
+class GanttRow:
+    task_id: str
+    bars: tuple[GanttBar, ...]  # every try on record, oldest first
 
-    A try still running ends at `now` (passed in: this module reads no clock).
+
+#: An attempt's phase (pod phase or local process) as the task-instance state its bar is coloured by.
+ATTEMPT_STATES = {"succeeded": "success", "failed": "failed", "running": "running", "pending": "queued"}
+
+
+def gantt(
+    run: Body, *, now: datetime, earlier_tries: Mapping[str, Sequence[TrySpan]] | None = None
+) -> list[GanttRow]:
+    """The run's timeline: a row per task instance with a bar per try, scaled to the run's span.
+
+    The current try's times come from the run's status; earlier tries (retries, a cleared task's
+    previous runs) from `earlier_tries`, those its pods or processes still record. A try still
+    running ends at `now` (passed in: this module reads no clock).
     """
     tis = (run.get("status") or {}).get("taskInstances") or {}
-    spans: list[tuple[str, Mapping[str, Any], datetime, datetime]] = []
+    spans: list[tuple[str, TrySpan]] = []
     for task_id, ti in tis.items():
+        current = int(ti.get("tryNumber") or 0)
+        spans += [(task_id, t) for t in (earlier_tries or {}).get(task_id, ()) if t.try_number < current]
         start = parse_time(ti.get("startDate"))
-        if start is None:
-            continue
-        end = parse_time(ti.get("endDate")) or now
-        spans.append((task_id, ti, start, max(end, start)))
+        if start is not None:
+            state = str(ti.get("state") or "none")
+            spans.append((task_id, TrySpan(current, state, start, parse_time(ti.get("endDate")))))
     if not spans:
         return []
-    first = min(s for _, _, s, _ in spans)
-    last = max(e for _, _, _, e in spans)
+    first = min(span.start for _, span in spans)
+    last = max(max(span.end or now, span.start) for _, span in spans)
     total = max((last - first).total_seconds(), 1e-6)
-    bars = [
-        GanttBar(
-            task_id=task_id,
-            state=str(ti.get("state") or "none"),
-            try_number=int(ti.get("tryNumber") or 0),
-            start=start.isoformat(),
-            end=ti.get("endDate"),
-            offset_pct=round(100 * (start - first).total_seconds() / total, 2),
-            width_pct=max(round(100 * (end - start).total_seconds() / total, 2), 0.5),
+    rows: dict[str, list[GanttBar]] = {}
+    for task_id, span in sorted(spans, key=lambda item: (item[1].start, item[1].try_number)):
+        end = max(span.end or now, span.start)
+        rows.setdefault(task_id, []).append(
+            GanttBar(
+                task_id=task_id,
+                state=span.state,
+                try_number=span.try_number,
+                start=span.start.isoformat(),
+                end=span.end.isoformat() if span.end else None,
+                offset_pct=round(100 * (span.start - first).total_seconds() / total, 2),
+                width_pct=max(round(100 * (end - span.start).total_seconds() / total, 2), 0.5),
+            )
         )
-        for task_id, ti, start, end in spans
-    ]
-    return sorted(bars, key=lambda bar: (bar.offset_pct, bar.task_id))
+    ordered = sorted(rows.items(), key=lambda row: (row[1][0].offset_pct, row[0]))
+    return [GanttRow(task_id=task_id, bars=tuple(bars)) for task_id, bars in ordered]
+
+
+def earlier_try_spans(attempts: Iterable[tuple[int, str, str | None, str | None]]) -> list[TrySpan]:
+    """Spans of a task's attempts (try number, phase, started, finished) with a start time."""
+    spans = []
+    for try_number, phase, started, finished in attempts:
+        start = parse_time(started)
+        if start is not None:
+            state = ATTEMPT_STATES.get(phase.lower(), "none")
+            spans.append(TrySpan(try_number, state, start, parse_time(finished)))
+    return spans
 
 
 # ---------------------------------------------------------------------------------- trigger form

@@ -24,6 +24,8 @@ from tests.cluster.zonda_processes import (
     controller,
     get,
     runs_of,
+    ti_states,
+    trigger,
     wait_for,
     wait_run_finished,
 )
@@ -212,8 +214,69 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
 
         page.goto(f"{url}/runs/{namespace}/{run_name}")
         expect(page.locator("h1 .badge")).to_have_text("success")
+        # The Gantt shows both tries of the cleared task in its row: the failed one, then the retry.
+        flaky_bars = page.locator("table.gantt tr[data-task='process.flaky'] .bar")
+        expect(flaky_bars).to_have_count(2)
+        assert [flaky_bars.nth(i).get_attribute("data-try") for i in range(2)] == ["1", "2"]
+        expect(flaky_bars.nth(0)).to_have_class("bar s-failed")
+        expect(flaky_bars.nth(1)).to_have_class("bar s-success")
         shot(page, "run")
         assert errors == []
+
+
+def test_a_running_tasks_log_is_streamed_not_polled(
+    browser: Browser, cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """The log grows on the page while the task runs, over one Server-Sent Events stream (no
+    repeated fetches of the whole log), and the stream says when the try is over."""
+    release = tmp_path / "release"
+    apply(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "DAG",
+            "metadata": {"name": "ui-stream"},
+            "spec": {
+                "schedule": None,
+                "tasks": [
+                    {
+                        "id": "slow",
+                        "operator": "BashOperator",
+                        "args": {
+                            # computed words: the log's copy of the command does not contain them
+                            "bash_command": f"echo waiting-$((20+22)); while [ ! -e {release} ]; "
+                            "do sleep 0.2; done; echo released-$((5*5))"
+                        },
+                    }
+                ],
+            },
+        },
+    )
+    with (
+        controller(cluster, namespace, tmp_path, executor="local"),
+        ui_process(cluster, namespace, tmp_path) as url,
+    ):
+        run_name = trigger(cluster, namespace, "ui-stream")
+        wait_for(
+            lambda: ti_states(get(cluster, namespace, "dagrun", run_name)).get("slow") == "running",
+            "the task to run",
+            timeout=90,
+        )
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
+        page.goto(f"{url}/runs/{namespace}/{run_name}/tasks/slow")
+        expect(page.locator("#log")).to_contain_text("waiting-42")
+        expect(page.locator("#log")).to_have_attribute("data-streaming", "open")
+        release.touch()
+        expect(page.locator("#log")).to_contain_text("released-25")
+        expect(page.locator("#log")).to_have_attribute("data-streaming", "ended")
+        expect(page.locator("h1 .badge")).to_have_text("success")  # the page refreshed live meanwhile
+        assert (page.locator("#log").text_content() or "").count("waiting-42") == 1  # sent once
+        log_requests = [u for u in requested if "/log" in u]
+        assert log_requests and all("/log/stream?try=1" in u for u in log_requests), log_requests
 
 
 def test_a_read_only_service_account_is_refused_when_it_triggers(

@@ -122,10 +122,37 @@ def test_the_gantt_scales_tries_to_the_runs_span_and_a_running_try_ends_now() ->
         start={"startDate": "2026-01-01T00:00:00Z", "endDate": "2026-01-01T00:00:10Z", "tryNumber": 1},
         **{"section.a": {"startDate": "2026-01-01T00:00:10Z", "tryNumber": 2}},
     )
-    bars = views.gantt(body, now=datetime(2026, 1, 1, 0, 0, 40, tzinfo=UTC))
-    assert [(b.task_id, b.offset_pct, b.width_pct) for b in bars] == [
+    rows = views.gantt(body, now=datetime(2026, 1, 1, 0, 0, 40, tzinfo=UTC))
+    assert [(b.task_id, b.offset_pct, b.width_pct) for row in rows for b in row.bars] == [
         ("start", 0.0, 25.0),
         ("section.a", 25.0, 75.0),
+    ]
+
+
+def test_the_gantt_shows_every_try_on_record_in_the_task_instances_row() -> None:
+    """Try 1 failed (its pod records it), try 2 is the status's current one; a pod of try 2 (say,
+    before a deferral) adds nothing: the status spans the whole current try."""
+    body = run(
+        "r1",
+        "2026-01-01T00:00:00Z",
+        "success",
+        {"flaky": "success", "after": "success"},
+        flaky={"startDate": "2026-01-01T00:00:20Z", "endDate": "2026-01-01T00:00:30Z", "tryNumber": 2},
+        after={"startDate": "2026-01-01T00:00:30Z", "endDate": "2026-01-01T00:00:40Z", "tryNumber": 1},
+    )
+    recorded = views.earlier_try_spans(
+        [
+            (1, "Failed", "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"),
+            (2, "Succeeded", "2026-01-01T00:00:20Z", "2026-01-01T00:00:25Z"),
+            (1, "Pending", None, None),  # never started: no bar
+        ]
+    )
+    rows = views.gantt(body, now=datetime(2026, 1, 1, 0, 1, tzinfo=UTC), earlier_tries={"flaky": recorded})
+    assert [
+        (row.task_id, [(b.try_number, b.state, b.offset_pct, b.width_pct) for b in row.bars]) for row in rows
+    ] == [
+        ("flaky", [(1, "failed", 0.0, 25.0), (2, "success", 50.0, 25.0)]),
+        ("after", [(1, "success", 75.0, 25.0)]),
     ]
 
 

@@ -129,18 +129,46 @@ async function renderGraph() {
 
 // ---------------------------------------------------------------------------------------- logs
 
-let logTimer = null;
-async function loadLog() {
-  clearTimeout(logTimer);
+// A try's log is streamed (Server-Sent Events from /log/stream): the server sends it as it is
+// written and an `end` event once the try is over. A live refresh of the page replaces #log; the
+// stream goes on and the new element gets the text so far.
+let logStream = null; // { url, source, text, ended, note }
+
+function showLog() {
   const pre = document.getElementById("log");
-  if (!pre) return;
-  const response = await fetch(pre.dataset.url, { credentials: "same-origin" });
-  const text = await response.text();
+  if (!pre || !logStream || pre.dataset.stream !== logStream.url) return;
   const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-  pre.textContent = response.ok ? text : `(${response.status}) ${text}`;
-  pre.dataset.loaded = "true";
+  pre.textContent = logStream.text || (logStream.ended ? logStream.note || "(empty log)" : "loading…");
+  pre.dataset.loaded = String(logStream.text.length > 0 || logStream.ended);
+  pre.dataset.streaming = logStream.ended ? "ended" : "open";
   if (atBottom) pre.scrollTop = pre.scrollHeight;
-  if (pre.dataset.running === "true") logTimer = setTimeout(loadLog, 2000);
+}
+
+function loadLog() {
+  const pre = document.getElementById("log");
+  if (!pre) { if (logStream) { logStream.source.close(); logStream = null; } return; }
+  if (logStream && logStream.url === pre.dataset.stream) { showLog(); return; }
+  if (logStream) logStream.source.close();
+  const source = new EventSource(pre.dataset.stream);
+  const stream = { url: pre.dataset.stream, source, text: "", ended: false, note: "" };
+  logStream = stream;
+  source.onopen = () => { stream.text = ""; }; // (re)connected: the server sends the log from its start
+  source.onmessage = (event) => { stream.text += event.data; showLog(); };
+  source.addEventListener("end", (event) => {
+    source.close();
+    stream.ended = true;
+    stream.note = event.data;
+    showLog();
+  });
+  source.onerror = () => {
+    if (stream.ended || source.readyState !== EventSource.CLOSED) return; // the browser reconnects
+    stream.ended = true; // refused (403/404): say why, from the plain log URL
+    fetch(pre.dataset.url, { credentials: "same-origin" }).then(async (response) => {
+      const text = await response.text();
+      if (response.ok) stream.text = text; else stream.note = `(${response.status}) ${text}`;
+      showLog();
+    });
+  };
 }
 
 // -------------------------------------------------------------------------------------- actions
