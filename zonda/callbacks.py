@@ -23,17 +23,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from zonda import mapping
 from zonda.dags import ResolvedDag
 from zonda.decisions import AttemptPhase, Observation, ObservedAttempt, RunEvent
 from zonda.invocations import CallbackRequest, TaskOutcome
 from zonda.models import (
-    FINISHED_TI_STATES,
     CallbackRecord,
     DagRunState,
     DagRunStatus,
     RunType,
     SlaMissRecord,
     TaskInstanceState,
+    TaskInstanceStatus,
 )
 from zonda.names import callback_name
 
@@ -55,12 +56,14 @@ _FINISHED_RUN_STATES = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 
 @dataclass(frozen=True)
 class CallbackLaunch:
-    """One callback try to launch: run `request` with the context of `task_id`'s try `try_number`."""
+    """One callback try to launch: run `request` with the context of `task_id`'s try `try_number`
+    (`map_index`: of that mapped instance)."""
 
     name: str
     task_id: str
     try_number: int
     request: CallbackRequest
+    map_index: int = -1
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,9 @@ class _Planner:
                 )
 
     def _launch(
-        self, kind: str, key: str, task_id: str, try_number: int, request: CallbackRequest, *, why: str
+        self, kind: str, key: str, ti_key: str, try_number: int, request: CallbackRequest, *, why: str
     ) -> None:
+        """Launch (and record) callback try `key` of `kind`, with the context of task instance `ti_key`."""
         name = callback_name(self.run_name, kind, key)
         if any(record.name == name for record in self.records):
             return  # launched before: a replayed pass
@@ -146,23 +150,24 @@ class _Planner:
             CallbackRecord(
                 name=name,
                 kind=kind,
-                task_id=task_id,
+                task_id=ti_key,
                 try_number=try_number,
                 reason=request.reason,
                 launched_at=self.now,
             )
         )
-        self.launches.append(CallbackLaunch(name, task_id, try_number, request))
+        task_id, map_index = mapping.split_key(ti_key)
+        self.launches.append(CallbackLaunch(name, task_id, try_number, request, map_index))
         self.events.append(RunEvent("CallbackLaunched", f"Launched {kind} as {name}: {why}"))
 
     def task_failures(self, observed: Observation) -> None:
         """Failures the task's process did not report itself: its failure (or retry) callback here."""
-        for task_id, ti in self.after.task_instances.items():
-            old = self.before.task_instances.get(task_id)
-            task = self.dag.tasks.get(task_id)
+        for key, ti in self.after.task_instances.items():
+            old = self.before.task_instances.get(key)
+            task = self.dag.tasks.get(mapping.split_key(key)[0])
             if task is None or old is None or ti.state not in _FAILED_STATES or old.state in _FAILED_STATES:
                 continue
-            attempt = observed.attempts.get(task_id)
+            attempt = observed.attempts.get(key)
             if (
                 attempt is not None
                 and attempt.name == old.pod_name
@@ -178,11 +183,11 @@ class _Planner:
             request = CallbackRequest(kind=kind, callables=list(callables), message=ti.reason)
             self._launch(
                 kind,
-                f"{task_id}/{ti.try_number}",
-                task_id,
+                f"{key}/{ti.try_number}",
+                key,
                 ti.try_number,
                 request,
-                why=f"task {task_id} try {ti.try_number} ended without reporting ({ti.reason})",
+                why=f"task {key} try {ti.try_number} ended without reporting ({ti.reason})",
             )
 
     def dag_callbacks(self) -> None:
@@ -214,14 +219,16 @@ class _Planner:
         upcoming: list[datetime] = []
         for task_id, task in self.dag.tasks.items():
             deadline = sla_deadline(self.after.data_interval_end, task.sla)
-            ti = self.after.task_instances.get(task_id)
-            if deadline is None or task_id in recorded or ti is None or ti.state is S.REMOVED:
+            instances = [ti for ti in self._instances(task_id).values() if ti.state is not S.REMOVED]
+            if deadline is None or task_id in recorded or not instances:
                 continue
-            if ti.state in _SLA_DONE_STATES and ti.end_date is not None and ti.end_date <= deadline:
-                continue
+            if all(
+                ti.state in _SLA_DONE_STATES and ti.end_date and ti.end_date <= deadline for ti in instances
+            ):
+                continue  # every instance (a mapped task's: each one) done in time
             if self.now >= deadline:
                 missed.append(SlaMissRecord(task_id=task_id, deadline=deadline, detected_at=self.now))
-            elif ti.state not in FINISHED_TI_STATES:
+            else:  # running, waiting, or failed already: a miss unless cleared and done in time
                 upcoming.append(deadline)
         if missed:
             self.misses.extend(missed)
@@ -231,11 +238,17 @@ class _Planner:
             self._sla_callback(missed)
         return min(upcoming, default=None)
 
+    def _instances(self, task_id: str) -> dict[str, TaskInstanceStatus]:
+        """A task's instances by status key: itself, or a mapped task's `task[i]`."""
+        return {
+            key: ti for key, ti in self.after.task_instances.items() if mapping.split_key(key)[0] == task_id
+        }
+
     def _sla_callback(self, missed: list[SlaMissRecord]) -> None:
         callables = self.dag.spec.sla_miss_callback
         if not callables:
             return
-        first = missed[0].task_id
+        first = next(iter(self._instances(missed[0].task_id)))
         request = CallbackRequest(
             kind=SLA_MISS,
             callables=list(callables),

@@ -550,3 +550,39 @@ def test_a_nested_callback_outside_the_dags_folder_is_refused() -> None:
         manifests.ManifestError, match=r"on_success_callback: .*<lambda>' is defined in a DAG file"
     ):
         manifests.dag_manifest(built)
+
+
+# ---------------------------------------------------------------------------------- mapped tasks
+
+
+def test_a_mapped_instance_gets_its_own_callback_and_the_sla_counts_every_instance() -> None:
+    dag = dag_of(
+        [
+            {
+                "id": "work",
+                "operator": "BashOperator",
+                "expand": {"kwargs": {"bash_command": ["true", "sleep 99"]}},
+                "onFailureCallback": [f"{HERE}:on_failure"],
+                "sla": "1h",
+            }
+        ],
+        slaMissCallback=[f"{HERE}:on_sla"],
+    )
+    run = Driver(dag)
+    run.step()
+    assert set(run.status.task_instances) == {"work[0]", "work[1]"}
+    done = run.attempt("work[0]", AttemptPhase.SUCCEEDED, TaskOutcome.SUCCESS)
+    ti = run.status.task_instances["work[1]"]
+    zombie = ObservedAttempt(
+        task_id="work[1]", try_number=1, name=ti.pod_name or "", phase=AttemptPhase.MISSING, message="gone"
+    )
+    due = run.step(done, zombie)
+    assert run.status.state is DagRunState.FAILED
+    assert due.wake_at == INTERVAL_END + timedelta(hours=1)  # a failed instance misses at the deadline
+    assert [(launch.request.kind, launch.task_id, launch.map_index) for launch in run.launched] == [
+        ("on_failure_callback", "work", 1)
+    ]
+    assert run.status.callbacks[0].task_id == "work[1]"
+    run.step(after=timedelta(hours=2))  # woken at the deadline: the mapped task missed its SLA, once
+    assert [miss.task_id for miss in run.status.sla_misses] == ["work"]
+    assert [launch.map_index for launch in run.launched if launch.request.kind == "sla_miss"] == [0]
