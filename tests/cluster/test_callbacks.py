@@ -45,7 +45,9 @@ DAG = {
                  onFailureCallback=[f"{TARGETS}:on_failure"]),
             # killed by the controller at its execution timeout: the failure callback is a callback try
             bash("hung", "sleep 60", executionTimeout="4s", onFailureCallback=[f"{TARGETS}:on_failure"]),
-            bash("slow", "sleep 8", sla="2s"),  # its deadline comes while it runs
+            # its deadline (the data interval end, when the run is created, + 15s) comes after the
+            # controller's restart and while it runs
+            bash("slow", "sleep 30", sla="15s"),
         ],
     },
 }  # fmt: skip
