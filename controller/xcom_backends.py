@@ -29,7 +29,8 @@ from controller import xcom_kubernetes
 from controller.kube_rest import KubeRest, KubeRestError
 from zonda import xcom_chunks, xcoms
 from zonda.invocations import TaskInvocation
-from zonda.templating import XComReader
+from zonda.models import GROUP, VERSION, DagRunStatus
+from zonda.templating import EarlierXComReader, XComReader
 
 BACKEND_ENV = "ZONDA_XCOM_BACKEND"
 BACKEND_URL_ENV = "ZONDA_XCOM_BACKEND_URL"
@@ -38,6 +39,7 @@ KUBERNETES, FSSPEC, NONE = "kubernetes", "fsspec", "none"
 BACKENDS = (KUBERNETES, FSSPEC, NONE)
 #: Where the Kubernetes backend keeps values of a try that has no cluster (`zonda dags test`).
 IN_PROCESS_URL = "memory://zonda-xcom"
+DAGRUNS = "dagruns"
 
 
 def task_environment(environ: Mapping[str, str]) -> tuple[dict[str, str], ...]:
@@ -152,3 +154,44 @@ class XComStore:
             return self.load(reader(task_id, key))
 
         return read
+
+    def earlier_reader(self, invocation: TaskInvocation) -> EarlierXComReader:
+        """`include_prior_dates`: the XComs of the DAG's other runs in the namespace, read back.
+
+        The runs are listed once, at the first such pull (the task identity may `list` DagRuns); a
+        try with no cluster (`zonda dags test`) has no other run to see.
+        """
+        runs: list[xcoms.EarlierRun] = []
+        listed: list[bool] = []
+
+        def read(ti_key: str, key: str) -> list[Any]:
+            if not invocation.namespace:
+                return []
+            if not listed:
+                runs.extend(self._runs_of(invocation.namespace, invocation.dag_name))
+                listed.append(True)
+            values = xcoms.earlier_xcoms(
+                runs, ti_key, key, at=invocation.logical_date, this_run=invocation.run_name
+            )
+            return [self.load(value) for value in values]
+
+        return read
+
+    def _runs_of(self, namespace: str, dag_name: str) -> list[xcoms.EarlierRun]:
+        try:
+            bodies = self.kube().list_custom(GROUP, VERSION, namespace, DAGRUNS)
+        except KubeRestError as error:
+            raise xcoms.XComError(f"include_prior_dates: cannot list the DAG's runs: {error}") from error
+        runs = []
+        for body in bodies:
+            if (body.get("spec") or {}).get("dagName") != dag_name:
+                continue
+            status = DagRunStatus.model_validate(body.get("status") or {})
+            if status.logical_date is not None:
+                meta = body["metadata"]
+                runs.append(
+                    xcoms.EarlierRun(
+                        meta["name"], status.logical_date, meta.get("creationTimestamp", ""), status
+                    )
+                )
+        return runs

@@ -66,6 +66,12 @@ class XComReader(Protocol):
     def __call__(self, task_id: str, key: str) -> Any: ...
 
 
+class EarlierXComReader(Protocol):
+    """Reads the XCom `key` of a task instance (`ti_key`) in the DAG's earlier runs, latest first."""
+
+    def __call__(self, ti_key: str, key: str) -> list[Any]: ...
+
+
 def read_invocation_xcoms(invocation: TaskInvocation) -> XComReader:
     """The XComs the controller hands the runner: finished tasks' return values and pushed keys."""
 
@@ -150,6 +156,8 @@ class ContextTaskInstance:
     map_index: int = -1
     #: What this try pushed with `xcom_push`, by key (the runner returns it with the result).
     pushed: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: The DAG's earlier runs (`include_prior_dates`); None where they cannot be read.
+    earlier_reader: EarlierXComReader | None = field(default=None, repr=False)
 
     @property
     def execution_date(self) -> DateTime:
@@ -169,15 +177,15 @@ class ContextTaskInstance:
         """Airflow's `TaskInstance.xcom_pull` within this DAG run.
 
         One task id gives its value (or `default`); a list gives the values found, in the order asked,
-        as Airflow's query does. Pulling without task ids, from another DAG or from earlier runs is
-        refused rather than answered wrongly: a try only knows its own run's XComs.
+        as Airflow's query does. Pulling without task ids or from another DAG is refused rather than
+        answered wrongly. `include_prior_dates` also reads the DAG's earlier runs (`_pull_prior`).
         """
         if dag_id not in (None, self.dag_id):
             raise ValueError(f"xcom_pull: Zonda pulls XComs from this DAG only, not from {dag_id!r}")
-        if include_prior_dates:
-            raise ValueError("xcom_pull: include_prior_dates is not supported, a try sees its own run only")
         if task_ids is None:
             raise ValueError("xcom_pull needs task_ids: name the task(s) whose XCom to read")
+        if include_prior_dates:
+            return self._pull_prior(task_ids, key, map_indexes, default)
         if map_indexes is not None and -1 not in (
             indexes := [map_indexes] if isinstance(map_indexes, int) else list(map_indexes)
         ):
@@ -193,6 +201,27 @@ class ContextTaskInstance:
             return default if value is None else value
         values = (self._read(task_id, key) for task_id in task_ids)
         return [value for value in values if value is not None]
+
+    def _pull_prior(
+        self, task_ids: str | Iterable[str], key: str, map_indexes: int | Iterable[int] | None, default: Any
+    ) -> Any:
+        """Airflow's `include_prior_dates=True`: the runs at or before this one's logical date, latest
+        first — this run's own value, else the latest earlier run's; a list of ids (or indexes) gives
+        every value found, task by task in the order asked, each latest first."""
+        if self.earlier_reader is None:
+            raise ValueError("xcom_pull: include_prior_dates needs the DAG's runs, which cannot be read here")
+        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+        if map_indexes is None or isinstance(map_indexes, int):
+            indexes = [-1 if map_indexes is None else map_indexes]
+        else:
+            indexes = list(map_indexes)
+        found: list[Any] = []
+        for ti_key in (mapping.ti_key(task_id, index) for task_id in ids for index in indexes):
+            current = self._read(ti_key, key)
+            found += ([] if current is None else [current]) + self.earlier_reader(ti_key, key)
+        if isinstance(task_ids, str) and not isinstance(map_indexes, Iterable):
+            return found[0] if found else default
+        return found
 
     def _read(self, task_id: str, key: str) -> Any:
         """This try's own pushes first (Airflow stores them at once), then finished tasks' XComs."""
@@ -273,6 +302,7 @@ def build_context(
     invocation: TaskInvocation,
     *,
     xcom_reader: XComReader | None = None,
+    earlier_reader: EarlierXComReader | None = None,
     task_params: Mapping[str, Any] | None = None,
     configuration: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
@@ -281,7 +311,8 @@ def build_context(
     `params` are the DAG's, then the task's (`task_params`), then the DagRun's `conf` on top, as
     Airflow with `dag_run_conf_overrides_params`. Dates are in UTC, as Airflow's are. Every value is
     built afresh (conf and params deep-copied) so a template or an operator changing them changes
-    nothing else. `xcom_reader` defaults to the XComs carried by the invocation.
+    nothing else. `xcom_reader` defaults to the XComs carried by the invocation; `earlier_reader` reads
+    the DAG's earlier runs for `include_prior_dates` (none: such a pull is refused).
     """
     reader = folding_mapped(xcom_reader or read_invocation_xcoms(invocation), invocation.mapped_counts)
     logical_date = _utc(invocation.logical_date)
@@ -310,6 +341,7 @@ def build_context(
         logical_date=logical_date,
         xcom_reader=reader,
         map_index=invocation.map_index,
+        earlier_reader=earlier_reader,
     )
     return {
         "conf": AirflowConfig(configuration or {}),

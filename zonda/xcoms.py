@@ -13,10 +13,12 @@ ISO 8601 text, a tuple as a list; anything else JSON cannot hold fails the task 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from zonda.models import FINISHED_TI_STATES, TaskInstanceStatus
+from zonda.models import FINISHED_TI_STATES, DagRunStatus, TaskInstanceStatus
 from zonda.triggers import to_json_safe
 
 #: The key of a task's return value among its XComs (Airflow's XCOM_RETURN_KEY).
@@ -106,3 +108,33 @@ def upstream_xcoms(
     returned = {tid: ti.xcom for tid, ti in finished.items() if ti.xcom is not None}
     keyed = {tid: dict(ti.xcoms) for tid, ti in finished.items() if ti.xcoms}
     return returned, keyed
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """A run of the same DAG as `include_prior_dates` sees it: when it is, and its status."""
+
+    name: str
+    logical_date: datetime
+    created: str  # the object's creationTimestamp (RFC 3339, sorts as text): breaks logical-date ties
+    status: DagRunStatus
+
+
+def xcom_of(status: DagRunStatus, ti_key: str, key: str) -> Any:
+    """The XCom `key` of a finished task instance (`ti_key`: task id, `[i]` if mapped) in a run's
+    status, as status holds it (maybe a stored reference); None when it has none."""
+    ti = status.task_instances.get(ti_key)
+    if ti is None or ti.state not in FINISHED_TI_STATES:
+        return None
+    return ti.xcom if key == RETURN_KEY else (ti.xcoms or {}).get(key)
+
+
+def earlier_xcoms(
+    runs: Iterable[EarlierRun], ti_key: str, key: str, *, at: datetime, this_run: str
+) -> list[Any]:
+    """Airflow's `include_prior_dates` beyond this run: the XCom in every other run whose logical date
+    is at or before `at`, latest first (Airflow orders by execution date, then by when it was written)."""
+    candidates = [run for run in runs if run.name != this_run and run.logical_date <= at]
+    candidates.sort(key=lambda run: (run.logical_date, run.created), reverse=True)
+    values = (xcom_of(run.status, ti_key, key) for run in candidates)
+    return [value for value in values if value is not None]

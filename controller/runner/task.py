@@ -100,10 +100,17 @@ def build_operator_context(
 ) -> Context:
     """Airflow's context for this try, with the task's own params; the operator gets its `dag` from it.
 
-    XCom pulls read values stored by the XCom backend (`store`) back from it.
+    XCom pulls read values stored by the XCom backend (`store`) back from it, and earlier runs' XComs
+    (`include_prior_dates`) from the cluster.
     """
-    reader = (store or XComStore()).loading(templating.read_invocation_xcoms(invocation))
-    context: Context = templating.build_context(invocation, task_params=operator.params, xcom_reader=reader)
+    store = store or XComStore()
+    reader = store.loading(templating.read_invocation_xcoms(invocation))
+    context: Context = templating.build_context(
+        invocation,
+        task_params=operator.params,
+        xcom_reader=reader,
+        earlier_reader=store.earlier_reader(invocation),
+    )
     context["task"] = operator
     operator.dag = context["dag"]
     return context

@@ -134,3 +134,28 @@ def test_the_kubernetes_backend_passes_100_kb_and_3_mb_values_and_deletes_them_w
     )
     gone = zonda(cluster, "xcom", "get", run, "large", "-n", namespace, check=False)
     assert gone.returncode == 1 and "not found" in gone.stderr
+
+
+def test_include_prior_dates_reads_the_latest_earlier_run_at_or_before_this_ones(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Each run's task lists the DAG's runs itself (its runner, through the cluster) and reads the value
+    of the latest one at or before its logical date, stored as XComChunks."""
+    zonda(cluster, "dags", "apply", str(DAG_FOLDER), "-n", namespace)
+    process = local_controller(cluster, namespace, tmp_path)
+    counted = {}
+    try:
+        for date in ("2024-01-02", "2024-01-03", "2024-01-01"):
+            out = zonda(
+                cluster, "trigger", "xcom-prior", "-n", namespace, "--logical-date", f"{date}T00:00:00+00:00"
+            )
+            run = out.stdout.split()[0].split("/", 1)[1]
+            body = wait_run_finished(cluster, namespace, run, timeout=120)
+            assert ti_states(body) == {"count": "success"}, body["status"]
+            value = json.loads(zonda(cluster, "xcom", "get", run, "count", "-n", namespace).stdout)
+            counted[date] = value["n"]
+    finally:
+        process.stop()
+        print(f"--- controller log\n{process.log()[-6000:]}")
+    # The third run is the earliest: no run is at or before it, so it starts over.
+    assert counted == {"2024-01-02": 1, "2024-01-03": 2, "2024-01-01": 1}

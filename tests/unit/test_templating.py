@@ -200,8 +200,8 @@ def test_xcom_pull_uses_the_given_reader() -> None:
         ),
         pytest.param(
             "{{ ti.xcom_pull('a', include_prior_dates=True) }}",
-            "include_prior_dates",
-            id="pulling from earlier runs is refused",
+            "include_prior_dates needs the DAG's runs",
+            id="pulling from earlier runs is refused where they cannot be read",
         ),
         pytest.param(
             "{{ ti.xcom_push('k', ti) }}",
