@@ -391,3 +391,42 @@ async def test_live_updates_reach_only_viewers_who_may_list_them(
     reader_saw, nobody_saw = await asyncio.gather(*streams)
     assert '"name": "ui-dag"' in reader_saw and "event: change" in reader_saw
     assert "event: change" not in nobody_saw and "ui-dag" not in nobody_saw
+
+
+async def test_a_stored_xcom_value_is_linked_from_the_task_page_and_read_from_its_chunks(
+    cluster: Cluster, namespace: str, ui: tuple[TestClient, dict[str, Viewer]]
+) -> None:
+    """A value the Kubernetes XCom backend stored (XComChunks written as a task runner writes them) is
+    shown by reference on the page and served, whole, to a viewer who may get XComChunks."""
+    from controller import xcom_kubernetes
+    from controller.kube_rest import KubeRest
+
+    client, viewers = ui
+    run = {"apiVersion": "zonda.dev/v1alpha1", "kind": "DagRun", "metadata": {"name": "with-xcom"},
+           "spec": {"dagName": "ui-dag", "runType": "manual"}}  # fmt: skip
+    apply(cluster, namespace, run)
+    uid = get(cluster, namespace, "dagrun", "with-xcom")["metadata"]["uid"]
+    value = {"rows": list(range(300_000))}  # ~2 MB: three chunks
+    data = json.dumps(value, separators=(",", ":")).encode()
+    url = xcom_kubernetes.write(
+        KubeRest.connect(str(cluster.kubeconfig)), data, namespace=namespace, run_name="with-xcom",
+        run_uid=uid, task_id="hello", map_index=-1, try_number=1, key="return_value",
+    )  # fmt: skip
+    reference = {"__zonda_xcom_stored__": {"url": url, "bytes": len(data)}}
+    status = {"state": "success", "taskInstances": {"hello": {"state": "success", "xcom": reference}}}
+    cluster.kubectl("patch", "dagrun", "with-xcom", "-n", namespace, "--subresource=status",
+                    "--type=merge", "-p", json.dumps({"status": status}))  # fmt: skip
+    await wait_in_store(client, namespace, "with-xcom", "success")
+    chunk_reader = Viewer(client, service_account_token(cluster, namespace, "chunk-reader", [
+        *READ_RULES, {"apiGroups": ["zonda.dev"], "resources": ["xcomchunks"], "verbs": ["get"]},
+    ]))  # fmt: skip
+
+    status_code, html = await chunk_reader.get(f"/runs/{namespace}/with-xcom/tasks/hello")
+    link = f"/runs/{namespace}/with-xcom/tasks/hello/xcom?key=return_value"
+    assert status_code == 200 and f'href="{link}"' in html and f"{len(data)} bytes" in html
+    status_code, text = await chunk_reader.get(link)
+    assert status_code == 200 and json.loads(text) == value
+    status_code, text = await viewers["reader"].get(link)
+    assert status_code == 403 and "You may not get xcomchunks" in text
+    status_code, text = await chunk_reader.get(link.replace("return_value", "nope"))
+    assert status_code == 404 and "has no XCom 'nope'" in text

@@ -26,6 +26,7 @@ helm = helm_fixture  # the session fixture, registered under this name for the t
 UI_READS = {
     ("zonda.dev", "dags"): "get list watch",
     ("zonda.dev", "dagruns"): "get list watch",
+    ("zonda.dev", "xcomchunks"): "get",
     ("", "pods"): "get list",
     ("", "events"): "get list",
     ("", "pods/log"): "get",

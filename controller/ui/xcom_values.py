@@ -1,0 +1,65 @@
+"""The value of a task instance's XCom, as JSON: what the task page links to for a stored value.
+
+Status keeps a value over 1 KiB as a reference (`zonda.xcoms`); the page shows the reference and its
+size, and links here, so a 3 MB value is fetched only when asked for. XComChunks are read with the
+UI's own account (it may `get` them, like DagRuns) once the viewer is allowed to `get` them too;
+a value in object storage is read with the UI's credentials for that storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from aiohttp import web
+
+from controller.kube import Kube
+from controller.ui.server import KUBE, STORE, require
+from controller.xcom_backends import XComStore
+from zonda import xcom_chunks, xcoms
+from zonda.models import FINISHED_TI_STATES, TaskInstanceStatus
+
+
+async def read_chunks(kube: Kube, url: str, size: int | None) -> Any:
+    """A stored value's XComChunks, joined and parsed (ChunkError when one is missing)."""
+    namespace, base, count = xcom_chunks.parse_url(url)
+    specs = []
+    for index in range(count):
+        name = xcom_chunks.chunk_name(base, index)
+        body = await kube.get_custom(xcom_chunks.PLURAL, namespace, name)
+        if body is None:
+            raise xcom_chunks.ChunkError(f"XComChunk {namespace}/{name} is gone")
+        specs.append(xcom_chunks.XComChunkSpec.model_validate(body.get("spec") or {}))
+    return xcoms.deserialize(xcom_chunks.join(url, specs, size))
+
+
+async def xcom_value(request: web.Request) -> web.Response:
+    namespace, name, task_id = (request.match_info[k] for k in ("namespace", "run", "task"))
+    key = request.query.get("key", xcoms.RETURN_KEY)
+    await require(request, "get", "dagruns", namespace)
+    run = request.app[STORE].runs.get((namespace, name))
+    if run is None:
+        raise web.HTTPNotFound(text=f"DagRun {name} not found in namespace {namespace}")
+    raw = ((run.get("status") or {}).get("taskInstances") or {}).get(task_id)
+    if raw is None:
+        raise web.HTTPNotFound(text=f"no task instance {task_id} in {name}")
+    ti = TaskInstanceStatus.model_validate(raw)
+    value = ti.xcom if key == xcoms.RETURN_KEY else (ti.xcoms or {}).get(key)
+    if ti.state not in FINISHED_TI_STATES or value is None:
+        raise web.HTTPNotFound(text=f"task instance {task_id} has no XCom {key!r}")
+    if xcoms.is_stored(value):
+        url = xcoms.stored_url(value)
+        try:
+            if xcom_chunks.is_chunk_url(url):
+                await require(request, "get", xcom_chunks.PLURAL, namespace)
+                value = await read_chunks(request.app[KUBE], url, xcoms.stored_size(value))
+            else:
+                value = await asyncio.to_thread(XComStore(backend="none").load, value)
+        except (xcoms.XComError, ValueError) as error:
+            raise web.HTTPNotFound(text=f"the stored XCom {key!r} cannot be read: {error}") from error
+    return web.Response(text=json.dumps(value, indent=2, ensure_ascii=False), content_type="application/json")
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/runs/{namespace}/{run}/tasks/{task}/xcom", xcom_value)
