@@ -3,7 +3,7 @@
 Real: the apiserver, the controller process (killed with SIGKILL mid-run and again after the run
 ended, and restarted), the local executor running the task runner and the callback tries as
 processes, the callbacks themselves (`tests/cluster/callback_targets.py`), which leave one evidence
-file per call.
+file per call; and the Kubernetes executor's callback pod (kwok runs it: no code, so no evidence).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from controller.devtools.devcluster import Cluster
 from tests.cluster.callback_targets import EVIDENCE_ENV
-from tests.cluster.zonda_processes import apply, controller, get, wait_for, wait_run_finished
+from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for, wait_run_finished
 
 TARGETS = "tests.cluster.callback_targets"
 
@@ -121,3 +121,64 @@ def test_callbacks_and_an_sla_miss_each_run_exactly_once_across_controller_resta
     events = get(cluster, namespace, "events.v1.events.k8s.io")["items"]
     sla_events = [e for e in events if e.get("reason") == "SlaMissed" and e["regarding"]["name"] == run_name]
     assert len(sla_events) == 1 and sla_events[0].get("deprecatedCount", 1) == 1, sla_events
+
+
+def test_a_timed_out_pods_failure_callback_is_one_pod_across_a_restart(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """The Kubernetes executor (kwok runs the pods): the callback try is a pod of its own, never
+    taken for a stray of the task, launched once and followed to its end across a restart."""
+    kwok = {"kwok.zonda.dev/hold": "true"}  # runs until its timeout; its callback pod until let go
+    apply(cluster, namespace, {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "timeout-callback"},
+        "spec": {"schedule": None, "tasks": [{
+            "id": "hung", "container": {"image": "busybox", "command": ["sleep", "60"]},
+            "podOverride": {"metadata": {"annotations": kwok}}, "executionTimeout": "2s",
+            "onFailureCallback": [f"{TARGETS}:on_failure"],
+        }]},
+    })  # fmt: skip
+    with controller(cluster, namespace, tmp_path) as process:
+        run = trigger(cluster, namespace, "timeout-callback")
+        wait_run_finished(cluster, namespace, run, timeout=120)
+        callback_pods = wait_for(
+            lambda: [p for p in get(cluster, namespace, "pods")["items"] if "-cb" in p["metadata"]["name"]],
+            "the callback pod",
+            timeout=60,
+        )
+        process.stop(signal.SIGKILL)  # while the callback pod runs
+        process.start()
+        time.sleep(5)  # the restarted controller's first passes: a callback pod taken for a stray would go
+        assert (
+            get(cluster, namespace, "pod", callback_pods[0]["metadata"]["name"])["status"]["phase"]
+            == "Running"
+        )
+        cluster.kubectl(
+            "annotate", "pod", "-n", namespace, callback_pods[0]["metadata"]["name"], "kwok.zonda.dev/hold-"
+        )
+        records = wait_for(
+            lambda: (
+                (r := get(cluster, namespace, "dagrun", run)["status"].get("callbacks"))
+                and r[0]["state"] != "launched"
+                and r
+            ),
+            "the callback try to end",
+            timeout=120,
+        )
+    pods = [p["metadata"]["name"] for p in get(cluster, namespace, "pods")["items"]]
+    assert pods == [callback_pods[0]["metadata"]["name"]], pods  # the timed-out pod was stopped and deleted
+    (record,) = records
+    assert (record["kind"], record["taskId"], record["tryNumber"], record["state"]) == (
+        "on_failure_callback",
+        "hung",
+        1,
+        "succeeded",
+    )
+    assert record["name"] == callback_pods[0]["metadata"]["name"]
+    invocation = next(
+        env["value"]
+        for env in callback_pods[0]["spec"]["containers"][0]["env"]
+        if env["name"] == "ZONDA_TASK_INVOCATION"
+    )
+    assert '"kind":"on_failure_callback"' in invocation.replace(" ", "")
