@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import names, operator_registry, templating, wire
+from zonda import mapping, names, operator_registry, templating, wire
 from zonda._decide_graphs import ancestors, descendants
 from zonda._decide_runs import TRY_RESET
 from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, resolve_dag
@@ -177,13 +177,20 @@ class _Edit:
             RunEvent(event, f"Task {task_id} ({ti.state.value} -> {state.value}): {reason}", warning=warning)
         )
 
+    def _instances(self, task_id: str) -> list[str]:
+        """The task's instance keys: its id, or a mapped task's ``task[i]`` (removed ones left alone)."""
+        return [
+            key for key, ti in self.tis.items()
+            if key == task_id or (mapping.split_key(key)[0] == task_id and ti.state is not S.REMOVED)
+        ]  # fmt: skip
+
     def clear(self, task_ids: list[str], *, only_failed: bool) -> _Edit:
-        for task_id in task_ids:
-            ti = self.tis.get(task_id)
-            if ti is None or (only_failed and ti.state not in _FAILED_STATES):
-                continue  # never created (nothing to clear), or not what an only-failed clear selects
+        for task_id in [key for chosen in task_ids for key in self._instances(chosen)]:
+            ti = self.tis[task_id]
+            if only_failed and ti.state not in _FAILED_STATES:
+                continue  # not what an only-failed clear selects
             self.cleared = True
-            retries = self.dag.tasks[task_id].retries
+            retries = self.dag.tasks[mapping.split_key(task_id)[0]].retries
             fields = {**TRY_RESET, "max_tries": ti.try_number + retries}
             if ti.state in FINISHED_TI_STATES or ti.state is S.NONE:
                 self._move(task_id, S.NONE, f"Cleared by {self.who}", "TaskCleared", warning=False, **fields)
@@ -200,7 +207,7 @@ class _Edit:
         return self
 
     def mark(self, task_ids: list[str], state: TaskInstanceState) -> _Edit:
-        for task_id in task_ids:
+        for task_id in [key for chosen in task_ids for key in self._instances(chosen) or [chosen]]:
             ti = self.tis.get(task_id)
             if ti is None:
                 ti = self.tis[task_id] = TaskInstanceStatus(max_tries=self.dag.tasks[task_id].retries)

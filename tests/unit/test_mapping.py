@@ -334,3 +334,23 @@ def test_a_second_pass_changes_nothing() -> None:
     before = run.status
     plan = run.step()
     assert plan.status == before and not plan.launches
+
+
+def test_zonda_clear_of_a_mapped_task_clears_every_instance_and_it_expands_again() -> None:
+    from zonda import actions
+
+    run = expanded([1, 2, 3])
+    finish(run, {0: "success", 1: "failed", 2: "success"})
+    result = actions.clear(run.dag, run.status, task_ids=["work"], now=run.now, who="test")
+    assert {key: ti.state for key, ti in result.status.task_instances.items() if key.startswith("work")} == {
+        "work[0]": S.NONE,
+        "work[1]": S.NONE,
+        "work[2]": S.NONE,
+    }
+    run.status = result.status
+    run.step()
+    assert [run.ti(f"work[{i}]").try_number for i in range(3)] == [2, 2, 2]
+    only_failed = actions.clear(
+        run.dag, run.status, task_ids=["work"], now=run.now, who="test", only_failed=True
+    )
+    assert not only_failed.changed  # nothing failed now: the instances are queued again
