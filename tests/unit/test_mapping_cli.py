@@ -59,3 +59,24 @@ def test_logs_of_a_mapped_instance_come_from_its_own_attempts(tmp_path: Path) ->
         (tmp_path / name / "log").write_text(text)
     assert logs.local_tries(tmp_path, "work[1]")[1].parts == ["one"]
     assert logs.local_tries(tmp_path, "work")[1].parts == ["unmapped"]
+
+
+def test_a_mapped_instance_pod_carries_its_map_index_label() -> None:
+    from controller.executors import pods
+    from tests.unit.test_pod_snapshot import DEFAULTS, OWNER, invocation, task
+    from zonda.names import attempt_name
+    from zonda.wire import LABEL_MAP_INDEX
+
+    mapped = task("work", "BashOperator", {})
+    name = attempt_name("etl-manual-20260102", "work[7]", 2)
+    pod = pods.build_task_pod(
+        invocation=invocation("work", "BashOperator", {}).model_copy(update={"map_index": 7}),
+        task=mapped, namespace="data", name=name, owner=OWNER, defaults=DEFAULTS,
+    )  # fmt: skip
+    assert pod["metadata"]["labels"][LABEL_MAP_INDEX] == "7"
+    assert pod["metadata"]["name"] == name and "-work-7-2-" in name
+    unmapped = pods.build_task_pod(
+        invocation=invocation("work", "BashOperator", {}), task=mapped, namespace="data", name=name,
+        owner=OWNER, defaults=DEFAULTS,
+    )  # fmt: skip
+    assert LABEL_MAP_INDEX not in unmapped["metadata"]["labels"]
