@@ -197,6 +197,10 @@ def _check_dag_settings(spec: DagSpec) -> list[str]:
         errors.extend(_check_duration("dagrunTimeout", spec.dagrun_timeout, positive=True))
     scheduled = spec.schedule is not None or spec.timetable is not None
     errors.extend(params.schema_errors(spec.params_schema, spec.params, scheduled=scheduled))
+    for task in spec.tasks:  # Airflow's task-level Params: the task's defaults over the DAG's
+        defaults = {**spec.params, **((task.args or {}).get("params") or {})}
+        found = params.schema_errors(task.params_schema, defaults, scheduled=scheduled)
+        errors.extend(f"task {task.id!r}: {error}" for error in found)
     return errors
 
 

@@ -218,6 +218,11 @@ class TaskSpec(TaskDefaults):
     on_failure_fail_dagrun: bool | None = Field(
         default=None, description="A teardown whose failure fails the run (Airflow's on_failure_fail_dagrun)."
     )
+    params_schema: JsonObject | None = Field(
+        default=None,
+        description="JSON schema of the task's own params (Airflow's task-level Param; values in "
+        "args.params): the run's params merged with the task's must satisfy it.",
+    )
     expand: ExpandSpec | None = Field(default=None, description="Dynamic task mapping (Airflow's .expand()).")
     max_active_tis_per_dagrun: int | None = Field(
         default=None, ge=1, description="This task's instances (mapped ones) running at once in one run."

@@ -58,6 +58,20 @@ def conf_errors(
     return _violations(schema, merged_params(defaults, conf), skip_required=False)
 
 
+def run_conf_errors(spec: Mapping[str, Any], conf: Mapping[str, Any]) -> list[str]:
+    """Why a run's conf does not fit a DAG (its spec as on the wire): the DAG's `paramsSchema` over
+    its params, then each task's `paramsSchema` over the DAG's params, the task's own (`args.params`)
+    and the conf on top, as Airflow merges a task's params over the DAG's and the conf over both."""
+    dag_params = spec.get("params") or {}
+    errors = conf_errors(spec.get("paramsSchema"), dag_params, conf)
+    for task in spec.get("tasks") or []:
+        schema = task.get("paramsSchema")
+        if schema:
+            defaults = {**dag_params, **((task.get("args") or {}).get("params") or {})}
+            errors += [f"task {task.get('id')!r}: {m}" for m in conf_errors(schema, defaults, conf)]
+    return errors
+
+
 def merged_params(defaults: Mapping[str, Any], conf: Mapping[str, Any]) -> dict[str, Any]:
     """The params a run sees: the conf's values over the DAG's defaults (`dag_run_conf_overrides_params`)."""
     return {**defaults, **conf}

@@ -281,7 +281,7 @@ def start_run(
         timetable = timetable_for(dag_spec)
     except (DagInvalid, ValueError, ImportError) as exc:
         return _not_started(status, "InvalidDag", f"DAG {spec.dag_name!r} is invalid: {exc}", now)
-    conf_errors = params.conf_errors(dag_spec.params_schema, dag_spec.params, spec.conf)
+    conf_errors = params.run_conf_errors(dag_spec.to_wire(), spec.conf)
     if conf_errors:
         return _failed_to_start(
             status, "InvalidConf", "conf does not match the DAG's params: " + "; ".join(conf_errors), now

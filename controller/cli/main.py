@@ -301,7 +301,7 @@ def trigger(
             if dag_object is None:
                 raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
             spec = dag_object.get("spec") or {}
-            errors = params.conf_errors(spec.get("paramsSchema"), spec.get("params") or {}, conf_obj)
+            errors = params.run_conf_errors(spec, conf_obj)
             if errors:
                 raise click.ClickException("conf does not match the DAG's params: " + "; ".join(errors))
             name = dagrun_name(dag, when, "manual")

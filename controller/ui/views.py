@@ -387,7 +387,8 @@ def params_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def conf_errors(spec: Mapping[str, Any], conf: Mapping[str, Any]) -> list[str]:
-    """Why `conf` merged over the DAG's params fails `spec.paramsSchema`, one sentence per problem."""
+    """Why `conf` merged over the DAG's params fails `spec.paramsSchema` (or a task's), one sentence
+    per problem."""
     from zonda import params
 
-    return params.conf_errors(spec.get("paramsSchema"), spec.get("params") or {}, conf)
+    return params.run_conf_errors(spec, conf)

@@ -17,12 +17,12 @@ import pendulum
 import pytest
 
 from controller.runner.task import run_task
-from zonda import DAG, Label, Param, TaskGroup, chain, cross_downstream, dag, task
+from zonda import DAG, Label, Param, TaskGroup, chain, cross_downstream, dag, params, task
 from zonda.authoring import manifests, rendering
 from zonda.authoring.dag_files import DAGS_FOLDER_ENV
 from zonda.authoring.params import ParamValidationError
 from zonda.authoring.task_groups import task_group
-from zonda.dags import parse_dag_spec, resolve_dag
+from zonda.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.invocations import TaskInvocation, TaskOutcome
 from zonda.models import RunType
 from zonda.operators.bash import BashOperator
@@ -558,6 +558,48 @@ def test_task_level_params_may_be_params_too() -> None:
     with DAG("task_params", schedule=None) as built:
         BashOperator(task_id="t", bash_command="echo {{ params.n }}", params={"n": Param(3, type="integer")})
     assert tasks_of(built)["t"]["args"]["params"] == {"n": 3}
+
+
+def test_task_level_param_schemas_are_kept_and_checked_with_the_dags() -> None:
+    """Airflow merges a task's params over the DAG's and the run's conf over both, and validates
+    every Param: a task Param's schema is the task's `paramsSchema`, checked for each run's conf."""
+    with DAG("task_schema", schedule=None, params={"n": 1}) as built:
+        BashOperator(
+            task_id="t",
+            bash_command="echo",
+            params={"size": Param(3, type="integer", maximum=10), "who": Param(type="string"), "x": 1},
+        )
+    task_spec = tasks_of(built)["t"]
+    assert task_spec["args"]["params"] == {"size": 3, "x": 1}  # `who` has no default: the run gives it
+    assert task_spec["paramsSchema"] == {
+        "type": "object",
+        "properties": {"size": {"type": "integer", "maximum": 10}, "who": {"type": "string"}},
+        "required": ["who"],
+    }
+    spec = spec_of(built)
+    assert params.run_conf_errors(spec, {"who": "ann"}) == []
+    assert params.run_conf_errors(spec, {"who": "ann", "size": 11}) == [
+        "task 't': param 'size': 11 is greater than the maximum of 10"
+    ]
+    assert params.run_conf_errors(spec, {}) == ["task 't': param 'who': no value given and it has no default"]
+
+
+def test_a_task_params_default_that_breaks_its_schema_is_a_render_error() -> None:
+    with DAG("bad_task_param", schedule=None) as built:
+        BashOperator(task_id="t", bash_command="echo", params={"n": Param(20, type="integer", maximum=10)})
+    with pytest.raises(manifests.ManifestError, match="task 't': param 'n'"):
+        spec_of(built)
+
+
+def test_a_hand_written_task_schema_is_checked_with_the_dag() -> None:
+    schema = {"type": "object", "properties": {"n": {"maximum": 10}, "who": {}}, "required": ["who"]}
+    task = {"id": "t", "operator": "EmptyOperator", "args": {"params": {"n": 20}}, "paramsSchema": schema}
+    spec = {"schedule": "@daily", "params": {"n": 1}, "tasks": [task]}
+    with pytest.raises(DagInvalid) as raised:
+        resolve_dag("hand", parse_dag_spec(spec))
+    message = str(raised.value)
+    assert "task 't': params defaults do not satisfy paramsSchema: param 'n': 20 is greater than" in message
+    assert "task 't': paramsSchema requires 'who' with no default" in message
 
 
 def test_wait_for_past_depends_before_skipping_reaches_the_resolved_task() -> None:

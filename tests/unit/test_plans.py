@@ -250,3 +250,16 @@ def test_a_conf_that_violates_the_params_schema_fails_the_run_naming_the_param_o
     assert [(c.status, c.reason, c.message) for c in ready] == [("False", "InvalidConf", message)]
     again = start(spec, plans.DagRef(dag_spec(**PARAMS), 1), first.status)
     assert not again.started and again.events == () and again.status == first.status
+
+
+def test_a_conf_that_violates_a_tasks_params_schema_fails_the_run_naming_the_task() -> None:
+    """Airflow validates a task's Params with the run's conf merged over them when the task runs;
+    Zonda checks them with the DAG's, before anything runs."""
+    schema = {"type": "object", "properties": {"size": {"type": "integer", "maximum": 10}}}
+    task = {"id": "t", "operator": "EmptyOperator", "args": {"params": {"size": 3}}, "paramsSchema": schema}
+    dag = plans.DagRef({"schedule": None, "tasks": [task]}, 1)
+    assert start(DagRunSpec(dag_name="d", conf={"size": 10}), dag).started
+    refused = start(DagRunSpec(dag_name="d", conf={"size": 11}), dag)
+    assert not refused.started and refused.status.message == (
+        "conf does not match the DAG's params: task 't': param 'size': 11 is greater than the maximum of 10"
+    )

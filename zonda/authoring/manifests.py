@@ -301,6 +301,10 @@ class _Compiler:
                 body[_camel(name)] = self.field(name, value, where)
             elif name == "executor_config":
                 body.update({_camel(k): v for k, v in self.executor_config(value, where).items()})
+            elif name == "params" and value:
+                args[name], schema = self.task_params(value, where)
+                if schema:
+                    body["paramsSchema"] = schema
             elif name not in SCHEDULER_ARGUMENTS:
                 args[name] = self.json(value, f"{where} argument {name!r}", task=task, argument=name)
         if args:
@@ -356,6 +360,21 @@ class _Compiler:
             {"dag_id": self.dag.dag_id, "task_id": task.task_id, "map": functions.index(function)}
         )
         return f"{DAG_FILE_SCHEME}{self.relative_file}?{query}"
+
+    def task_params(self, value: Any, where: str) -> tuple[Any, Any]:
+        """A task's `params`: the default values (a `Param` without one left out, as for the DAG's)
+        and the JSON schema of its `Param`s (None when it has none)."""
+        from zonda.authoring.params import ParamValidationError, params_schema, resolve_params
+
+        if not isinstance(value, Mapping):
+            return self.json(value, f"{where} argument 'params'"), None
+        try:
+            defaults = resolve_params(dict(value))
+        except ParamValidationError as error:
+            self.errors.append(f"{where}: {error}")
+            return None, None
+        schema = params_schema(dict(value))
+        return self.json(defaults, f"{where} params"), self.json(schema, f"{where} params")
 
     def group(self, group: TaskGroup) -> dict[str, Any]:
         body: dict[str, Any] = {"id": group.label, "prefixGroupId": group.prefix_group_id}
