@@ -21,6 +21,13 @@ alternately): a local try 1.97-2.91 s -> 0.19-0.23 s wall, 520-573 -> 51-59 ms C
 29.7-32.6 s -> 4.0-4.5 s; at load ~3 a local try is 24 ms and the fan-out 1.4 s. A pod's try 438-504
 -> 360-390 ms CPU (pydantic and Zonda's models are most of what is left).
 
+Pod mode compiles the repository's bytecode first, as pip does when the image installs the wheel
+(the development machine sets PYTHONDONTWRITEBYTECODE, which made every measured try compile Zonda
+from source). Then, with the runner's protocol in msgspec and lazy imports (main = b41d162 against
+this change, run alternately, load 10-13): a pod's try 302-315 -> 162-179 ms CPU, start -> execute()
+964-1253 -> 782-860 ms wall; at load 9, 144 ms CPU of which 50 ms is the interpreter alone (this
+machine's site-packages add an editable-install finder and a certifi hook an image does not have).
+
 It prints numbers and the machine's load; it asserts nothing (performance is measured here, not in tests).
 """
 
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import os
 import resource
 import statistics
@@ -100,6 +108,16 @@ def summary(label: str, values_s: list[float]) -> str:
     return f"  {label:28s} p50 {statistics.median(ms):7.1f} ms   p90 {p90:7.1f} ms   max {ms[-1]:7.1f} ms"
 
 
+def compile_bytecode() -> None:
+    """Write the repository's .pyc files, as pip does when the image installs the wheel.
+
+    Without them (`PYTHONDONTWRITEBYTECODE`, as on the development machine) every try would compile
+    Zonda from source, which a pod never does.
+    """
+    for package in ("zonda", "controller"):
+        compileall.compile_dir(REPO / package, quiet=1)
+
+
 def bench_pod(work: Path, tries: int, env: dict[str, str]) -> None:
     """`python -m controller.runner` per try, as a task pod's container runs it."""
     to_execute, to_result, to_exit, walls, cpus = [], [], [], [], []
@@ -109,7 +127,7 @@ def bench_pod(work: Path, tries: int, env: dict[str, str]) -> None:
         result_path = work / f"{task_id}.result"
         try_env = {
             **env,
-            INVOCATION_ENV: invocation(task_id).model_dump_json(by_alias=True),
+            INVOCATION_ENV: invocation(task_id).encode().decode(),
             RESULT_PATH_ENV: str(result_path),
             MARKS_ENV: str(marks_path),
         }
@@ -125,12 +143,18 @@ def bench_pod(work: Path, tries: int, env: dict[str, str]) -> None:
         to_result.append(result_path.stat().st_mtime - ended)
         to_exit.append(exited - ended)
         walls.append(exited - spawned)
+    bare = []
+    for _ in range(tries):
+        cpu_before = children_cpu()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        bare.append(children_cpu() - cpu_before)
     print(f"pod mode (python -m controller.runner, a fresh interpreter per try), {tries} tries:")
     print(summary("start -> execute()", to_execute))
     print(summary("execute() end -> result file", to_result))
     print(summary("execute() end -> exit", to_exit))
     print(summary("whole try (wall)", walls))
     print(summary("whole try (CPU, user+sys)", cpus))
+    print(summary("of it the interpreter alone", bare) + "  (python -c pass, site included)")
 
 
 class Notified:
@@ -216,6 +240,7 @@ def main() -> int:
         os.environ["PYTHONPATH"] = python_path
         env = {k: v for k, v in os.environ.items() if not k.startswith("ZONDA_")}
         if "pod" in modes:
+            compile_bytecode()
             bench_pod(work, options.tries, env)
         if "local" in modes:
             os.environ[MARKS_ENV] = str(work / "local-marks")

@@ -21,16 +21,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fsspec
-
-from controller import xcom_kubernetes
-from controller.kube_rest import KubeRest, KubeRestError
-from zonda import xcom_chunks, xcoms
+from zonda import xcoms
 from zonda.invocations import TaskInvocation
 from zonda.models import GROUP, VERSION, DagRunStatus
 from zonda.templating import EarlierXComReader, XComReader
+
+if TYPE_CHECKING:  # imported where a large value is written or read: a try with small XComs skips them
+    from controller.kube_rest import KubeRest
 
 BACKEND_ENV = "ZONDA_XCOM_BACKEND"
 BACKEND_URL_ENV = "ZONDA_XCOM_BACKEND_URL"
@@ -86,6 +85,8 @@ class XComStore:
     def kube(self) -> KubeRest:
         """The Kubernetes client, connected on first use (a try with small XComs never connects)."""
         if not self._kube:
+            from controller.kube_rest import KubeRest
+
             self._kube.append(KubeRest.connect(self.kubeconfig))
         return self._kube[0]
 
@@ -106,6 +107,9 @@ class XComStore:
             )
         map_index = invocation.map_index
         if backend == KUBERNETES and invocation.namespace:
+            from controller import xcom_kubernetes
+            from controller.kube_rest import KubeRestError
+
             try:
                 url = xcom_kubernetes.write(
                     self.kube(), data, namespace=invocation.namespace, run_name=invocation.run_name,
@@ -126,6 +130,8 @@ class XComStore:
             map_index,
         )
         url = f"{base_url.rstrip('/')}/{path}"
+        import fsspec  # only for a large value: a try that writes none does not pay for the import
+
         with fsspec.open(url, "wb", auto_mkdir=True) as stream:
             stream.write(data)
         return xcoms.stored_reference(url, len(data))
@@ -136,10 +142,16 @@ class XComStore:
             return value
         url = xcoms.stored_url(value)
         if url not in self._cache:
+            from controller import xcom_kubernetes
+            from controller.kube_rest import KubeRestError
+            from zonda import xcom_chunks
+
             try:
                 if xcom_chunks.is_chunk_url(url):
                     data = xcom_kubernetes.read(self.kube(), url, xcoms.stored_size(value))
                 else:
+                    import fsspec
+
                     with fsspec.open(url, "rb") as stream:
                         data = stream.read()
                 self._cache[url] = xcoms.deserialize(data)

@@ -352,7 +352,7 @@ class RunPass:
             if result.deferral is None:
                 self._fail(task_id, "The task deferred without saying which trigger to wait for")
             else:
-                self._defer(task_id, result.deferral, deferred_at=attempt.finished_at or self.now)
+                self._defer(task_id, result.deferral.to_status(), deferred_at=attempt.finished_at or self.now)
         elif outcome is TaskOutcome.RESCHEDULE:
             if result.reschedule_at is None:
                 self._fail(task_id, "The sensor asked to be rescheduled without saying when")

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from zonda import mapping
 from zonda.dags import ResolvedDag
 from zonda.decisions import AttemptPhase, Observation, ObservedAttempt, RunEvent
-from zonda.invocations import CallbackRequest, TaskOutcome
+from zonda.invocations import CallbackRequest, MissedSla, TaskOutcome
 from zonda.models import (
     CallbackRecord,
     DagRunState,
@@ -252,7 +252,7 @@ class _Planner:
         request = CallbackRequest(
             kind=SLA_MISS,
             callables=list(callables),
-            sla_misses=missed,
+            sla_misses=[MissedSla(task_id=m.task_id, deadline=m.deadline, detected_at=m.detected_at) for m in missed],
             task_states={task_id: ti.state.value for task_id, ti in self.after.task_instances.items()},
         )
         key = ",".join(sorted(miss.task_id for miss in missed))

@@ -4,17 +4,26 @@ The controller hands the runner a `TaskInvocation` (JSON in the `ZONDA_TASK_INVO
 variable); the runner answers with a `TaskResult` (JSON in the container's termination message, or a
 file for the local executor). Kubernetes caps a termination message at 4096 bytes, so results are
 capped at `RESULT_LIMIT_BYTES` and an oversized XCom fails the task with a clear message.
+
+These are msgspec structs, not pydantic models like the resources in `zonda.models`: every try of
+every task decodes one and encodes the other in a fresh process, where importing pydantic and
+building Zonda's models would cost more than a `true` task itself (docs/decisions.md). They keep the
+resources' conventions: camelCase on the wire, unknown fields refused, frozen. `decode_*` validate
+what they read and raise `ValueError` saying what is wrong and where.
 """
 
 from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import Field
+import msgspec
 
-from zonda.models import CrdModel, Deferral, ExpandSpec, JsonObject, RunType, SlaMissRecord
+from zonda.run_types import RunType
+
+if TYPE_CHECKING:
+    from zonda import models
 
 INVOCATION_ENV = "ZONDA_TASK_INVOCATION"
 RESULT_PATH_ENV = "ZONDA_RESULT_PATH"
@@ -23,67 +32,127 @@ RESULT_LIMIT_BYTES = 4096
 #: Airflow's BashOperator convention: this exit code means "skipped", for any container task too.
 SKIP_EXIT_CODE = 99
 
+#: Free-form JSON (operator args, conf, XCom values).
+JsonObject = dict[str, Any]
 
-class CallbackRequest(CrdModel):
+
+class WireStruct(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """camelCase on the wire, snake_case in Python, unknown fields refused (as `zonda.models.CrdModel`)."""
+
+    def encode(self) -> bytes:
+        """The compact JSON the other side decodes."""
+        return msgspec.json.encode(self)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The same JSON as Python values."""
+        wire: dict[str, Any] = msgspec.to_builtins(self)
+        return wire
+
+    @classmethod
+    def decode(cls, payload: bytes | str) -> Self:
+        """Parse and validate JSON; a `ValueError` says what is wrong and where (`$.field`)."""
+        try:
+            return msgspec.json.decode(payload, type=cls)
+        except msgspec.DecodeError as error:  # ValidationError is a DecodeError too
+            raise ValueError(f"invalid {cls.__name__}: {error}") from error
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Self:
+        """Validate already-parsed JSON (a dict with camelCase keys)."""
+        try:
+            return msgspec.convert(value, type=cls)
+        except msgspec.ValidationError as error:
+            raise ValueError(f"invalid {cls.__name__}: {error}") from error
+
+    def replace(self, **changes: Any) -> Self:
+        return msgspec.structs.replace(self, **changes)
+
+
+class MissedSla(WireStruct, frozen=True, kw_only=True):
+    """A missed SLA as a callback try gets it: the wire form of `zonda.models.SlaMissRecord`."""
+
+    task_id: str
+    deadline: datetime
+    detected_at: datetime
+
+
+class MappedExpansion(WireStruct, frozen=True, kw_only=True):
+    """How a mapped instance picks its arguments: the wire form of the task's `zonda.models.ExpandSpec`
+    (the same fields; `zonda.mapping` reads either)."""
+
+    kwargs: JsonObject | None = None
+    kwargs_list: Any = None
+    into: str | None = None
+
+    @classmethod
+    def of(cls, spec: models.ExpandSpec) -> MappedExpansion:
+        return cls(kwargs=spec.kwargs, kwargs_list=spec.kwargs_list, into=spec.into)
+
+
+class CallbackRequest(WireStruct, frozen=True, kw_only=True):
     """A callback try the controller launched: the runner calls `callables` instead of the task.
 
     For failures the task's own process could not report (zombie, timeout, pod lost), for DAG
     callbacks and for SLA misses (`zonda.callbacks`).
     """
 
-    kind: str = Field(
-        description="on_failure_callback, on_retry_callback, dag_success, dag_failure, sla_miss."
-    )
-    callables: list[str] = Field(description="Import paths (pkg.mod:function) or dagfile: references.")
-    reason: str | None = Field(default=None, description="A DAG callback's context['reason'].")
-    message: str | None = Field(default=None, description="Why the try failed: context['exception'].")
-    task_states: dict[str, str] = Field(default_factory=dict, description="Every task instance's state.")
-    sla_misses: list[SlaMissRecord] = Field(default_factory=list)
+    #: on_failure_callback, on_retry_callback, dag_success, dag_failure, sla_miss.
+    kind: str
+    #: Import paths (pkg.mod:function) or dagfile: references.
+    callables: list[str]
+    #: A DAG callback's context['reason'].
+    reason: str | None = None
+    #: Why the try failed: context['exception'].
+    message: str | None = None
+    #: Every task instance's state.
+    task_states: dict[str, str] = msgspec.field(default_factory=dict)
+    sla_misses: list[MissedSla] = msgspec.field(default_factory=list)
 
 
-class TaskInvocation(CrdModel):
+class TaskInvocation(WireStruct, frozen=True, kw_only=True):
     """Everything the runner needs to execute one try of one task instance, with Airflow's context."""
 
     dag_name: str
     run_name: str
-    run_uid: str | None = Field(default=None, description="The DagRun's uid: the owner of stored XComs.")
+    #: The DagRun's uid: the owner of stored XComs.
+    run_uid: str | None = None
     namespace: str | None = None
     run_type: RunType
     task_id: str
-    map_index: int = Field(default=-1, description="A mapped task's instance (Airflow's ti.map_index).")
-    expand: ExpandSpec | None = Field(default=None, description="How a mapped instance picks its arguments.")
-    mapped_counts: dict[str, int] = Field(
-        default_factory=dict, description="Mapped upstreams' instance counts: `xcoms` holds `task[i]` keys."
-    )
+    #: A mapped task's instance (Airflow's ti.map_index).
+    map_index: int = -1
+    #: How a mapped instance picks its arguments.
+    expand: MappedExpansion | None = None
+    #: Mapped upstreams' instance counts: `xcoms` holds `task[i]` keys.
+    mapped_counts: dict[str, int] = msgspec.field(default_factory=dict)
     try_number: int
     max_tries: int = 0
     operator: str | None = None
-    args: JsonObject = Field(default_factory=dict)
+    args: JsonObject = msgspec.field(default_factory=dict)
     logical_date: datetime
     data_interval_start: datetime
     data_interval_end: datetime
     timezone: str = "UTC"
-    conf: JsonObject = Field(default_factory=dict)
-    params: JsonObject = Field(default_factory=dict)
-    user_defined_macros: dict[str, str] = Field(default_factory=dict, description="Name -> import path.")
-    user_defined_filters: dict[str, str] = Field(default_factory=dict, description="Name -> import path.")
+    conf: JsonObject = msgspec.field(default_factory=dict)
+    params: JsonObject = msgspec.field(default_factory=dict)
+    #: Name -> import path.
+    user_defined_macros: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Name -> import path.
+    user_defined_filters: dict[str, str] = msgspec.field(default_factory=dict)
     render_template_as_native_obj: bool = False
-    xcoms: dict[str, Any] = Field(default_factory=dict, description="Return values of finished tasks.")
-    keyed_xcoms: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Other XComs of finished tasks (xcom_push), by task id and key."
-    )
+    #: Return values of finished tasks.
+    xcoms: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Other XComs of finished tasks (xcom_push), by task id and key.
+    keyed_xcoms: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     prev_data_interval_start_success: datetime | None = None
     prev_data_interval_end_success: datetime | None = None
     first_try_start: datetime | None = None  # a rescheduled sensor's first poke (for its timeout)
     next_method: str | None = None  # set when resuming after a deferral
     next_kwargs: JsonObject | None = None  # includes `event` when resuming after a deferral
-    callbacks: dict[str, list[str]] = Field(
-        default_factory=dict,
-        description="The task's callbacks by kind (on_success_callback...), run by the runner.",
-    )
-    callback: CallbackRequest | None = Field(
-        default=None, description="Set for a callback try: run these callbacks, not the task."
-    )
+    #: The task's callbacks by kind (on_success_callback...), run by the runner.
+    callbacks: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    #: Set for a callback try: run these callbacks, not the task.
+    callback: CallbackRequest | None = None
 
 
 class TaskOutcome(enum.StrEnum):
@@ -95,32 +164,47 @@ class TaskOutcome(enum.StrEnum):
     RESCHEDULE = "reschedule"  # a sensor in reschedule mode: poke again at `reschedule_at`
 
 
-class TaskResult(CrdModel):
+class DeferralRequest(WireStruct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a deferring try asks for: the wire form of the task instance's `zonda.models.Deferral`.
+
+    The same fields as that model (a unit test keeps them equal), which the runner cannot import
+    cheaply; `to_status` turns it into the model the DagRun's status keeps.
+    """
+
+    trigger_classpath: str
+    trigger_kwargs: JsonObject = msgspec.field(default_factory=dict)
+    method_name: str = "execute_complete"
+    kwargs: JsonObject = msgspec.field(default_factory=dict)
+    timeout_seconds: float | None = None
+
+    def to_status(self) -> models.Deferral:
+        from zonda.models import Deferral  # the controller's side: pydantic is loaded there anyway
+
+        return Deferral.model_validate(self.to_wire())
+
+
+class TaskResult(WireStruct, frozen=True, kw_only=True, omit_defaults=True):
+    """How a try ended; fields left at their defaults are left out of the JSON (the 4096-byte cap)."""
+
     outcome: TaskOutcome
     xcom: Any = None
-    xcoms: dict[str, Any] = Field(
-        default_factory=dict, description="Values pushed with xcom_push (and multiple_outputs keys), by key."
-    )
-    xcom_lengths: dict[str, int] = Field(
-        default_factory=dict, description="Lengths of the list and dict XComs (what mapped tasks count)."
-    )
-    follow_task_ids: list[str] | None = Field(
-        default=None, description="Branch decision: direct downstream ids to follow; the rest are skipped."
-    )
-    skip_all_downstream: bool = Field(
-        default=False, description="ShortCircuit ignoring trigger rules: skip every downstream task."
-    )
-    deferral: Deferral | None = None
+    #: Values pushed with xcom_push (and multiple_outputs keys), by key.
+    xcoms: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Lengths of the list and dict XComs (what mapped tasks count).
+    xcom_lengths: dict[str, int] = msgspec.field(default_factory=dict)
+    #: Branch decision: direct downstream ids to follow; the rest are skipped.
+    follow_task_ids: list[str] | None = None
+    #: ShortCircuit ignoring trigger rules: skip every downstream task.
+    skip_all_downstream: bool = False
+    deferral: DeferralRequest | None = None
     reschedule_at: datetime | None = None
     message: str | None = None
-    started_at: datetime | None = Field(
-        default=None, description="When the runner began the try (sub-second; a pod's status has seconds)."
-    )
-    ended_at: datetime | None = Field(default=None, description="When the runner finished the try.")
-    terminated: bool = Field(
-        default=False,
-        description="Stopped by SIGTERM (a kill, a deleted pod): no callback ran; the controller runs it.",
-    )
+    #: When the runner began the try (sub-second; a pod's status has seconds).
+    started_at: datetime | None = None
+    #: When the runner finished the try.
+    ended_at: datetime | None = None
+    #: Stopped by SIGTERM (a kill, a deleted pod): no callback ran; the controller runs it.
+    terminated: bool = False
 
     def attempt_times(
         self, started: datetime | None, finished: datetime | None

@@ -26,10 +26,13 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zonda import xcom_refs
-from zonda.models import ExpandSpec
+
+if TYPE_CHECKING:  # the task runner picks a mapped instance's arguments without the resource models
+    from zonda.invocations import MappedExpansion
+    from zonda.models import ExpandSpec
 
 #: Airflow's `[core] max_map_length`: more instances than this fail the mapped task.
 DEFAULT_MAX_MAP_LENGTH = 1024
@@ -222,7 +225,10 @@ class _Resolver:
 
 
 def expanded_arguments(
-    expand: ExpandSpec, map_index: int, pull: XComPull, load: Callable[[str], Callable[[Any], Any]]
+    expand: ExpandSpec | MappedExpansion,
+    map_index: int,
+    pull: XComPull,
+    load: Callable[[str], Callable[[Any], Any]],
 ) -> dict[str, Any]:
     """The arguments instance `map_index` of a mapped task receives (run by the task runner)."""
     resolver = _Resolver(pull, load)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from zonda.durations import DURATION_PATTERN
+from zonda.run_types import RunType as RunType  # re-exported: the run type belongs to the DagRun model
 
 GROUP = "zonda.dev"
 VERSION = "v1alpha1"
@@ -110,12 +111,6 @@ class DagRunState(enum.StrEnum):
     RUNNING = "running"
     SUCCESS = "success"
     FAILED = "failed"
-
-
-class RunType(enum.StrEnum):
-    MANUAL = "manual"
-    SCHEDULED = "scheduled"
-    BACKFILL = "backfill"
 
 
 # --------------------------------------------------------------------------------------------- DAG

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib.metadata
 import re
 
 #: Airflow-style operator name -> import path of Zonda's implementation.
@@ -68,6 +67,8 @@ def provider_operators() -> dict[str, str]:
 
     Read from package metadata, nothing is imported. A provider cannot shadow a built-in name.
     """
+    import importlib.metadata  # only for names that are not built in: a `BashOperator` try skips it
+
     return {
         entry.name: entry.value.replace(":", ".")
         for entry in importlib.metadata.entry_points(group=PROVIDER_GROUP)

@@ -32,7 +32,7 @@ from zonda.decisions import (
     ObservedTrigger,
     RunEvent,
 )
-from zonda.invocations import TaskInvocation
+from zonda.invocations import MappedExpansion, TaskInvocation
 from zonda.models import (
     DagRunSpec,
     DagRunState,
@@ -453,7 +453,7 @@ def task_invocation(
         run_type=spec.run_type,
         task_id=task.task_id,
         map_index=map_index,
-        expand=task.expand if map_index >= 0 else None,
+        expand=MappedExpansion.of(task.expand) if map_index >= 0 and task.expand is not None else None,
         mapped_counts=mapping.instance_counts(status.task_instances),
         try_number=try_number,
         max_tries=ti.max_tries or 0,

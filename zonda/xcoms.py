@@ -16,10 +16,12 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zonda.models import FINISHED_TI_STATES, DagRunStatus, TaskInstanceStatus
-from zonda.triggers import to_json_safe
+from zonda.json_values import to_json_safe
+
+if TYPE_CHECKING:  # the task runner serializes XComs without importing the resource models
+    from zonda.models import DagRunStatus, TaskInstanceStatus
 
 #: The key of a task's return value among its XComs (Airflow's XCOM_RETURN_KEY).
 RETURN_KEY = "return_value"
@@ -104,6 +106,8 @@ def upstream_xcoms(
 
     A task still running has pushed nothing yet: only finished tasks count.
     """
+    from zonda.models import FINISHED_TI_STATES
+
     finished = {tid: ti for tid, ti in task_instances.items() if ti.state in FINISHED_TI_STATES}
     returned = {tid: ti.xcom for tid, ti in finished.items() if ti.xcom is not None}
     keyed = {tid: dict(ti.xcoms) for tid, ti in finished.items() if ti.xcoms}
@@ -123,6 +127,8 @@ class EarlierRun:
 def xcom_of(status: DagRunStatus, ti_key: str, key: str) -> Any:
     """The XCom `key` of a finished task instance (`ti_key`: task id, `[i]` if mapped) in a run's
     status, as status holds it (maybe a stored reference); None when it has none."""
+    from zonda.models import FINISHED_TI_STATES
+
     ti = status.task_instances.get(ti_key)
     if ti is None or ti.state not in FINISHED_TI_STATES:
         return None

@@ -233,7 +233,7 @@ class LocalExecutor:
         if self.environment_for is not None:  # before invocation.json: adopt() starts what has one
             extra = await self.environment_for(meta["namespace"], task)
             _write_private(attempt / ENVIRONMENT_FILE, json.dumps(extra))
-        (attempt / "invocation.json").write_text(invocation.model_dump_json(by_alias=True))
+        (attempt / "invocation.json").write_bytes(invocation.encode())
         self._start(attempt)
 
     @staticmethod

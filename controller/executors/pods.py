@@ -8,12 +8,9 @@ submission lives in `controller.executors.kubernetes`. `observe_pod` turns a pod
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import ValidationError
 
 from zonda import merging
 from zonda.dags import ResolvedTask
@@ -112,7 +109,7 @@ def build_task_pod(
             base, {k: v for k, v in task.container.items() if k not in ("command", "args")}
         )
         env = [e for e in base.get("env", []) if e.get("name") != INVOCATION_ENV]
-        env.append({"name": INVOCATION_ENV, "value": invocation.model_dump_json(by_alias=True)})
+        env.append({"name": INVOCATION_ENV, "value": invocation.encode().decode()})
         base["env"] = env
     if defaults.env:
         names = {e.get("name") for e in base.get("env", [])}
@@ -171,9 +168,9 @@ def parse_result(message: str | None) -> tuple[TaskResult | None, str | None]:
     if not message or not message.strip():
         return None, None
     try:
-        return TaskResult.model_validate(json.loads(message)), None
-    except (ValueError, ValidationError) as exc:
-        return None, f"unreadable task result ({type(exc).__name__}): {message[:200]}"
+        return TaskResult.decode(message), None
+    except ValueError as exc:
+        return None, f"unreadable task result ({exc}): {message[:200]}"
 
 
 def observe_pod(pod: Mapping[str, Any], *, task_id: str, try_number: int) -> ObservedAttempt:

@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from controller.runner import callbacks
 from controller.xcom_backends import XComStore
-from zonda import mapping, operator_registry, templating, triggers, xcoms
+from zonda import json_values, mapping, operator_registry, templating, xcoms
 from zonda.authoring import compat
 from zonda.context import Context
 from zonda.exceptions import (
@@ -50,14 +50,13 @@ from zonda.invocations import (
     INVOCATION_ENV,
     RESULT_LIMIT_BYTES,
     RESULT_PATH_ENV,
+    DeferralRequest,
     TaskInvocation,
     TaskOutcome,
     TaskResult,
 )
-from zonda.models import Deferral
 from zonda.operators.base import BaseOperator, SkipMixin
 from zonda.operators.python import resolve_python_callable
-from zonda.sensors.base import BaseSensorOperator
 
 #: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.
 MESSAGE_LIMIT_CHARS = 1024
@@ -90,7 +89,8 @@ def build_operator(invocation: TaskInvocation) -> BaseOperator:
         raise OperatorNotCreated(
             f"cannot create {operator_class.__name__} for task {invocation.task_id!r}: {_describe(error)}"
         ) from error
-    if isinstance(operator, BaseSensorOperator):
+    sensors = sys.modules.get("zonda.sensors.base")  # imported by any sensor's class; others skip it
+    if sensors is not None and isinstance(operator, sensors.BaseSensorOperator):
         operator.first_try_start = invocation.first_try_start
     return operator
 
@@ -189,7 +189,7 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
             callbacks.run_execute_callbacks(invocation, context)
             if invocation.next_method:
                 # The event crossed the API as JSON: give the method back its datetimes.
-                next_kwargs = triggers.from_json_safe(dict(invocation.next_kwargs or {}))
+                next_kwargs = json_values.from_json_safe(dict(invocation.next_kwargs or {}))
                 value = operator.resume_execution(invocation.next_method, next_kwargs, context)
             else:
                 value = operator.execute(context)
@@ -246,13 +246,15 @@ def _success_result(
 
 
 def _deferred_result(deferred: TaskDeferred) -> TaskResult:
+    from zonda import triggers  # a deferring task has imported them to build its trigger
+
     try:
         trigger_classpath, trigger_kwargs = triggers.serialize_trigger(deferred.trigger)
-        deferral = Deferral(
+        deferral = DeferralRequest(
             trigger_classpath=trigger_classpath,
             trigger_kwargs=trigger_kwargs,
             method_name=deferred.method_name,
-            kwargs=triggers.to_json_safe(deferred.kwargs or {}, path="kwargs"),
+            kwargs=json_values.to_json_safe(deferred.kwargs or {}, path="kwargs"),
             timeout_seconds=deferred.timeout.total_seconds() if deferred.timeout is not None else None,
         )
     except Exception as error:
@@ -267,7 +269,7 @@ def _deferred_result(deferred: TaskDeferred) -> TaskResult:
 
 def encode_result(result: TaskResult) -> bytes:
     """The result as the compact JSON the controller parses."""
-    return json.dumps(result.to_wire(), separators=(",", ":"), ensure_ascii=False).encode()
+    return result.encode()
 
 
 def fit_result(result: TaskResult) -> TaskResult:
@@ -298,11 +300,11 @@ def exit_code(outcome: TaskOutcome) -> int:
 
 def load_invocation(invocation_file: Path | None) -> TaskInvocation:
     if invocation_file is not None:
-        return TaskInvocation.model_validate_json(invocation_file.read_bytes())
+        return TaskInvocation.decode(invocation_file.read_bytes())
     text = os.environ.get(INVOCATION_ENV)
     if not text:
         raise ValueError(f"no invocation: set ${INVOCATION_ENV} or pass --invocation-file")
-    return TaskInvocation.model_validate_json(text)
+    return TaskInvocation.decode(text)
 
 
 def configure_logging() -> None:
@@ -347,7 +349,7 @@ def main(argv: list[str] | None = None, *, started_at: datetime | None = None) -
             invocation.run_name,
         )
         result = run_task(invocation)
-    result = fit_result(result.model_copy(update={"started_at": started_at, "ended_at": datetime.now(UTC)}))
+    result = fit_result(result.replace(started_at=started_at, ended_at=datetime.now(UTC)))
     try:
         Path(result_path).write_bytes(encode_result(result))
     except OSError as error:

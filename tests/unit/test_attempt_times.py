@@ -32,7 +32,7 @@ def finished_pod(started_at: Any, finished_at: Any, result: TaskResult | None) -
         "finishedAt": whole_second(finished_at),
     }
     if result is not None:
-        terminated["message"] = result.model_dump_json(by_alias=True, exclude_none=True)
+        terminated["message"] = result.encode().decode()
     return {
         "metadata": {"name": "pod"},
         "status": {

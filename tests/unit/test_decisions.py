@@ -24,13 +24,12 @@ from zonda.decisions import (
     RunPlan,
     decide,
 )
-from zonda.invocations import TaskOutcome, TaskResult
+from zonda.invocations import DeferralRequest, TaskOutcome, TaskResult
 from zonda.models import (
     FINISHED_TI_STATES,
     DagRunState,
     DagRunStatus,
     DagSpec,
-    Deferral,
     RunType,
     TaskInstanceState,
     TaskInstanceStatus,
@@ -136,7 +135,7 @@ class Run:
         return self.attempt(task_id, AttemptPhase.RUNNING)
 
     def deferred(self, task_id: str, **deferral: Any) -> ObservedAttempt:
-        deferral_ = Deferral(trigger_classpath="zonda.triggers.DateTimeTrigger", **deferral)
+        deferral_ = DeferralRequest(trigger_classpath="zonda.triggers.DateTimeTrigger", **deferral)
         return self.succeeded(task_id, outcome=TaskOutcome.DEFERRED, deferral=deferral_)
 
     def trigger(self, task_id: str, *, fired: bool = False, failed: bool = False, event: Any = None,
@@ -842,7 +841,7 @@ def random_results(draw: st.DrawFn, run: Run, task_id: str) -> TaskResult | None
         return TaskResult(outcome=TaskOutcome.SUCCESS, skip_all_downstream=True)
     if kind == "deferred":
         timeout = draw(st.sampled_from([None, 60.0, 600.0]))
-        return TaskResult(outcome=TaskOutcome.DEFERRED, deferral=Deferral(
+        return TaskResult(outcome=TaskOutcome.DEFERRED, deferral=DeferralRequest(
             trigger_classpath="zonda.triggers.DateTimeTrigger", timeout_seconds=timeout))
     if kind == "reschedule":
         minutes = draw(st.integers(0, 5))

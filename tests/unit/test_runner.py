@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.runner.task import encode_result, exit_code, fit_result
-from zonda.invocations import RESULT_LIMIT_BYTES, TaskInvocation, TaskOutcome, TaskResult
+from zonda.invocations import RESULT_LIMIT_BYTES, DeferralRequest, TaskInvocation, TaskOutcome, TaskResult
 from zonda.models import Deferral, RunType
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,11 +91,7 @@ def invocation(operator: str | None, args: dict[str, Any], **fields: Any) -> dic
         "params": {"region": "eu"},
         "xcoms": {"extract": {"rows": 42}},
     }
-    # `operator` is a required field, which to_wire's exclude_none would drop for a container task.
-    return {
-        "operator": operator,
-        **TaskInvocation(operator=operator, args=args, **{**defaults, **fields}).to_wire(),
-    }
+    return TaskInvocation(operator=operator, args=args, **{**defaults, **fields}).to_wire()
 
 
 @dataclass
@@ -123,7 +119,7 @@ def run_runner(
     payload = result_path.read_bytes()
     assert len(payload) <= RESULT_LIMIT_BYTES
     result = json.loads(payload)
-    TaskResult.model_validate(result)  # the controller's parse must succeed
+    TaskResult.from_wire(result)  # the controller's parse must succeed
     return Ran(process.returncode, result, process.stdout, process.stderr)
 
 
@@ -229,7 +225,7 @@ CASES = [
         "ShortCircuitOperator",
         {"python_callable": f"{CALLABLES}:return_value", "op_args": [True]},
         {},
-        {"outcome": "success", "xcom": True, "skipAllDownstream": False},
+        {"outcome": "success", "xcom": True},  # skipAllDownstream: false is the default, left out
         0,
         "",
         id="a truthy short circuit follows everything",
@@ -537,16 +533,45 @@ def test_an_encoded_result_always_fits_the_termination_message(
     fitted = fit_result(result)
     payload = encode_result(fitted)
     assert len(payload) <= RESULT_LIMIT_BYTES
-    assert TaskResult.model_validate_json(payload) == fitted
+    assert TaskResult.decode(payload) == fitted
     assert fitted == result or (
         fitted.outcome is TaskOutcome.FAILED and "the limit is 4096" in (fitted.message or "")
     )
 
 
 def test_an_oversized_deferral_fails_saying_the_result_is_too_large() -> None:
-    deferral = Deferral(trigger_classpath="t.T", trigger_kwargs={"blob": "x" * 5000})
+    deferral = DeferralRequest(trigger_classpath="t.T", trigger_kwargs={"blob": "x" * 5000})
     fitted = fit_result(TaskResult(outcome=TaskOutcome.DEFERRED, deferral=deferral))
     assert fitted.outcome is TaskOutcome.FAILED and "the limit is 4096" in (fitted.message or "")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({}, id="only the trigger"),
+        pytest.param(
+            {"trigger_kwargs": {"moment": "2026-01-01T00:00:00+00:00"}, "method_name": "resume",
+             "kwargs": {"n": 1}, "timeout_seconds": 30.0},
+            id="every field set",
+        ),
+    ],
+)  # fmt: skip
+def test_a_deferral_request_becomes_the_same_deferral_in_the_run_status(fields: dict[str, Any]) -> None:
+    """The runner's `DeferralRequest` mirrors the status model `Deferral` field for field."""
+    request = DeferralRequest(trigger_classpath="t.T", **fields)
+    assert request.to_status() == Deferral(trigger_classpath="t.T", **fields)
+    assert set(request.__struct_fields__) == set(Deferral.model_fields)
+    decoded = TaskResult.decode(TaskResult(outcome=TaskOutcome.DEFERRED, deferral=request).encode())
+    assert decoded.deferral == request
+
+
+def test_an_invalid_invocation_or_result_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match=r"invalid TaskResult: .*\$\.outcome"):
+        TaskResult.decode(b'{"outcome": "exploded"}')
+    with pytest.raises(ValueError, match="unknown field `surprise`"):
+        TaskResult.from_wire({"outcome": "success", "surprise": 1})
+    with pytest.raises(ValueError, match=r"invalid TaskInvocation: .*\$\.tryNumber"):
+        TaskInvocation.decode(json.dumps({**invocation("BashOperator", {}), "tryNumber": "one"}))
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def test_atexit_handlers_and_non_daemon_threads_finish_before_the_exit(tmp_path:
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZONDA_")}
     env.update(
         PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
-        ZONDA_TASK_INVOCATION=invocation.model_dump_json(by_alias=True),
+        ZONDA_TASK_INVOCATION=invocation.encode().decode(),
         ZONDA_RESULT_PATH=str(tmp_path / "result.json"),
         EXIT_TEST_DIR=str(tmp_path),
     )

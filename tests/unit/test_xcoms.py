@@ -166,7 +166,7 @@ def run_runner(tmp_path: Path, wire: TaskInvocation, backend: str | None, **extr
     env.update(
         PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
         ZONDA_RESULT_PATH=str(result_path),
-        ZONDA_TASK_INVOCATION=wire.model_dump_json(by_alias=True),
+        ZONDA_TASK_INVOCATION=wire.encode().decode(),
     )
     if backend == "none":
         env["ZONDA_XCOM_BACKEND"] = backend
@@ -184,7 +184,7 @@ def run_runner(tmp_path: Path, wire: TaskInvocation, backend: str | None, **extr
     payload = result_path.read_bytes()
     assert len(payload) <= RESULT_LIMIT_BYTES
     result: dict[str, Any] = json.loads(payload)
-    TaskResult.model_validate(result)
+    TaskResult.from_wire(result)
     assert process.returncode == (1 if result["outcome"] == "failed" else 0), process.stderr
     return result
 

@@ -4,6 +4,7 @@ Deferrable operators hand a trigger to `BaseOperator.defer`; the triggerer (`con
 rebuilds it with `load_trigger` from a `Trigger` resource and runs it until its first event.
 """
 
+from zonda.json_values import from_json_safe, to_json_safe
 from zonda.triggers import timezone
 from zonda.triggers.base import (
     BaseTaskEndEvent,
@@ -12,11 +13,9 @@ from zonda.triggers.base import (
     TaskSkippedEvent,
     TaskSuccessEvent,
     TriggerEvent,
-    from_json_safe,
     import_trigger_class,
     load_trigger,
     serialize_trigger,
-    to_json_safe,
 )
 from zonda.triggers.file import FileTrigger
 from zonda.triggers.temporal import DateTimeTrigger, TimeDeltaTrigger
