@@ -252,7 +252,10 @@ class _Planner:
         request = CallbackRequest(
             kind=SLA_MISS,
             callables=list(callables),
-            sla_misses=[MissedSla(task_id=m.task_id, deadline=m.deadline, detected_at=m.detected_at) for m in missed],
+            sla_misses=[
+                MissedSla(task_id=miss.task_id, deadline=miss.deadline, detected_at=miss.detected_at)
+                for miss in missed
+            ],
             task_states={task_id: ti.state.value for task_id, ti in self.after.task_instances.items()},
         )
         key = ",".join(sorted(miss.task_id for miss in missed))

@@ -61,6 +61,6 @@ async def launch_callbacks(
             try_number=launch.try_number,
             namespace=meta["namespace"],
             map_index=launch.map_index,
-        ).model_copy(update={"callback": launch.request, "callbacks": {}})
+        ).replace(callback=launch.request, callbacks={})
         await executor.launch(run, task=task, invocation=invocation, attempt_name=launch.name)
         metrics.CALLBACKS_LAUNCHED.labels(launch.request.kind).inc()

@@ -22,7 +22,7 @@ from zonda.authoring import dag_files, manifests, rendering
 from zonda.callbacks import CallbackLaunch
 from zonda.dags import ResolvedDag, resolve_dag
 from zonda.decisions import AttemptPhase, Observation, ObservedAttempt
-from zonda.invocations import CallbackRequest, TaskInvocation, TaskOutcome, TaskResult
+from zonda.invocations import CallbackRequest, MissedSla, TaskInvocation, TaskOutcome, TaskResult
 from zonda.models import DagRunState, DagRunStatus, DagSpec, RunType, TaskInstanceState
 
 S = TaskInstanceState
@@ -470,9 +470,7 @@ def test_a_callback_try_calls_only_its_callbacks_with_the_reason_or_the_sla_argu
     assert result.outcome is TaskOutcome.SUCCESS
     assert [kind for kind, _ in CALLS] == ["dag"] and CALLS[0][1][0]["reason"] == "task_failure"
     CALLS.clear()
-    from zonda.models import SlaMissRecord
-
-    miss = SlaMissRecord(task_id="t", deadline=INTERVAL_END, detected_at=INTERVAL_END)
+    miss = MissedSla(task_id="t", deadline=INTERVAL_END, detected_at=INTERVAL_END)
     sla = CallbackRequest(
         kind="sla_miss",
         callables=[f"{HERE}:on_sla"],
