@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.executors import pods
-from zonda import operator_registry
+from zonda import operator_registry, wire
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation, TaskOutcome
@@ -461,6 +461,4 @@ def _alive(pid: int) -> bool:
 
 
 def _read_time(path: Path) -> datetime | None:
-    if not path.exists():
-        return None
-    return datetime.fromisoformat(path.read_text().strip())
+    return wire.parse_time(path.read_text()) if path.exists() else None

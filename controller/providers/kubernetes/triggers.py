@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.kube import Kube, KubeError
+from zonda import wire
 from zonda.triggers import BaseTrigger, TriggerEvent
 
 #: The triggerer's API connection; triggers started by it inherit it. Outside a triggerer (a test, a
@@ -94,7 +95,7 @@ def values_equal(actual: Any, expected: Any) -> bool:
         return actual is expected
     if isinstance(expected, datetime) and isinstance(actual, str):
         try:
-            return datetime.fromisoformat(actual.replace("Z", "+00:00")) == expected
+            return wire.parse_time(actual) == expected
         except ValueError:
             return False
     if isinstance(actual, bool) or isinstance(expected, bool):  # True == 1 in Python, not in YAML
