@@ -39,8 +39,8 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 _METRIC = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
 
 
-def api_writes(cluster: Cluster) -> dict[str, float]:
-    """Write requests served so far, by resource[/subresource], read from the apiserver's /metrics."""
+def api_writes(cluster: Cluster, verbs: tuple[str, ...] = WRITE_VERBS) -> dict[str, float]:
+    """Requests (writes by default) served so far, by resource[/subresource], from /metrics."""
     config = json.loads(cluster.kubeconfig.read_text())
     server = config["clusters"][0]["cluster"]["server"]
     import ssl
@@ -54,7 +54,7 @@ def api_writes(cluster: Cluster) -> dict[str, float]:
         if not match:
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group("labels")))
-        if labels.get("verb") not in WRITE_VERBS:
+        if labels.get("verb") not in verbs:
             continue
         key = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
         totals[key] = totals.get(key, 0) + float(match.group("value"))
@@ -215,12 +215,14 @@ def main() -> int:
             extra = ["--workers", "4", "--metrics-port", str(metrics_port)]
             with controller(cluster, namespace, Path(tmp), extra=extra):
                 before = api_writes(cluster)
+                lists_before = api_writes(cluster, ("LIST",))
                 for _ in range(args.runs):
                     names.append(await asyncio.to_thread(trigger, cluster, namespace, "bench"))
                     await asyncio.sleep(0.01)
                 for name in names:
                     await asyncio.to_thread(wait_run_finished, cluster, namespace, name, 300)
                 after = api_writes(cluster)
+                lists_after = api_writes(cluster, ("LIST",))
                 await asyncio.sleep(1)  # Events are posted in the background, after the status write
                 events = await asyncio.to_thread(zonda_events, cluster, namespace)
                 await asyncio.to_thread(
@@ -240,6 +242,9 @@ def main() -> int:
                     total += delta
                     print(f"  {resource:24s} {delta / task_instances:6.2f}  ({delta:.0f} writes)")
             print(f"  {'all':24s} {total / task_instances:6.2f}")
+            # The variables and connections a pod may reference: labelled ConfigMaps and Secrets.
+            lists = sum(lists_after.get(r, 0) - lists_before.get(r, 0) for r in ("configmaps", "secrets"))
+            print(f"  ConfigMap/Secret LISTs per task instance: {lists / task_instances:.2f} ({lists:.0f})")
             own = sum(after.get(r, 0) - before.get(r, 0) for r in CONTROLLER_RESOURCES)
             print(
                 f"  by the controller: {(own + events) / task_instances:.2f} per task instance "

@@ -12,7 +12,6 @@ One replica acts at a time: with `--leader-election`, the work queue is gated by
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 from collections.abc import Hashable
@@ -120,7 +119,7 @@ async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
             state.settings.state_dir,
             parallelism=state.settings.parallelism,
             on_exit=lambda ns, run: _enqueue("run", ns, run),
-            environment_for=functools.partial(references.local_environment, state.kube),
+            environment_for=references.LocalEnvironment(state.kube),
         )
     else:
         state.executor = KubernetesExecutor(state.kube, state.settings.pod_defaults)

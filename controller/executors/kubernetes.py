@@ -26,6 +26,7 @@ class KubernetesExecutor:
     def __init__(self, kube: Kube, defaults: pods.PodDefaults) -> None:
         self.kube = kube
         self.defaults = defaults
+        self.references = references.PodReferences(kube)  # one read per namespace for a pass's launches
 
     async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
         meta = run["metadata"]
@@ -51,9 +52,7 @@ class KubernetesExecutor:
             defaults=self.defaults,
         )
         manifest["metadata"]["labels"][LABEL_DAGRUN_UID] = meta["uid"]
-        secret_refs.apply_references(
-            manifest, await references.pod_references(self.kube, meta["namespace"], task)
-        )
+        secret_refs.apply_references(manifest, await self.references(meta["namespace"], task))
         with contextlib.suppress(AlreadyExists):
             await self.kube.create_pod(meta["namespace"], manifest)
 

@@ -8,10 +8,13 @@ part and reads the values of the referenced keys only. Nothing here logs a value
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from controller.kube import Kube, KubeError
@@ -20,7 +23,47 @@ from zonda.dags import ResolvedTask
 from zonda.variables import LABEL_CONNECTIONS, LABEL_VARIABLES, VARIABLE_ENV_PREFIX
 
 _SELECTED = "true"
+#: How long one read of a namespace's labelled ConfigMaps and Secrets serves launches: a pass that
+#: launches a fan-out reads them once, not three lists per try. A labelled object created or changed
+#: within this time of a launch may be missed by it, as a watch-fed cache may lag.
+SOURCES_MAX_AGE_SECONDS = 1.0
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Read(Generic[T]):
+    at: float
+    result: asyncio.Future[T]
+
+
+class NamespaceMemo(Generic[T]):
+    """`read(namespace)` at most once per `max_age` seconds per namespace; launches that ask while a
+    read is in flight share it. A failed read is forgotten, so the next launch reads again."""
+
+    def __init__(
+        self,
+        read: Callable[[str], Awaitable[T]],
+        *,
+        max_age: float = SOURCES_MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read, self._max_age, self._clock = read, max_age, clock
+        self._reads: dict[str, _Read[T]] = {}
+
+    async def get(self, namespace: str) -> T:
+        now = self._clock()
+        entry = self._reads.get(namespace)
+        if entry is None or now - entry.at > self._max_age:
+            entry = _Read(at=now, result=asyncio.ensure_future(self._read(namespace)))
+            self._reads[namespace] = entry
+        try:
+            return await asyncio.shield(entry.result)
+        except Exception:
+            if self._reads.get(namespace) is entry:
+                del self._reads[namespace]
+            raise
 
 
 async def _list(kube: Kube, namespace: str, plural: str, label: str) -> list[dict[str, Any]]:
@@ -55,20 +98,51 @@ async def gather_sources(kube: Kube, namespace: str) -> secret_refs.Sources:
     )
 
 
-async def pod_references(kube: Kube, namespace: str, task: ResolvedTask) -> secret_refs.PodReferences:
-    """The `env`/`envFrom` references a pod of `task` gets."""
-    return secret_refs.plan_references(task, await gather_sources(kube, namespace))
+class PodReferences:
+    """The `env`/`envFrom` references a task's pod gets, from one read per namespace and pass."""
+
+    def __init__(self, kube: Kube) -> None:
+        self._sources = NamespaceMemo(lambda namespace: gather_sources(kube, namespace))
+
+    async def __call__(self, namespace: str, task: ResolvedTask) -> secret_refs.PodReferences:
+        return secret_refs.plan_references(task, await self._sources.get(namespace))
 
 
-async def local_environment(kube: Kube, namespace: str, task: ResolvedTask) -> dict[str, str]:
-    """What the kubelet would put in a pod's environment for these references: ConfigMap variables
-    with their prefix, then the named Secret keys (which win, as `env` wins over `envFrom`)."""
+@dataclass(frozen=True)
+class _Labelled:
+    """A namespace's labelled objects, values included (the local executor resolves them itself)."""
+
+    config_maps: list[dict[str, Any]]
+    variable_secrets: list[dict[str, Any]]
+    connection_secrets: list[dict[str, Any]]
+
+
+async def _read_labelled(kube: Kube, namespace: str) -> _Labelled:
+    return _Labelled(
+        config_maps=await _list(kube, namespace, "configmaps", LABEL_VARIABLES),
+        variable_secrets=await _list(kube, namespace, "secrets", LABEL_VARIABLES),
+        connection_secrets=await _list(kube, namespace, "secrets", LABEL_CONNECTIONS),
+    )
+
+
+class LocalEnvironment:
+    """What the kubelet would put in a pod's environment, for the local executor's tries (one read
+    per namespace and pass): ConfigMap variables with their prefix, then the named Secret keys (which
+    win, as `env` wins over `envFrom`)."""
+
+    def __init__(self, kube: Kube) -> None:
+        self._labelled = NamespaceMemo(lambda namespace: _read_labelled(kube, namespace))
+
+    async def __call__(self, namespace: str, task: ResolvedTask) -> dict[str, str]:
+        return local_environment(task, await self._labelled.get(namespace))
+
+
+def local_environment(task: ResolvedTask, labelled: _Labelled) -> dict[str, str]:
     environment: dict[str, str] = {}
-    for item in sorted(await _list(kube, namespace, "configmaps", LABEL_VARIABLES), key=_name):
+    for item in sorted(labelled.config_maps, key=_name):
         for key, value in (item.get("data") or {}).items():
             environment.setdefault(VARIABLE_ENV_PREFIX + key, value)  # the first ConfigMap by name wins
-    variable_secrets = await _list(kube, namespace, "secrets", LABEL_VARIABLES)
-    connection_secrets = await _list(kube, namespace, "secrets", LABEL_CONNECTIONS)
+    variable_secrets, connection_secrets = labelled.variable_secrets, labelled.connection_secrets
     data = {_name(item): item.get("data") or {} for item in [*variable_secrets, *connection_secrets]}
     sources = secret_refs.Sources(
         variable_secrets=[_secret_keys(item) for item in variable_secrets],
