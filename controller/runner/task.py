@@ -135,7 +135,7 @@ def unmap(invocation: TaskInvocation, store: XComStore) -> TaskInvocation:
         args[invocation.expand.into] = {**(args.get(invocation.expand.into) or {}), **chosen}
     else:
         args.update(chosen)
-    return invocation.model_copy(update={"args": args})
+    return invocation.replace(args=args)
 
 
 def _load_callable(path: str) -> Any:
@@ -159,7 +159,7 @@ def run_task(invocation: TaskInvocation) -> TaskResult:
     tried = _Try()
     result = _execute(invocation, tried)
     if isinstance(tried.error, AirflowTaskTerminated):  # killed: the controller runs the callback
-        return result.model_copy(update={"terminated": True})
+        return result.replace(terminated=True)
     callbacks.run_finished_callbacks(invocation, result, tried.context, tried.error)
     return result
 

@@ -15,7 +15,6 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import sys
 import types
@@ -80,6 +79,8 @@ PROVIDER_MODULES_GROUP = "zonda.airflow_modules"
 @functools.cache
 def provider_modules() -> dict[str, str]:
     """Airflow module -> the provider module it is, from the installed providers' entry points."""
+    import importlib.metadata  # when a DAG file imports an Airflow module: a task's try seldom does
+
     return {
         entry.name: entry.value
         for entry in importlib.metadata.entry_points(group=PROVIDER_MODULES_GROUP)
