@@ -7,6 +7,11 @@ our objects (no finalizers, no annotations): GitOps tools see no drift, and dele
 waits for a controller that is down.
 
 One replica acts at a time: with `--leader-election`, the work queue is gated by a Lease.
+
+The process is one object, `ControllerProcess`: its settings, and what it builds at start (the API
+client, the executor, the reconcilers, the work queue, the leader elector) in one `Services`. Its
+kopf handlers are its own methods, registered on a registry of its own, so nothing lives at module
+level and importing this module registers nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +30,7 @@ from prometheus_client import start_http_server
 
 from controller.app import leader
 from controller.app.settings import ControllerSettings
+from controller.app.workqueue import WorkQueue
 from controller.executors import references
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
@@ -39,259 +45,251 @@ from zonda.wire import LABEL_DAGRUN_UID
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class _State:
-    settings: ControllerSettings
-    kube: Kube | None = None
-    reconcilers: Reconcilers | None = None
-    queue: Any = None
-    executor: Executor | None = None
-    elector: leader.LeaderElector | None = None
-    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
-    http: list[web.AppRunner] = field(default_factory=list)
-    #: (namespace, DAG) -> its Backfills, from their watch: a run of the DAG starting or finishing
-    #: wakes them (a finished run makes room for the next).
-    backfills: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-
-
-_state: _State | None = None
-
-
-def _get() -> _State:
-    assert _state is not None, "the controller is not started"
-    return _state
-
-
-async def _reconcile(key: Hashable) -> datetime | None:
-    assert isinstance(key, tuple)
-    kind, namespace, name = key
-    reconcilers = _get().reconcilers
-    assert reconcilers is not None
-    metrics.RECONCILES.labels(kind).inc()
-    if kind == "dag":
-        return await reconcilers.reconcile_dag(namespace, name)
-    if kind == "backfill":
-        return await reconcilers.reconcile_backfill(namespace, name)
-    return await reconcilers.reconcile_run(namespace, name)
-
-
 _PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS}
 
 
-async def _report_failing(key: Hashable, failures: int, error: BaseException) -> None:
-    assert isinstance(key, tuple)
-    kind, namespace, name = key
-    reconcilers = _get().reconcilers
-    if reconcilers is not None:
-        await reconcilers.report_failing(_PLURALS[kind], namespace, name, failures, error)
+@dataclass
+class Services:
+    """What the process builds at start (it needs the event loop), all at once: never half built."""
+
+    kube: Kube
+    executor: Executor
+    reconcilers: Reconcilers
+    queue: WorkQueue
+    elector: leader.LeaderElector | None = None
 
 
-async def _report_recovered(key: Hashable) -> None:
-    assert isinstance(key, tuple)
-    kind, namespace, name = key
-    reconcilers = _get().reconcilers
-    if reconcilers is not None:
-        await reconcilers.report_recovered(_PLURALS[kind], namespace, name)
+class ControllerProcess:
+    """The controller process: settings read once, the services built at start, the kopf handlers."""
 
+    def __init__(self, settings: ControllerSettings) -> None:
+        self.settings = settings
+        self.services: Services | None = None  # None until kopf's startup has built them
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.http: list[web.AppRunner] = []
+        #: (namespace, DAG) -> its Backfills, from their watch: a run of the DAG starting or finishing
+        #: wakes them (a finished run makes room for the next).
+        self.backfills: dict[tuple[str, str], set[str]] = {}
 
-def _enqueue(kind: str, namespace: str, name: str) -> None:
-    state = _state
-    if state is not None and state.queue is not None:
-        state.queue.add((kind, namespace, name))
-
-
-@kopf.on.startup()
-async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-    from controller.app.workqueue import WorkQueue
-
-    state = _get()
-    settings.posting.enabled = False  # our reconcilers post the Events users read
-    settings.scanning.disabled = True  # no cluster-wide CRD/namespace scans: least privilege
-    settings.watching.server_timeout = 300
-    # kopf waits for a quiet window before calling handlers (0.1 s by default); ours only enqueue a
-    # key and the queue deduplicates bursts, so the window would only add latency.
-    settings.batching.batch_window = 0.005
-    settings.networking.request_timeout = 60
-    state.kube = await Kube.connect(state.settings.kubeconfig, component="zonda-controller")
-    if state.settings.executor == "local":
-        state.executor = LocalExecutor(
-            state.settings.state_dir,
-            parallelism=state.settings.parallelism,
-            on_exit=lambda ns, run: _enqueue("run", ns, run),
-            environment_for=references.LocalEnvironment(state.kube),
+    def registry(self) -> kopf.OperatorRegistry:
+        """kopf's handlers: this object's methods. Only `on.event`, so kopf stores nothing on objects."""
+        registry = kopf.OperatorRegistry()
+        kopf.on.startup(registry=registry)(self.startup)
+        kopf.on.cleanup(registry=registry)(self.cleanup)
+        kopf.on.login(registry=registry)(self.login)
+        kopf.on.event(GROUP, VERSION, "dags", registry=registry)(self.on_dag)
+        kopf.on.event(GROUP, VERSION, BACKFILLS, registry=registry)(self.on_backfill)
+        kopf.on.event(GROUP, VERSION, "dagruns", registry=registry)(self.on_dagrun)
+        kopf.on.event("", "v1", "pods", labels={LABEL_DAGRUN_UID: kopf.PRESENT}, registry=registry)(
+            self.on_task_pod
         )
-    else:
-        state.executor = KubernetesExecutor(state.kube, state.settings.pod_defaults)
-    state.reconcilers = Reconcilers(
-        state.kube,
-        state.executor,
-        trigger_shards=state.settings.trigger_shards,
-        pod_pending_timeout=state.settings.pod_pending_timeout,
-        max_map_length=state.settings.max_map_length,
-        on_run_state_change=_run_state_changed,
-    )
-    state.queue = WorkQueue(
-        _reconcile, workers=state.settings.workers, on_failing=_report_failing, on_recovered=_report_recovered
-    )
-    if state.settings.leader_election:
-        namespace = state.settings.leader_namespace or (state.settings.namespaces or ["default"])[0]
-        state.queue.pause()
-        state.elector = leader.LeaderElector(
-            state.kube,
-            namespace=namespace,
-            name=state.settings.leader_lease,
-            identity=state.settings.identity,
-            on_started_leading=state.queue.resume,
-            on_stopped_leading=state.queue.pause,
+        kopf.on.event(GROUP, VERSION, "triggers", registry=registry)(self.on_trigger)
+        return registry
+
+    # ------------------------------------------------------------------------------------ the queue
+
+    def enqueue(self, kind: str, namespace: str, name: str) -> None:
+        if self.services is not None:
+            self.services.queue.add((kind, namespace, name))
+
+    async def reconcile(self, key: Hashable) -> datetime | None:
+        assert isinstance(key, tuple) and self.services is not None
+        kind, namespace, name = key
+        reconcilers = self.services.reconcilers
+        metrics.RECONCILES.labels(kind).inc()
+        if kind == "dag":
+            return await reconcilers.reconcile_dag(namespace, name)
+        if kind == "backfill":
+            return await reconcilers.reconcile_backfill(namespace, name)
+        return await reconcilers.reconcile_run(namespace, name)
+
+    async def report_failing(self, key: Hashable, failures: int, error: BaseException) -> None:
+        assert isinstance(key, tuple) and self.services is not None
+        kind, namespace, name = key
+        await self.services.reconcilers.report_failing(_PLURALS[kind], namespace, name, failures, error)
+
+    async def report_recovered(self, key: Hashable) -> None:
+        assert isinstance(key, tuple) and self.services is not None
+        kind, namespace, name = key
+        await self.services.reconcilers.report_recovered(_PLURALS[kind], namespace, name)
+
+    # ---------------------------------------------------------------------------------- life cycle
+
+    async def startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # our reconcilers post the Events users read
+        settings.scanning.disabled = True  # no cluster-wide CRD/namespace scans: least privilege
+        settings.watching.server_timeout = 300
+        # kopf waits for a quiet window before calling handlers (0.1 s by default); ours only enqueue a
+        # key and the queue deduplicates bursts, so the window would only add latency.
+        settings.batching.batch_window = 0.005
+        settings.networking.request_timeout = 60
+        ours = self.settings
+        kube = await Kube.connect(ours.kubeconfig, component="zonda-controller")
+        executor: Executor
+        if ours.executor == "local":
+            executor = LocalExecutor(
+                ours.state_dir,
+                parallelism=ours.parallelism,
+                on_exit=lambda namespace, run: self.enqueue("run", namespace, run),
+                environment_for=references.LocalEnvironment(kube),
+            )
+        else:
+            executor = KubernetesExecutor(kube, ours.pod_defaults)
+        reconcilers = Reconcilers(
+            kube,
+            executor,
+            trigger_shards=ours.trigger_shards,
+            pod_pending_timeout=ours.pod_pending_timeout,
+            max_map_length=ours.max_map_length,
+            on_run_state_change=self.run_state_changed,
         )
-        state.tasks.append(asyncio.create_task(state.elector.run(), name="leader-election"))
-    state.queue.start()
-    if state.settings.health_port:
-        runner, _port = await serve_http(
-            {"/healthz": _healthz, "/readyz": _readyz}, host="0.0.0.0", port=state.settings.health_port
+        queue = WorkQueue(
+            self.reconcile,
+            workers=ours.workers,
+            on_failing=self.report_failing,
+            on_recovered=self.report_recovered,
         )
-        state.http.append(runner)
-    if isinstance(state.executor, LocalExecutor):
-        state.executor.adopt()
-    if state.settings.metrics_port:
-        start_http_server(state.settings.metrics_port)
-    logger.info(
-        "zonda controller started (executor=%s, namespaces=%s)",
-        state.settings.executor,
-        state.settings.namespaces or "all",
-    )
+        elector = None
+        if ours.leader_election:
+            queue.pause()
+            elector = leader.LeaderElector(
+                kube,
+                namespace=ours.leader_namespace or (ours.namespaces or ["default"])[0],
+                name=ours.leader_lease,
+                identity=ours.identity,
+                on_started_leading=queue.resume,
+                on_stopped_leading=queue.pause,
+            )
+            self.tasks.append(asyncio.create_task(elector.run(), name="leader-election"))
+        self.services = Services(
+            kube=kube, executor=executor, reconcilers=reconcilers, queue=queue, elector=elector
+        )
+        queue.start()
+        if ours.health_port:
+            runner, _port = await serve_http(
+                {"/healthz": self.healthz, "/readyz": self.readyz}, host="0.0.0.0", port=ours.health_port
+            )
+            self.http.append(runner)
+        if isinstance(executor, LocalExecutor):
+            executor.adopt()
+        if ours.metrics_port:
+            start_http_server(ours.metrics_port)
+        logger.info(
+            "zonda controller started (executor=%s, namespaces=%s)", ours.executor, ours.namespaces or "all"
+        )
 
+    async def healthz(self, request: web.Request) -> web.Response:
+        """Liveness: the event loop answers (this handler runs) and every reconcile worker is alive."""
+        queue = self.services.queue if self.services else None
+        dead = [task.get_name() for task in (queue.tasks if queue else []) if task.done()]
+        if dead:
+            return web.Response(status=500, text=f"reconcile workers stopped: {', '.join(dead)}\n")
+        return web.Response(text=f"ok: {queue.pending if queue else 0} keys queued\n")
 
-async def _healthz(request: web.Request) -> web.Response:
-    """Liveness: the event loop answers (this handler runs) and every reconcile worker is alive."""
-    state = _get()
-    dead = [t.get_name() for t in (state.queue.tasks if state.queue else []) if t.done()]
-    if dead:
-        return web.Response(status=500, text=f"reconcile workers stopped: {', '.join(dead)}\n")
-    return web.Response(text=f"ok: {state.queue.pending if state.queue else 0} keys queued\n")
+    async def readyz(self, request: web.Request) -> web.Response:
+        """Readiness: started and connected. A standby replica is ready too (it takes over on failover)."""
+        if self.services is None:
+            return web.Response(status=503, text="starting\n")
+        elector = self.services.elector
+        return web.Response(text="ok: leading\n" if elector is None or elector.leading else "ok: standby\n")
 
+    async def cleanup(self, **_: Any) -> None:
+        for runner in self.http:
+            await runner.cleanup()
+        services = self.services
+        if services is not None:
+            await services.queue.stop()
+        for task in self.tasks:
+            task.cancel()
+        if services is None:
+            return
+        if services.elector is not None:
+            await services.elector.release()
+        if isinstance(services.executor, LocalExecutor):
+            await services.executor.close()
+        await services.kube.close()
 
-async def _readyz(request: web.Request) -> web.Response:
-    """Readiness: started and connected. A standby replica is ready too (it takes over on failover)."""
-    state = _get()
-    if state.reconcilers is None:
-        return web.Response(status=503, text="starting\n")
-    leading = state.elector is None or state.elector.leading
-    return web.Response(text="ok: leading\n" if leading else "ok: standby\n")
+    def login(self, **kwargs: Any) -> kopf.ConnectionInfo | None:
+        if self.settings.kubeconfig:
+            os.environ["KUBECONFIG"] = self.settings.kubeconfig
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
+    # --------------------------------------------------------------------------------- the watches
 
-@kopf.on.cleanup()
-async def _cleanup(**_: Any) -> None:
-    state = _get()
-    for runner in state.http:
-        await runner.cleanup()
-    if state.queue is not None:
-        await state.queue.stop()
-    for task in state.tasks:
-        task.cancel()
-    if state.elector is not None:
-        await state.elector.release()
-    if isinstance(state.executor, LocalExecutor):
-        await state.executor.close()
-    if state.kube is not None:
-        await state.kube.close()
+    def on_dag(self, **event: Any) -> None:
+        if self.services is None or event["type"] == "DELETED":
+            return
+        version = event["body"].get("metadata", {}).get("resourceVersion")
+        if not self.services.reconcilers.is_own_write(DAGS, event["namespace"], event["name"], version):
+            self.enqueue("dag", event["namespace"], event["name"])
 
+    def on_backfill(self, **event: Any) -> None:
+        if self.services is None:
+            return
+        dag = (event["body"].get("spec") or {}).get("dagName", "")
+        for names in self.backfills.values():
+            names.discard(event["name"])  # the DAG may have changed
+        if event["type"] == "DELETED":
+            return  # deleting a backfill cancels what has not started: nothing more is created
+        self.backfills.setdefault((event["namespace"], dag), set()).add(event["name"])
+        version = event["body"].get("metadata", {}).get("resourceVersion")
+        if not self.services.reconcilers.is_own_write(BACKFILLS, event["namespace"], event["name"], version):
+            self.enqueue("backfill", event["namespace"], event["name"])
 
-@kopf.on.login()
-def _login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    if _state is not None and _state.settings.kubeconfig:
-        os.environ["KUBECONFIG"] = _state.settings.kubeconfig
-    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    def on_dagrun(self, **event: Any) -> None:
+        type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
+        if self.services is None:
+            return
+        reconcilers = self.services.reconcilers
+        dag_name = (body.get("spec") or {}).get("dagName")
+        if type == "DELETED":
+            reconcilers.index.remove(namespace, name)
+            if dag_name:
+                self.enqueue("dag", namespace, dag_name)
+            return
+        previous = reconcilers.index.update(body)
+        if not reconcilers.is_own_write(
+            DAGRUNS, namespace, name, body.get("metadata", {}).get("resourceVersion")
+        ):
+            self.enqueue("run", namespace, name)
+        new_state = (body.get("status") or {}).get("state")
+        if dag_name and (previous is None or previous.state != new_state):
+            self.run_state_changed(namespace, dag_name, name, new_state)  # new, or changed by someone else
 
+    def run_state_changed(self, namespace: str, dag_name: str, run_name: str, new_state: str | None) -> None:
+        """A run started or finished: its DAG may schedule more, its siblings may proceed."""
+        self.enqueue("dag", namespace, dag_name)  # maxActiveRuns, last run state
+        for backfill in self.backfills.get((namespace, dag_name), ()):
+            self.enqueue("backfill", namespace, backfill)
+        if new_state in FINISHED_RUN_STATES and self.services is not None:
+            # dependsOnPast / maxActiveTasks: the DAG's other unfinished runs may proceed now
+            for other, summary in self.services.reconcilers.index.of_dag(namespace, dag_name).items():
+                if summary.state not in FINISHED_RUN_STATES and other != run_name:
+                    self.enqueue("run", namespace, other)
 
-@kopf.on.event(GROUP, VERSION, "dags")
-def _on_dag(**event: Any) -> None:
-    state = _state
-    if state is None or state.reconcilers is None or event["type"] == "DELETED":
-        return
-    version = event["body"].get("metadata", {}).get("resourceVersion")
-    if not state.reconcilers.is_own_write(DAGS, event["namespace"], event["name"], version):
-        _enqueue("dag", event["namespace"], event["name"])
+    def on_task_pod(self, **event: Any) -> None:
+        body, namespace = event["body"], event["namespace"]
+        for owner in body.get("metadata", {}).get("ownerReferences") or []:
+            if owner.get("kind") == "DagRun":
+                self.enqueue("run", namespace, owner["name"])
 
-
-@kopf.on.event(GROUP, VERSION, BACKFILLS)
-def _on_backfill(**event: Any) -> None:
-    state = _state
-    if state is None or state.reconcilers is None:
-        return
-    dag = (event["body"].get("spec") or {}).get("dagName", "")
-    for names in state.backfills.values():
-        names.discard(event["name"])  # the DAG may have changed
-    if event["type"] == "DELETED":
-        return  # deleting a backfill cancels what has not started: nothing more is created
-    state.backfills.setdefault((event["namespace"], dag), set()).add(event["name"])
-    version = event["body"].get("metadata", {}).get("resourceVersion")
-    if not state.reconcilers.is_own_write(BACKFILLS, event["namespace"], event["name"], version):
-        _enqueue("backfill", event["namespace"], event["name"])
-
-
-@kopf.on.event(GROUP, VERSION, "dagruns")
-def _on_dagrun(**event: Any) -> None:
-    type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
-    state = _state
-    if state is None or state.reconcilers is None:
-        return
-    dag_name = (body.get("spec") or {}).get("dagName")
-    if type == "DELETED":
-        state.reconcilers.index.remove(namespace, name)
-        if dag_name:
-            _enqueue("dag", namespace, dag_name)
-        return
-    previous = state.reconcilers.index.update(body)
-    if not state.reconcilers.is_own_write(
-        DAGRUNS, namespace, name, body.get("metadata", {}).get("resourceVersion")
-    ):
-        _enqueue("run", namespace, name)
-    new_state = (body.get("status") or {}).get("state")
-    if dag_name and (previous is None or previous.state != new_state):
-        _run_state_changed(namespace, dag_name, name, new_state)  # a new run, or changed by someone else
-
-
-def _run_state_changed(namespace: str, dag_name: str, run_name: str, new_state: str | None) -> None:
-    """A run started or finished: its DAG may schedule more, its siblings may proceed."""
-    _enqueue("dag", namespace, dag_name)  # maxActiveRuns, last run state
-    state = _state
-    for backfill in state.backfills.get((namespace, dag_name), ()) if state is not None else ():
-        _enqueue("backfill", namespace, backfill)
-    if new_state in FINISHED_RUN_STATES and state is not None and state.reconcilers is not None:
-        # dependsOnPast / maxActiveTasks: the DAG's other unfinished runs may proceed now
-        for other, summary in state.reconcilers.index.of_dag(namespace, dag_name).items():
-            if summary.state not in FINISHED_RUN_STATES and other != run_name:
-                _enqueue("run", namespace, other)
-
-
-@kopf.on.event("", "v1", "pods", labels={LABEL_DAGRUN_UID: kopf.PRESENT})
-def _on_task_pod(**event: Any) -> None:
-    body, namespace = event["body"], event["namespace"]
-    for owner in body.get("metadata", {}).get("ownerReferences") or []:
-        if owner.get("kind") == "DagRun":
-            _enqueue("run", namespace, owner["name"])
-
-
-@kopf.on.event(GROUP, VERSION, "triggers")
-def _on_trigger(**event: Any) -> None:
-    body, namespace = event["body"], event["namespace"]
-    run_name = (body.get("spec") or {}).get("dagRun")
-    if run_name:
-        _enqueue("run", namespace, run_name)
+    def on_trigger(self, **event: Any) -> None:
+        body, namespace = event["body"], event["namespace"]
+        run_name = (body.get("spec") or {}).get("dagRun")
+        if run_name:
+            self.enqueue("run", namespace, run_name)
 
 
 def run_controller(settings: ControllerSettings) -> None:
     """Run until SIGINT/SIGTERM (kopf handles the signals)."""
-    global _state
-    _state = _State(settings=settings)
+    process = ControllerProcess(settings)
     if settings.kubeconfig:
         os.environ["KUBECONFIG"] = settings.kubeconfig
     # Our logging (controller.logs) stays in charge; kopf's per-handler chatter is not news.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("kopf.activities").setLevel(logging.WARNING)
     kopf.run(
+        registry=process.registry(),
         standalone=True,
         clusterwide=not settings.namespaces,
         namespaces=settings.namespaces,
