@@ -492,7 +492,7 @@ def test_the_task_identity_writes_and_reads_xcom_chunks_and_nothing_more(
     token = cluster.kubectl("create", "token", TASK, "-n", namespace, "--duration=1h").stdout.strip()
     kubeconfig = write_token_kubeconfig(cluster.kubeconfig, token, tmp_path / "task.kubeconfig")
     at = "2024-01-02T00:00:00Z"
-    invocation = TaskInvocation.model_validate({
+    invocation = TaskInvocation.from_wire({
         "dagName": "example-deferrable", "runName": "xcom-owner", "runUid": uid, "namespace": namespace,
         "runType": "manual", "taskId": "extract", "tryNumber": 1, "logicalDate": at,
         "dataIntervalStart": at, "dataIntervalEnd": at,
