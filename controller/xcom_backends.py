@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from zonda import xcoms
 from zonda.invocations import TaskInvocation
-from zonda.models import GROUP, VERSION, DagRunStatus
 from zonda.templating import EarlierXComReader, XComReader
 
 if TYPE_CHECKING:  # imported where a large value is written or read: a try with small XComs skips them
@@ -190,6 +189,9 @@ class XComStore:
         return read
 
     def _runs_of(self, namespace: str, dag_name: str) -> list[xcoms.EarlierRun]:
+        from controller.kube_rest import KubeRestError
+        from zonda.models import GROUP, VERSION, DagRunStatus  # pydantic: only for include_prior_dates
+
         try:
             bodies = self.kube().list_custom(GROUP, VERSION, namespace, DAGRUNS)
         except KubeRestError as error:
