@@ -106,12 +106,16 @@ class MappedInstances:
         if length == 0:
             self._expand_to_nothing(task)
             return
-        self._revise(task, length)
-        self.run.events.append(
-            RunEvent("TaskExpanded", f"Task {task.task_id} expanded to {length} mapped task instance(s)")
-        )
+        if self._revise(task, length):
+            self.run.events.append(
+                RunEvent("TaskExpanded", f"Task {task.task_id} expanded to {length} mapped task instance(s)")
+            )
         for key in self.keys(task.task_id):
-            if self.run.tis[key].state is S.NONE:
+            if self.run.tis[key].state is not S.NONE:
+                continue
+            if (past_problem := self.run._past_problem(task, key)) is not None:
+                self.run._update(key, reason=past_problem)  # waits: the previous run's same index
+            else:
                 self.run._set(key, S.SCHEDULED, reason)
 
     def _source_problem(self, task: ResolvedTask) -> tuple[TaskInstanceState, str] | None:
@@ -140,13 +144,15 @@ class MappedInstances:
             task_id, S.SKIPPED, "Mapped over zero items: the mapped task is skipped", end_date=self.run.now
         )
 
-    def _revise(self, task: ResolvedTask, length: int) -> None:
-        """Instances 0..length-1 (kept, revived or added); any beyond become ``removed``."""
+    def _revise(self, task: ResolvedTask, length: int) -> bool:
+        """Instances 0..length-1 (kept, revived or added); any beyond become ``removed``. Whether the
+        expansion changed (a task whose instances all wait on the past is expanded again, unchanged)."""
         task_id, tis = task.task_id, self.run.tis
-        tis.pop(task_id, None)  # Airflow turns the map_index=-1 instance into the mapped ones
+        changed = tis.pop(task_id, None) is not None  # Airflow turns map_index=-1 into the mapped ones
         known = self.indexed.setdefault(task_id, [])
         for key in known:
             if mapping.split_key(key)[1] >= length and tis[key].state is not S.REMOVED:
+                changed = True
                 self.run._set(
                     key,
                     S.REMOVED,
@@ -154,11 +160,14 @@ class MappedInstances:
                     end_date=self.run.now,
                 )
             elif mapping.split_key(key)[1] < length and tis[key].state is S.REMOVED:
+                changed = True
                 self.run._set(key, S.NONE, "The mapped task expands to this index again")
         for index in range(len(known), length):
             key = mapping.ti_key(task_id, index)
             tis[key] = TaskInstanceStatus(max_tries=task.retries)
             known.append(key)
+            changed = True
+        return changed
 
     # ------------------------------------------------------------------------------- admission
 

@@ -542,7 +542,7 @@ class RunPass:
         setups = [k for up in task.upstream if up in self.dag.tasks and self.dag.tasks[up].is_setup
                   for k in self.mapped.keys(up)]
         decision = evaluate_trigger_rule(task.trigger_rule, upstream_states, setups)
-        past_problem = self._past_problem(task)
+        past_problem = self._past_problem(task, key)
         if decision.outcome is TriggerRuleOutcome.UPSTREAM_FAILED:
             for each in keys:
                 self._set(each, S.UPSTREAM_FAILED, decision.reason, end_date=self.now)
@@ -577,12 +577,13 @@ class RunPass:
                 return up
         return None
 
-    def _past_problem(self, task: ResolvedTask) -> str | None:
-        """Airflow's PrevDagrunDep: depends_on_past needs the previous run's task instance succeeded."""
+    def _past_problem(self, task: ResolvedTask, key: str) -> str | None:
+        """Airflow's PrevDagrunDep: depends_on_past needs the previous run's task instance succeeded
+        (a mapped instance: the one with its map index)."""
         previous = self.observed.previous_run_states
         if not task.depends_on_past or previous is None:
             return None
-        state = previous.get(task.task_id)
+        state = previous.get(key)
         if state is None or state in _PAST_OK_STATES:
             return None
         return (f"depends_on_past is true for this task, but the previous task instance is in the state "

@@ -354,3 +354,44 @@ def test_zonda_clear_of_a_mapped_task_clears_every_instance_and_it_expands_again
         run.dag, run.status, task_ids=["work"], now=run.now, who="test", only_failed=True
     )
     assert not only_failed.changed  # nothing failed now: the instances are queued again
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.booleans(), max_size=40), st.sampled_from([TriggerRule.ALL_SUCCESS, TriggerRule.ALL_DONE]))
+def test_any_expansion_gives_indexes_0_to_n_launched_in_order_and_settles(
+    outcomes: list[bool], rule: TriggerRule
+) -> None:
+    """Whatever the length and the instances' outcomes: keys work[0..n-1], launched in map-index order,
+    and the downstream settles as its trigger rule says over the instances (an empty list skips)."""
+    run = started(mapped_dag(trigger_rule=rule))
+    plan = run.step(run.succeeded("make", xcom=list(range(len(outcomes)))))
+    keys = [key for key in run.status.task_instances if key.startswith("work")]
+    if not outcomes:
+        assert keys == ["work"] and run.ti("work").state is S.SKIPPED
+        assert run.ti("reduce").state is (S.SKIPPED if rule is TriggerRule.ALL_SUCCESS else S.QUEUED)
+        return
+    assert keys == [f"work[{index}]" for index in range(len(outcomes))]
+    assert [launch.map_index for launch in plan.launches] == list(range(min(len(outcomes), 16)))
+    while queued := [key for key in keys if run.ti(key).state is S.QUEUED]:
+        run.step(
+            *(
+                run.succeeded(key) if outcomes[mapping.split_key(key)[1]] else run.failed(key)
+                for key in queued
+            )
+        )
+    expected = S.QUEUED if all(outcomes) or rule is TriggerRule.ALL_DONE else S.UPSTREAM_FAILED
+    assert run.ti("reduce").state is expected
+
+
+def test_depends_on_past_waits_for_the_previous_runs_same_map_index() -> None:
+    """Airflow's PrevDagrunDep for a mapped instance looks at the previous run's instance of its index."""
+    previous = {"make": S.SUCCESS, "work[0]": S.SUCCESS, "work[1]": S.FAILED, "reduce": S.SUCCESS}
+    run = started(
+        mapped_dag(depends_on_past=True),
+    )
+    run.step(run.succeeded("make", xcom=[1, 2, 3]), previous_run_states=previous)
+    assert run.ti("work[0]").state is S.QUEUED and run.ti("work[2]").state is S.QUEUED  # no past for [2]
+    assert run.ti("work[1]").state is S.NONE
+    assert "previous task instance is in the state 'failed'" in (run.ti("work[1]").reason or "")
+    plan = run.step(previous_run_states=previous)
+    assert "TaskExpanded" not in [event.reason for event in plan.events] and not plan.launches
