@@ -70,7 +70,7 @@ def test_a_mapped_instance_pod_carries_its_map_index_label() -> None:
     mapped = task("work", "BashOperator", {})
     name = attempt_name("etl-manual-20260102", "work[7]", 2)
     pod = pods.build_task_pod(
-        invocation=invocation("work", "BashOperator", {}).model_copy(update={"map_index": 7}),
+        invocation=invocation("work", "BashOperator", {}).replace(map_index=7),
         task=mapped, namespace="data", name=name, owner=OWNER, defaults=DEFAULTS,
     )  # fmt: skip
     assert pod["metadata"]["labels"][LABEL_MAP_INDEX] == "7"
