@@ -8,12 +8,11 @@ instances were all cleared expands again (Airflow's `_revise_map_indexes_if_mapp
 the new length become ``removed``, new ones are added, the others keep their try numbers.
 
 Downstream tasks count every instance of a mapped upstream (Airflow's trigger rule counts task
-instances), and `max_active_tis_per_dagrun` holds back the instances over the limit.
+instances); `max_active_tis_per_dagrun` is counted per instance by `zonda.pools.admit`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from zonda import mapping, xcoms
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from zonda._decide_runs import RunPass
 
 S = TaskInstanceState
-_ACTIVE = frozenset({S.QUEUED, S.RUNNING})
 _FAILED = frozenset({S.FAILED, S.UPSTREAM_FAILED})
 
 
@@ -42,8 +40,6 @@ class MappedInstances:
                 self.indexed.setdefault(task_id, []).append(key)
         for keys in self.indexed.values():
             keys.sort(key=lambda key: mapping.split_key(key)[1])
-        #: Ready instances `admit` held back for their task's `max_active_tis_per_dagrun`.
-        self.held: set[str] = set()
 
     def keys(self, task_id: str, *, removed: bool = False) -> list[str]:
         """The task's instance keys in map-index order; ``removed`` mapped instances only if asked."""
@@ -168,27 +164,3 @@ class MappedInstances:
             known.append(key)
             changed = True
         return changed
-
-    # ------------------------------------------------------------------------------- admission
-
-    def admit(self, ready: list[str], free: int) -> list[str]:
-        """The ready instances to launch now: at most `free`, and within each task's
-        `max_active_tis_per_dagrun`; those held back by that limit are told why."""
-        active = Counter(mapping.split_key(key)[0] for key, ti in self.run.tis.items() if ti.state in _ACTIVE)
-        chosen: list[str] = []
-        for key in ready:
-            task_id = mapping.split_key(key)[0]
-            limit = self.run.dag.tasks[task_id].max_active_tis_per_dagrun
-            if limit is not None and active[task_id] >= limit:
-                self.held.add(key)
-                self.run._update(
-                    key,
-                    reason=(
-                        f"Waiting for a slot: max_active_tis_per_dagrun={limit} of task {task_id} reached "
-                        f"({active[task_id]} running or queued in this run)"
-                    ),
-                )
-            elif len(chosen) < free:
-                chosen.append(key)
-                active[task_id] += 1
-        return chosen

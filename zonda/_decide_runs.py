@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda import mapping, operator_registry
+from zonda import mapping, operator_registry, pools, run_slots
 from zonda._decide_graphs import descendants, group_roots, leaves
 from zonda._decide_mapping import MappedInstances
 from zonda.dags import ResolvedDag, ResolvedTask, effective_priority_weights
@@ -119,6 +119,7 @@ class RunPass:
         self.events: list[RunEvent | None] = []
         self._scheduled_event_at: dict[str, int] = {}
         self.mapped = MappedInstances(self, max_map_length)
+        self.runs_to_wake: list[str] = []
 
     # ------------------------------------------------------------------------------------ the pass
 
@@ -154,6 +155,7 @@ class RunPass:
             triggers_to_delete=list(dict.fromkeys(self.triggers_to_delete)),
             events=[event for event in self.events if event is not None],
             wake_at=wake_at,
+            runs_to_wake=tuple(dict.fromkeys(self.runs_to_wake)),
         )
 
     # ---------------------------------------------------------------------------------- the run
@@ -633,24 +635,41 @@ class RunPass:
     # --------------------------------------------------------------------------------- launches
 
     def _launch_ready(self) -> None:
-        """Queue ready task instances, highest effective priority first, within max_active_tasks."""
+        """Queue the ready task instances `_admit` lets start, in priority order; say why others wait."""
         ready = [key for key, ti in self.tis.items() if ti.state is S.SCHEDULED and self._in_dag(key)]
         if not ready:
             return
-        weights = effective_priority_weights(self.dag)
-        ready.sort(key=lambda key: (-weights[mapping.split_key(key)[0]], *mapping.split_key(key)))
-        limit = self.dag.spec.max_active_tasks
-        free = max(limit - self._active_count() - self.observed.running_in_dag, 0)
-        for task_id in self.mapped.admit(ready, free):
-            self._launch(task_id)
-        waiting_reason = (f"Waiting for a slot: max_active_tasks={limit} reached ({self._active_count()} "
-                          f"running or queued in this run, {self.observed.running_in_dag} in other runs)")
-        for task_id in ready:
-            if self.tis[task_id].state is S.SCHEDULED and task_id not in self.mapped.held:
-                self._update(task_id, reason=waiting_reason)
+        admission = self._admit(ready)
+        for candidate in admission.admitted:
+            if candidate.run == self.run_name:
+                self._launch(candidate.task_id)
+            else:
+                self.runs_to_wake.append(candidate.run)
+        for key in ready:
+            reason = admission.reasons.get((self.run_name, key))
+            if reason is None or reason == self.tis[key].reason:
+                continue
+            if reason.startswith(pools.MISSING_POOL):
+                self.events.append(RunEvent("PoolNotFound", f"Task {key}: {reason}", warning=True))
+            self._update(key, reason=reason)
 
-    def _active_count(self) -> int:
-        return sum(1 for ti in self.tis.values() if ti.state in ACTIVE_STATES)
+    def _admit(self, ready: list[str]) -> pools.Admission:
+        """The admission step: pools, max_active_tasks, max_active_tis_per_dag/dagrun, by priority weight.
+
+        This run's ready task instances compete with every other run's waiting ones
+        (`Observation.concurrency`), so a heavier task instance elsewhere takes a slot first.
+        """
+        weights = effective_priority_weights(self.dag)
+        mine = [run_slots.candidate(self.dag, self.run_name, key, self.logical_date, weights)
+                for key in ready]
+        own = run_slots.holders(self.dag, self.run_name, self.tis)
+        concurrency = self.observed.concurrency
+        if concurrency is None:  # no pool accounting: this DAG's other runs count for max_active_tasks only
+            elsewhere = pools.SlotHolder(run="", dag=self.dag.name, task_id="", pool="", slots=0,
+                                         state=S.RUNNING)
+            unlimited = {candidate.pool: pools.PoolLimit(pools.UNLIMITED) for candidate in mine}
+            return pools.admit(mine, [*own, *[elsewhere] * self.observed.running_in_dag], unlimited)
+        return pools.admit([*mine, *concurrency.waiting], [*own, *concurrency.holders], concurrency.pools)
 
     def _launch(self, task_id: str) -> None:
         ti = self.tis[task_id]

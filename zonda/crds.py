@@ -30,6 +30,7 @@ from zonda.models import (
     TriggerSpec,
     TriggerStatus,
 )
+from zonda.pools import PoolSpec, PoolStatus
 
 Schema = dict[str, Any]
 _DROP = {"title", "default", "format_", "examples"}
@@ -274,8 +275,29 @@ def generate() -> dict[str, Schema]:
         ],
         "A piece of an XCom value too large for its DagRun's status (the Kubernetes XCom backend).",
     )
+    pool = _crd(
+        "Pool",
+        "pools",
+        "pl",
+        schema_for(PoolSpec),
+        schema_for(PoolStatus),
+        [
+            _column("Slots", ".spec.slots", "integer", description="-1: unlimited"),
+            _column("Used", ".status.used", description="Occupied slots / total"),
+            _column("Running", ".status.runningSlots", "integer"),
+            _column("Queued", ".status.queuedSlots", "integer"),
+            _column("Scheduled", ".status.scheduledSlots", "integer", description="Asked for, waiting"),
+            _column("Open", ".status.openSlots", "integer"),
+            _column("Deferred", ".status.deferredSlots", "integer", priority=1),
+            _column("Include Deferred", ".spec.includeDeferred", "boolean", priority=1),
+            _column("Description", ".spec.description", priority=1),
+        ],
+        "Airflow's pool: slots the task instances naming it share across every run (default_pool is "
+        "default-pool).",
+    )
     return {
         "xcomchunks.zonda.dev.yaml": xcom_chunk,
+        "pools.zonda.dev.yaml": pool,
         "dags.zonda.dev.yaml": dag,
         "dagruns.zonda.dev.yaml": dagrun,
         "triggers.zonda.dev.yaml": trigger,

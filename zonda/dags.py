@@ -33,6 +33,7 @@ from zonda.models import (
     TriggerRule,
     WeightRule,
 )
+from zonda.pools import DEFAULT_POOL, pool_name_problem
 
 
 class DagInvalid(ValueError):
@@ -60,7 +61,10 @@ class ResolvedTask:
     wait_for_past_depends_before_skipping: bool = False
     priority_weight: int = 1
     weight_rule: WeightRule = WeightRule.DOWNSTREAM
-    pool: str | None = None
+    pool: str = DEFAULT_POOL  # Airflow's name, as written (`zonda.pools.pool_resource_name` for the resource)
+    pool_slots: int = 1
+    max_active_tis_per_dag: int | None = None
+    max_active_tis_per_dagrun: int | None = None
     group: str | None = None
     container: Mapping[str, Any] = field(default_factory=dict)
     pod_override: Mapping[str, Any] = field(default_factory=dict)
@@ -76,7 +80,6 @@ class ResolvedTask:
     callbacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> import paths
     sla: timedelta | None = None  # Airflow's sla, from the data interval end
     expand: ExpandSpec | None = None  # dynamic task mapping (`zonda.mapping`)
-    max_active_tis_per_dagrun: int | None = None
 
 
 @dataclass(frozen=True)
@@ -305,6 +308,8 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         outside = sorted(mapping.source_task_ids(task.expand) - set(graph.upstream[task_id]))
         if outside:
             errors.append(f"task {task_id!r} maps over the XCom of {outside}, which must be upstream of it")
+    if merged.get("pool") is not None and (problem := pool_name_problem(merged["pool"])) is not None:
+        errors.append(f"task {task_id!r}: {problem}")
     if task.is_setup and task.is_teardown:
         errors.append(f"task {task_id!r} is both a setup and a teardown: it can be only one")
     if task.on_failure_fail_dagrun and not task.is_teardown:
@@ -343,7 +348,10 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         ),
         priority_weight=_first_set(merged.get("priority_weight"), 1),
         weight_rule=_first_set(merged.get("weight_rule"), WeightRule.DOWNSTREAM),
-        pool=merged.get("pool"),
+        pool=_first_set(merged.get("pool"), DEFAULT_POOL),
+        pool_slots=_first_set(merged.get("pool_slots"), 1),
+        max_active_tis_per_dag=merged.get("max_active_tis_per_dag"),
+        max_active_tis_per_dagrun=merged.get("max_active_tis_per_dagrun"),
         group=group,
         container=container,
         pod_override=merged.get("pod_override") or {},
@@ -359,7 +367,6 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         callbacks={kind: tuple(paths) for kind in TASK_CALLBACKS if (paths := merged.get(kind))},
         sla=duration("sla"),
         expand=task.expand if mapping.is_mapped(task.expand) else None,
-        max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
     )
     return errors, resolved
 

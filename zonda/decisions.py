@@ -18,6 +18,7 @@ from typing import Any
 from zonda.dags import ResolvedDag
 from zonda.invocations import TaskResult
 from zonda.models import DagRunStatus, Deferral, RunType, TaskInstanceState
+from zonda.pools import Concurrency
 
 
 class AttemptPhase(enum.StrEnum):
@@ -67,6 +68,9 @@ class Observation:
     previous_run_states: dict[str, TaskInstanceState] | None = None  # for dependsOnPast; None: first run
     latest_window_end: datetime | None = None  # end of the interval after this run's (LatestOnly)
     running_in_dag: int = 0  # task instances running in other runs of the DAG (maxActiveTasks)
+    #: Pools and what every other run holds and waits for (`zonda.pools.admit`); None: no pool limits,
+    #: only maxActiveTasks counted with `running_in_dag` (which `concurrency`, when given, replaces).
+    concurrency: Concurrency | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,8 @@ class RunPlan:
     triggers_to_delete: list[str] = field(default_factory=list)
     events: list[RunEvent] = field(default_factory=list)
     wake_at: datetime | None = None
+    #: Other runs whose waiting task instances this pass found admitted ahead of its own (by weight).
+    runs_to_wake: tuple[str, ...] = ()
 
 
 __all__ = [

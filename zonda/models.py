@@ -141,7 +141,16 @@ class TaskDefaults(CrdModel):
     )
     priority_weight: int | None = None
     weight_rule: WeightRule | None = None
-    pool: str | None = None
+    pool: str | None = Field(
+        default=None, description="Airflow's pool: the Pool named so (`_` as `-`); unset: default_pool."
+    )
+    pool_slots: int | None = Field(default=None, ge=1, description="Pool slots the task holds while it runs.")
+    max_active_tis_per_dag: int | None = Field(
+        default=None, ge=1, description="This task's instances running at once across the DAG's runs."
+    )
+    max_active_tis_per_dagrun: int | None = Field(
+        default=None, ge=1, description="This task's instances (mapped ones) running at once in one run."
+    )
     queue: str | None = None
     container: JsonObject | None = Field(default=None, description="Kubernetes container fields.")
     pod_override: JsonObject | None = Field(default=None, description="Pod fields merged over the default.")
@@ -219,9 +228,6 @@ class TaskSpec(TaskDefaults):
         "args.params): the run's params merged with the task's must satisfy it.",
     )
     expand: ExpandSpec | None = Field(default=None, description="Dynamic task mapping (Airflow's .expand()).")
-    max_active_tis_per_dagrun: int | None = Field(
-        default=None, ge=1, description="This task's instances (mapped ones) running at once in one run."
-    )
 
 
 class TaskGroupSpec(CrdModel):

@@ -38,6 +38,8 @@ from controller.executors.local import LocalExecutor
 from controller.kube import DAGRUNS, DAGS, Kube
 from controller.reconcilers import metrics
 from controller.reconcilers.backfills import BACKFILLS
+from controller.reconcilers.index import RunSummary
+from controller.reconcilers.pools import POOLS, runs_to_wake
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
 from controller.triggerer.health import serve_http
 from zonda.models import GROUP, VERSION
@@ -45,7 +47,7 @@ from zonda.wire import LABEL_DAGRUN_UID
 
 logger = logging.getLogger(__name__)
 
-_PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS}
+_PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS}
 
 
 @dataclass
@@ -79,6 +81,7 @@ class ControllerProcess:
         kopf.on.login(registry=registry)(self.login)
         kopf.on.event(GROUP, VERSION, "dags", registry=registry)(self.on_dag)
         kopf.on.event(GROUP, VERSION, BACKFILLS, registry=registry)(self.on_backfill)
+        kopf.on.event(GROUP, VERSION, POOLS, registry=registry)(self.on_pool)
         kopf.on.event(GROUP, VERSION, "dagruns", registry=registry)(self.on_dagrun)
         kopf.on.event("", "v1", "pods", labels={LABEL_DAGRUN_UID: kopf.PRESENT}, registry=registry)(
             self.on_task_pod
@@ -101,6 +104,8 @@ class ControllerProcess:
             return await reconcilers.reconcile_dag(namespace, name)
         if kind == "backfill":
             return await reconcilers.reconcile_backfill(namespace, name)
+        if kind == "pool":
+            return await reconcilers.reconcile_pool(namespace, name)
         return await reconcilers.reconcile_run(namespace, name)
 
     async def report_failing(self, key: Hashable, failures: int, error: BaseException) -> None:
@@ -142,6 +147,7 @@ class ControllerProcess:
             pod_pending_timeout=ours.pod_pending_timeout,
             max_map_length=ours.max_map_length,
             on_run_state_change=self.run_state_changed,
+            enqueue=self.enqueue,
         )
         queue = WorkQueue(
             self.reconcile,
@@ -243,11 +249,12 @@ class ControllerProcess:
         reconcilers = self.services.reconcilers
         dag_name = (body.get("spec") or {}).get("dagName")
         if type == "DELETED":
-            reconcilers.index.remove(namespace, name)
+            self.wake_for_slots(namespace, name, reconcilers.index.remove(namespace, name))
             if dag_name:
                 self.enqueue("dag", namespace, dag_name)
             return
         previous = reconcilers.index.update(body)
+        self.wake_for_slots(namespace, name, previous)
         if not reconcilers.is_own_write(
             DAGRUNS, namespace, name, body.get("metadata", {}).get("resourceVersion")
         ):
@@ -255,6 +262,30 @@ class ControllerProcess:
         new_state = (body.get("status") or {}).get("state")
         if dag_name and (previous is None or previous.state != new_state):
             self.run_state_changed(namespace, dag_name, name, new_state)  # new, or changed by someone else
+
+    def wake_for_slots(self, namespace: str, name: str, previous: RunSummary | None) -> None:
+        """A run changed by someone else (a user's mark or clear, a deletion) may free pool slots."""
+        if self.services is None:
+            return
+        index = self.services.reconcilers.index
+        runs, pools = runs_to_wake(index, namespace, name, previous, index.runs.get((namespace, name)))
+        for run in sorted(runs):
+            self.enqueue("run", namespace, run)
+        for pool in sorted(pools):
+            self.enqueue("pool", namespace, pool)
+
+    def on_pool(self, **event: Any) -> None:
+        """A Pool created or resized: its status, and the runs waiting for slots (it may have grown)."""
+        if self.services is None or event["type"] == "DELETED":
+            return
+        namespace = event["namespace"]
+        version = event["body"].get("metadata", {}).get("resourceVersion")
+        if self.services.reconcilers.is_own_write(POOLS, namespace, event["name"], version):
+            return
+        self.enqueue("pool", namespace, event["name"])
+        for name, summary in self.services.reconcilers.index.in_namespace(namespace).items():
+            if summary.waiting:
+                self.enqueue("run", namespace, name)
 
     def run_state_changed(self, namespace: str, dag_name: str, run_name: str, new_state: str | None) -> None:
         """A run started or finished: its DAG may schedule more, its siblings may proceed."""

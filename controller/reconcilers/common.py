@@ -70,6 +70,10 @@ class StatusWriter:
         self.own_writes[(plural, meta["namespace"], meta["name"])] = written["metadata"]["resourceVersion"]
         return True
 
+    def written_version(self, plural: str, namespace: str, name: str) -> str | None:
+        """The resourceVersion of our latest status write of the object (None: none yet)."""
+        return self.own_writes.get((plural, namespace, name))
+
     def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
         """True for the watch event of a status we just wrote: it needs no reconcile of its own.
 

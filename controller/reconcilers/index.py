@@ -7,13 +7,21 @@ the API on every pass would cost a list per task-instance change.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from zonda.models import DagRunState, TaskInstanceState
+from pydantic import ValidationError
+
+from zonda import run_slots
+from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
+from zonda.models import DagRunState, DagSpec, TaskInstanceState, TaskInstanceStatus
+from zonda.pools import Candidate, SlotHolder
 from zonda.wire import parse_time
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,16 +34,48 @@ class RunSummary:
     data_interval: tuple[datetime, datetime] | None
     running_tasks: int
     ti_states: dict[str, str]
+    #: Pool slots and concurrency: task instances queued, running or deferred, and those scheduled.
+    holders: tuple[SlotHolder, ...] = ()
+    waiting: tuple[Candidate, ...] = ()
 
 
 @dataclass
 class RunIndex:
-    """DagRuns by (namespace, name)."""
+    """DagRuns by (namespace, name).
+
+    Pool admission must never see a run older than what the controller itself wrote, or it would
+    count slots as free that a launch just took. So after a status write the reconciler `record`s
+    the new body, and watch events (`update`) for that run are ignored until the watch delivers that
+    write: a watch stream is ordered, so anything before it is older. (If the watch coalesces it
+    away, the run's next reconcile records a fresh read again.)
+    """
 
     runs: dict[tuple[str, str], RunSummary] = field(default_factory=dict)
+    #: (namespace, name) -> resourceVersion of our status write the watch has not delivered yet.
+    awaiting: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (namespace, name, uid) -> the DAG snapshot the run started with, resolved (it never changes).
+    _dags: dict[tuple[str, str, str], ResolvedDag | None] = field(default_factory=dict)
 
     def update(self, body: Mapping[str, Any]) -> RunSummary | None:
-        """Record the run's latest body; returns what was known of it before (None: new)."""
+        """Record the run's body from the watch; returns what was known of it before (None: new)."""
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        if key in self.awaiting:
+            if meta.get("resourceVersion") != self.awaiting[key]:
+                return self.runs.get(key)  # older than our own write
+            del self.awaiting[key]
+        return self._store(body)
+
+    def record(self, body: Mapping[str, Any], written_version: str | None) -> RunSummary | None:
+        """Record what a reconcile read and wrote (newer than any watch event still on its way)."""
+        key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        if written_version is None:
+            self.awaiting.pop(key, None)
+        else:
+            self.awaiting[key] = written_version
+        return self._store(body)
+
+    def _store(self, body: Mapping[str, Any]) -> RunSummary | None:
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
         status = body.get("status") or {}
@@ -50,12 +90,52 @@ class RunIndex:
             running_tasks=sum(1 for ti in tis.values() if ti.get("state") in ("queued", "running")),
             ti_states={tid: ti.get("state", "none") for tid, ti in tis.items()},
         )
+        summary.holders, summary.waiting = self._slots(body, status, tis, summary.logical_date)
         previous = self.runs.get(key)
         self.runs[key] = summary
         return previous
 
-    def remove(self, namespace: str, name: str) -> None:
-        self.runs.pop((namespace, name), None)
+    def _slots(
+        self,
+        body: Mapping[str, Any],
+        status: Mapping[str, Any],
+        tis: Mapping[str, Any],
+        logical_date: datetime | None,
+    ) -> tuple[tuple[SlotHolder, ...], tuple[Candidate, ...]]:
+        interesting = {tid: ti for tid, ti in tis.items() if ti.get("state") in _SLOT_STATES}
+        if not interesting or status.get("state") != DagRunState.RUNNING.value:
+            return (), ()
+        meta = body["metadata"]
+        dag = self._dag(
+            (meta["namespace"], meta["name"], meta.get("uid", "")),
+            (body.get("spec") or {}).get("dagName", ""),
+            status.get("dagSpec"),
+        )
+        if dag is None:
+            return (), ()
+        parsed = {tid: TaskInstanceStatus.model_validate(ti) for tid, ti in interesting.items()}
+        return (
+            run_slots.holders(dag, meta["name"], parsed),
+            run_slots.candidates(dag, meta["name"], parsed, logical_date),
+        )
+
+    def _dag(self, key: tuple[str, str, str], dag_name: str, dag_spec: Any) -> ResolvedDag | None:
+        if key not in self._dags:
+            try:
+                self._dags[key] = resolve_dag(dag_name, DagSpec.model_validate(dag_spec or {}))
+            except (ValidationError, DagInvalid) as exc:
+                logger.debug("run %s/%s: its DAG snapshot does not resolve: %s", key[0], key[1], exc)
+                self._dags[key] = None
+        return self._dags[key]
+
+    def remove(self, namespace: str, name: str) -> RunSummary | None:
+        self.awaiting.pop((namespace, name), None)
+        for key in [key for key in self._dags if key[:2] == (namespace, name)]:
+            del self._dags[key]
+        return self.runs.pop((namespace, name), None)
+
+    def in_namespace(self, namespace: str) -> dict[str, RunSummary]:
+        return {name: s for (ns, name), s in self.runs.items() if ns == namespace}
 
     def of_dag(self, namespace: str, dag_name: str) -> dict[str, RunSummary]:
         return {name: s for (ns, name), s in self.runs.items() if ns == namespace and s.dag_name == dag_name}
@@ -65,6 +145,9 @@ class RunIndex:
         runs = self.of_dag(namespace, dag_name)
         runs.pop(run_name, None)
         return runs
+
+
+_SLOT_STATES = frozenset({"queued", "running", "deferred", "scheduled"})
 
 
 def previous_states(

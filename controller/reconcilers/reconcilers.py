@@ -3,6 +3,7 @@
 - `DagReconciler` (dags.py): `zonda.plans.plan_dag` decides which runs are due and the DAG's status.
 - `RunReconciler` (runs.py): `zonda.plans.start_run` / `observe`, then `zonda.decisions.decide`.
 - `BackfillReconciler` (backfills.py): `zonda.backfills.plan_backfill` decides which backfill runs to create.
+- `PoolReconciler` (pools.py): a Pool's status; pools.py also holds the admission critical section.
 - `Reconcilers` below is what the kopf process holds: both, sharing one status writer and run index.
 
 Each pass reads the clock once and passes `now` to the core. Invariant: the controller writes only
@@ -20,6 +21,7 @@ from controller.reconcilers.backfills import BackfillReconciler
 from controller.reconcilers.common import StatusWriter, utcnow
 from controller.reconcilers.dags import DagReconciler
 from controller.reconcilers.index import RunIndex
+from controller.reconcilers.pools import PoolReconciler
 from controller.reconcilers.runs import RunReconciler
 from zonda import conditions
 from zonda.models import Condition
@@ -40,6 +42,7 @@ class Reconcilers:
         pod_pending_timeout: float = 0.0,
         max_map_length: int | None = None,
         on_run_state_change: Callable[[str, str, str, str | None], None] | None = None,
+        enqueue: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self.kube = kube
         self.writer = StatusWriter(kube)
@@ -55,7 +58,9 @@ class Reconcilers:
             pending_timeout=timedelta(seconds=pod_pending_timeout) if pod_pending_timeout > 0 else None,
             max_map_length=max_map_length,
             on_run_state_change=on_run_state_change,
+            enqueue=enqueue,
         )
+        self.pools = PoolReconciler(kube, self.writer, self.runs.admission)
 
     async def reconcile_dag(self, namespace: str, name: str) -> datetime | None:
         return await self.dags.reconcile(namespace, name)
@@ -65,6 +70,9 @@ class Reconcilers:
 
     async def reconcile_backfill(self, namespace: str, name: str) -> datetime | None:
         return await self.backfills.reconcile(namespace, name)
+
+    async def reconcile_pool(self, namespace: str, name: str) -> datetime | None:
+        return await self.pools.reconcile(namespace, name)
 
     def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
         return self.writer.is_own_write(plural, namespace, name, resource_version)

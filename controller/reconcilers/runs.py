@@ -9,6 +9,8 @@ status that claims a launch that did not happen.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi
 from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
-from controller.reconcilers.index import RunIndex, previous_states, previous_success
+from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
+from controller.reconcilers.pools import PoolAdmission, runs_to_wake
 from controller.triggerer.shards import shard_for
 from zonda import callbacks, decisions, events, history, mapping, plans
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
@@ -55,6 +58,13 @@ class RunReconciler:
     #: Called with (namespace, DAG name, run name, new state) when a run's state changes: the DAG may
     #: schedule more (maxActiveRuns), and its other runs may proceed (dependsOnPast, maxActiveTasks).
     on_run_state_change: Callable[[str, str, str, str | None], None] | None = None
+    #: Called with (kind, namespace, name) to reconcile another object: "run" or "pool".
+    enqueue: Callable[[str, str, str], None] | None = None
+    #: Pool admission's critical section: one per controller process.
+    admission: PoolAdmission = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.admission = PoolAdmission(self.kube, self.index)
 
     async def reconcile(self, namespace: str, name: str) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
@@ -86,18 +96,66 @@ class RunReconciler:
             return None
         attempts, callback_tries = reconciler_callbacks.split_attempts(await self.executor.observe(run))
         observation = await self._observe(run, spec, status, dag_spec, attempts, now)
-        plan = decisions.decide(
+        decide = functools.partial(
+            decisions.decide,
             dag,
             run_name=name,
             run_type=spec.run_type,
             status=status,
-            observed=observation,
             now=now,
             logical_date=status.logical_date,
             data_interval_end=status.data_interval_end,
             pending_timeout=self.pending_timeout,
             max_map_length=self.max_map_length,
         )
+        act = functools.partial(
+            self._launch_and_write, run, spec, dag, dag_spec, before, callback_tries, old_wire, now
+        )
+        plan = decide(observed=observation)  # no pool limits: only to learn whether it would launch
+        if not plan.launches:
+            due = await act(plan, observation)
+        else:
+            async with self.admission.lock:  # the critical section: see controller.reconcilers.pools
+                concurrency = await self.admission.concurrency(namespace, name)
+                observation = dataclasses.replace(observation, concurrency=concurrency)
+                plan = decide(observed=observation)
+                due = await act(plan, observation)
+        if due is None:
+            return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
+        for attempt_name in plan.kills:
+            await self.executor.kill(run, attempt_name)
+            metrics.PODS_DELETED.inc()
+        for trigger_name in plan.triggers_to_delete:
+            await self.kube.delete_custom(TRIGGERS, namespace, trigger_name)
+        await self._delete_worker_pods(run, dag_spec, due.status, {**attempts, **callback_tries})
+        old_state = old_wire.get("state")
+        new_state = due.status.state.value if due.status.state is not None else None
+        if old_state != new_state and self.on_run_state_change is not None:
+            self.on_run_state_change(namespace, spec.dag_name, name, new_state)
+        self.writer.post_events(run, [*events.events_to_post(plan.events), *due.events])
+        log_state_changes(namespace, spec.dag_name, name, before, plan.status)
+        metrics.record_run(run, plan.status)
+        if due.new_sla_misses:
+            metrics.SLA_MISSES.labels(namespace, spec.dag_name).inc(len(due.new_sla_misses))
+        return min(filter(None, (plan.wake_at, due.wake_at)), default=None)
+
+    async def _launch_and_write(
+        self,
+        run: Mapping[str, Any],
+        spec: DagRunSpec,
+        dag: ResolvedDag,
+        dag_spec: DagSpec,
+        before: DagRunStatus,
+        callback_tries: Mapping[str, decisions.ObservedAttempt],
+        old_wire: Mapping[str, Any],
+        now: datetime,
+        plan: decisions.RunPlan,
+        observation: decisions.Observation,
+    ) -> callbacks.CallbackPlan | None:
+        """Plan callbacks, create triggers, launch, write the status and record it in the index.
+
+        Returns the callbacks' plan, or None when the write met a conflict."""
+        namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
         due = callbacks.plan_callbacks(
             dag,
             run_name=name,
@@ -122,24 +180,27 @@ class RunReconciler:
             launches=due.launches,
         )
         new_wire = due.status.to_wire()
+        version = self.writer.written_version(DAGRUNS, namespace, name)
         if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):
-            return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
-        for attempt_name in plan.kills:
-            await self.executor.kill(run, attempt_name)
-            metrics.PODS_DELETED.inc()
-        for trigger_name in plan.triggers_to_delete:
-            await self.kube.delete_custom(TRIGGERS, namespace, trigger_name)
-        await self._delete_worker_pods(run, dag_spec, due.status, {**attempts, **callback_tries})
-        old_state, new_state = old_wire.get("state"), new_wire.get("state")
-        if old_state != new_state and self.on_run_state_change is not None:
-            self.on_run_state_change(namespace, spec.dag_name, name, new_state)
-        self.writer.post_events(run, [*events.events_to_post(plan.events), *due.events])
-        log_state_changes(namespace, spec.dag_name, name, before, plan.status)
-        metrics.record_run(run, plan.status)
-        if due.new_sla_misses:
-            metrics.SLA_MISSES.labels(namespace, spec.dag_name).inc(len(due.new_sla_misses))
-        self.index.update({**run, "status": new_wire})
-        return min(filter(None, (plan.wake_at, due.wake_at)), default=None)
+            return None
+        written = self.writer.written_version(DAGRUNS, namespace, name)
+        previous = self.index.record({**run, "status": new_wire}, written if written != version else None)
+        self._wake_after(namespace, name, previous, plan.runs_to_wake)
+        return due
+
+    def _wake_after(
+        self, namespace: str, name: str, previous: RunSummary | None, admitted_elsewhere: tuple[str, ...]
+    ) -> None:
+        """Runs admitted ahead of this one, or waiting for slots this pass freed, look again."""
+        if self.enqueue is None:
+            return
+        runs, touched_pools = runs_to_wake(
+            self.index, namespace, name, previous, self.index.runs.get((namespace, name))
+        )
+        for other in sorted(runs | set(admitted_elsewhere)):
+            self.enqueue("run", namespace, other)
+        for pool in sorted(touched_pools):
+            self.enqueue("pool", namespace, pool)
 
     async def _start(
         self, run: Mapping[str, Any], spec: DagRunSpec, status: DagRunStatus, now: datetime

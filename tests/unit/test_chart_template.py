@@ -138,6 +138,8 @@ CONTROLLER_RULES = {
     ("zonda.dev", "triggers"): "get list watch create delete",
     ("zonda.dev", "backfills"): "get list watch",
     ("zonda.dev", "backfills/status"): "patch update",
+    ("zonda.dev", "pools"): "get list watch",
+    ("zonda.dev", "pools/status"): "patch update",
     ("", "pods"): "get list watch create delete",
     ("", "pods/log"): "get",
     ("", "configmaps"): "list",  # rbac.readVariablesAndConnections: Variables and Connections

@@ -656,7 +656,7 @@ def test_max_active_tasks_caps_the_launches() -> None:
     plan = run.step(running_in_dag=1)
     assert launched(plan) == ["t0", "t1"]
     assert run.ti("t4").state is S.SCHEDULED
-    assert "max_active_tasks=3 reached" in (run.ti("t4").reason or "")
+    assert "max_active_tasks limit of 3" in (run.ti("t4").reason or "")
     plan = run.step(run.succeeded("t0"), running_in_dag=1)
     assert launched(plan) == ["t2"]
 

@@ -32,6 +32,12 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 - apiGroups: ["zonda.dev"]
   resources: ["backfills/status"]
   verbs: ["patch", "update"]
+- apiGroups: ["zonda.dev"]
+  resources: ["pools"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["zonda.dev"]
+  resources: ["pools/status"]
+  verbs: ["patch", "update"]
 {{ include "zonda.controllerPodRules" . }}
 - apiGroups: [""]
   resources: ["events"]

@@ -1,0 +1,123 @@
+"""Pools in the controller: the admission critical section, wake-ups when slots free up, Pool status.
+
+Admission (`zonda.pools.admit`, called from the run's pass) must not over-admit when kopf's workers
+reconcile several runs at once: a run whose pass would launch anything decides again inside
+`PoolAdmission.lock`, with the pools read from the API and what every other run holds from the
+`RunIndex`, and records its written status in the index before the lock is released. Only the
+leader's work queue runs, so one process holds the lock. After a restart nothing is taken from
+memory: the first admission in a namespace lists its DagRuns into the index (their statuses say what
+is queued, running or deferred; a live attempt the status does not name is a stray the run's pass
+kills), so a restart neither over-admits nor forgets a waiting task instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from controller.kube import DAGRUNS, KubeApi
+from controller.reconcilers.common import StatusWriter
+from controller.reconcilers.index import RunIndex, RunSummary
+from zonda import pools
+from zonda.pools import Concurrency, PoolLimit, PoolSpec
+
+POOLS = "pools"
+
+
+@dataclass
+class PoolAdmission:
+    """The critical section and the namespaces whose runs were listed into the index since start."""
+
+    kube: KubeApi
+    index: RunIndex
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    seeded: set[str] = field(default_factory=set)
+
+    async def seed(self, namespace: str) -> None:
+        """List the namespace's DagRuns into the index once: the watch may not have delivered them all."""
+        if namespace in self.seeded:
+            return
+        for run in await self.kube.list_custom(DAGRUNS, namespace):
+            self.index.update(run)
+        self.seeded.add(namespace)
+
+    async def limits(self, namespace: str) -> dict[str, PoolLimit]:
+        """The namespace's Pools by resource name (a Pool whose spec does not parse counts as absent)."""
+        limits: dict[str, PoolLimit] = {}
+        for pool in await self.kube.list_custom(POOLS, namespace):
+            try:
+                spec = PoolSpec.model_validate(pool.get("spec") or {})
+            except ValidationError:
+                continue
+            limits[pool["metadata"]["name"]] = PoolLimit(spec.slots, spec.include_deferred)
+        return limits
+
+    async def concurrency(self, namespace: str, run_name: str) -> Concurrency:
+        """Pools, and what every other run in the namespace holds and waits for. Call under `lock`."""
+        await self.seed(namespace)
+        others = [s for name, s in self.index.in_namespace(namespace).items() if name != run_name]
+        return Concurrency(
+            pools=await self.limits(namespace),
+            holders=tuple(h for s in others for h in s.holders),
+            waiting=tuple(c for s in others for c in s.waiting),
+        )
+
+
+def runs_to_wake(
+    index: RunIndex, namespace: str, run_name: str, previous: RunSummary | None, current: RunSummary | None
+) -> tuple[set[str], set[str]]:
+    """(runs, pools) to look at again after a run changed: waiting runs may start if it freed
+    slots (in a pool, its DAG's max_active_tasks, a task's max_active_tis_*), and the Pools its
+    task instances use show new numbers."""
+    before = {(h.pool, h.dag, h.task_id, h.state, h.slots) for h in previous.holders} if previous else set()
+    after = {(h.pool, h.dag, h.task_id, h.state, h.slots) for h in current.holders} if current else set()
+    freed = before - after
+    touched_pools = {entry[0] for entry in before ^ after}
+    touched_pools |= {c.pool for c in _waiting(previous)} ^ {c.pool for c in _waiting(current)}
+    if not freed:
+        return set(), touched_pools
+    freed_pools = {entry[0] for entry in freed}
+    freed_dags = {entry[1] for entry in freed}
+    runs = {
+        name
+        for name, summary in index.in_namespace(namespace).items()
+        if name != run_name and any(c.pool in freed_pools or c.dag in freed_dags for c in summary.waiting)
+    }
+    return runs, touched_pools
+
+
+def _waiting(summary: RunSummary | None) -> Iterable[pools.Candidate]:
+    return summary.waiting if summary is not None else ()
+
+
+@dataclass
+class PoolReconciler:
+    """Writes a Pool's status (occupancy from the runs' statuses); the spec is the user's."""
+
+    kube: KubeApi
+    writer: StatusWriter
+    admission: PoolAdmission
+
+    async def reconcile(self, namespace: str, name: str) -> datetime | None:
+        pool = await self.kube.get_custom(POOLS, namespace, name)
+        if pool is None or pool["metadata"].get("deletionTimestamp"):
+            return None
+        try:
+            spec = PoolSpec.model_validate(pool.get("spec") or {})
+        except ValidationError:
+            return None  # the CRD schema refuses such specs; one from an older schema is left alone
+        await self.admission.seed(namespace)
+        runs = self.admission.index.in_namespace(namespace).values()
+        status = pools.pool_status(
+            PoolLimit(spec.slots, spec.include_deferred),
+            [h for s in runs for h in s.holders],
+            [c for s in runs for c in s.waiting],
+            name,
+            generation=pool["metadata"].get("generation"),
+        )
+        await self.writer.write_status(POOLS, pool, pool.get("status") or {}, status.to_wire())
+        return None
