@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import apply, controller, get, wait_for, zonda
+from tests.cluster.zonda_processes import apply, controller, get, most_at_once, wait_for, zonda
 
 #: Three DAGs sharing the pool; each one's tasks weigh the same (absolute), the DAGs differ.
 WEIGHTS = {"light": 1, "heavy": 10, "middle": 5}
@@ -54,19 +54,6 @@ def task_instances(cluster: Cluster, namespace: str) -> dict[tuple[str, str], di
     }
 
 
-def most_at_once(tis: list[dict[str, Any]]) -> int:
-    """The largest number of task instances between their start and end at one moment."""
-    moments: list[tuple[datetime, int]] = []
-    for ti in tis:
-        moments.append((datetime.fromisoformat(ti["startDate"]), 1))
-        moments.append((datetime.fromisoformat(ti["endDate"]), -1))
-    current = best = 0
-    for _, change in sorted(moments):  # an end sorts before a start at the same instant
-        current += change
-        best = max(best, current)
-    return best
-
-
 def test_a_two_slot_pool_shared_by_three_dags_runs_two_at_once_by_weight_across_a_restart(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
@@ -85,8 +72,10 @@ def test_a_two_slot_pool_shared_by_three_dags_runs_two_at_once_by_weight_across_
         reason = task_instances(cluster, namespace)[("light", "work1")]["reason"]
         assert reason == "Not scheduling since there are 0 open slots in pool shared-pool"
         wait_for(
-            lambda: (get(cluster, namespace, "pool", "shared-pool").get("status") or {}).get("scheduledSlots")
-            == 6,
+            lambda: (
+                (get(cluster, namespace, "pool", "shared-pool").get("status") or {}).get("scheduledSlots")
+                == 6
+            ),
             "the pool's status to count six waiting",
         )
         apply(cluster, namespace, pool(2))
@@ -113,7 +102,7 @@ def test_a_two_slot_pool_shared_by_three_dags_runs_two_at_once_by_weight_across_
             "the pool's status to show it empty",
         )
     tis = task_instances(cluster, namespace)
-    assert most_at_once(list(tis.values())) <= 2, {k: (v["startDate"], v["endDate"]) for k, v in tis.items()}
+    assert most_at_once(tis.values()) <= 2, {k: (v["startDate"], v["endDate"]) for k, v in tis.items()}
     assert {ti["tryNumber"] for ti in tis.values()} == {1}, "nothing ran twice across the restart"
     queued = {key: datetime.fromisoformat(ti["queuedAt"]) for key, ti in tis.items()}
     by_dag = {name: [queued[(name, f"work{i}")] for i in (1, 2)] for name in WEIGHTS}

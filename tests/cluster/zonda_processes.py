@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,17 @@ def zonda(cluster: Cluster, *args: str, check: bool = True) -> subprocess.Comple
 
 def ti_states(run: dict[str, Any]) -> dict[str, str]:
     return {tid: ti["state"] for tid, ti in run["status"]["taskInstances"].items()}
+
+
+def most_at_once(spans: Iterable[Mapping[str, Any]]) -> int:
+    """The most objects between their recorded `startDate` and `endDate` at one moment (runs or
+    task instances: what an Airflow concurrency limit promises, read from what was recorded)."""
+    moments: list[tuple[datetime, int]] = []
+    for span in spans:
+        moments.append((datetime.fromisoformat(span["startDate"]), 1))
+        moments.append((datetime.fromisoformat(span["endDate"]), -1))
+    current = best = 0
+    for _, change in sorted(moments):  # an end sorts before a start at the same instant
+        current += change
+        best = max(best, current)
+    return best

@@ -4,15 +4,17 @@ and the admission step of `decide`, with what other runs hold given as `Observat
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.unit.test_decisions import Run, make_dag
 from zonda import pools
 from zonda.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.decisions import AttemptPhase
 from zonda.models import TaskInstanceState, WeightRule
-from zonda.pools import Candidate, Concurrency, PoolLimit, SlotHolder, admit
+from zonda.pools import Candidate, Concurrency, PoolLimit, PoolSpec, SlotHolder, admit
 
 S = TaskInstanceState
 DAY = datetime(2024, 1, 1, tzinfo=UTC)
@@ -259,3 +261,9 @@ def test_a_finished_task_frees_its_slot_for_the_next_in_the_same_pass() -> None:
     done = run.step(run.attempt("a", AttemptPhase.SUCCEEDED), concurrency=limits)
     assert [launch.task_id for launch in done.launches] == ["b"]
     assert run.ti("a").state is S.SUCCESS and run.ti("b").state is S.QUEUED
+
+
+def test_the_example_default_pool_is_airflows() -> None:
+    example = yaml.safe_load((Path(__file__).parents[2] / "examples/pools/default-pool.yaml").read_text())
+    assert example["metadata"]["name"] == pools.pool_resource_name(pools.DEFAULT_POOL)
+    assert PoolSpec.model_validate(example["spec"]).slots == pools.DEFAULT_POOL_SLOTS
