@@ -9,6 +9,7 @@ tests error with the piece that failed and its log.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from controller.devtools import realnode
 from controller.devtools.devcluster import Cluster, start_local_cluster
+from controller.kube import Kube
 from tests.cluster.test_controller import SEED_EXAMPLES, dag
 from tests.cluster.zonda_processes import (
     apply,
@@ -32,6 +34,18 @@ from tests.cluster.zonda_processes import (
     wait_run_finished,
     zonda,
 )
+
+
+def followed_log(cluster: Cluster, namespace: str, pod: str) -> str:
+    """A pod's `base` log through `Kube.follow_pod_log` (what the UI streams), until it ends."""
+
+    async def follow() -> str:
+        async with await Kube.connect(str(cluster.kubeconfig), component="zonda-test") as kube:
+            chunks = kube.follow_pod_log(namespace, pod, container="base")
+            async with asyncio.timeout(60):
+                return "".join([chunk async for chunk in chunks])
+
+    return asyncio.run(follow())
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +146,8 @@ def test_tasks_run_in_real_containers_with_results_skips_retries_and_logs(
     kubectl_log = real_cluster.kubectl("logs", "-n", ns, hello_pod, "-c", "base").stdout
     assert "hello from hello as 10001" in kubectl_log
     assert "hello from hello as 10001" in zonda(real_cluster, "logs", run, "hello", "-n", ns).stdout
+    # The UI's log stream follows a pod through the kubelet; a finished container's follow ends.
+    assert "hello from hello as 10001" in followed_log(real_cluster, ns, hello_pod)
     assert (
         "42"
         in real_cluster.kubectl(
