@@ -15,7 +15,7 @@ what they read and raise `ValueError` saying what is wrong and where.
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Self
 
 import msgspec
@@ -36,16 +36,26 @@ SKIP_EXIT_CODE = 99
 JsonObject = dict[str, Any]
 
 
+def _plain(value: Any) -> Any:
+    """What msgspec cannot encode by itself: subclasses of `datetime` and `date` (pendulum's, which
+    timetables and the run's start produce) become the standard types, at the same instant."""
+    if isinstance(value, datetime):
+        return datetime.fromisoformat(value.isoformat())
+    if isinstance(value, date):
+        return date.fromisoformat(value.isoformat())
+    raise NotImplementedError(f"{type(value).__name__} is not JSON: {value!r}")
+
+
 class WireStruct(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
     """camelCase on the wire, snake_case in Python, unknown fields refused (as `zonda.models.CrdModel`)."""
 
     def encode(self) -> bytes:
         """The compact JSON the other side decodes."""
-        return msgspec.json.encode(self)
+        return msgspec.json.encode(self, enc_hook=_plain)
 
     def to_wire(self) -> dict[str, Any]:
         """The same JSON as Python values."""
-        wire: dict[str, Any] = msgspec.to_builtins(self)
+        wire: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_plain)
         return wire
 
     @classmethod

@@ -625,3 +625,18 @@ def test_sigterm_stops_the_command_and_fails_the_try_with_a_result(helpers_dir: 
     assert (process.returncode, result["outcome"]) == (1, "failed")
     assert "Task received SIGTERM signal" in result["message"]
     assert not is_running(sleep_pid), "the command's children outlived the try"
+
+
+def test_an_invocation_with_pendulum_datetimes_encodes_as_the_same_instants() -> None:
+    """A run's start and its timetable give pendulum DateTimes; the wire carries them as any datetime."""
+    import pendulum
+
+    moment = pendulum.datetime(2026, 3, 29, 2, 30, tz="Europe/Paris")
+    wire = TaskInvocation(
+        dag_name="etl", run_name="manual-1", run_type=RunType.MANUAL, task_id="t", try_number=1,
+        logical_date=moment, data_interval_start=moment, data_interval_end=pendulum.now("UTC"),
+        args={"day": pendulum.date(2026, 3, 29)},
+    )  # fmt: skip
+    decoded = TaskInvocation.decode(wire.encode())
+    assert decoded.logical_date == moment and decoded.data_interval_end == wire.data_interval_end
+    assert decoded.args == {"day": "2026-03-29"} and wire.to_wire()["args"] == {"day": "2026-03-29"}
