@@ -19,12 +19,13 @@ the same thing again, and the launch of a name that exists is a no-op. SLA misse
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from zonda import mapping
-from zonda.dags import ResolvedDag
+from zonda.dags import ResolvedDag, ResolvedTask
 from zonda.decisions import AttemptPhase, Observation, ObservedAttempt, RunEvent
 from zonda.invocations import CallbackRequest, MissedSla, TaskOutcome
 from zonda.models import (
@@ -37,6 +38,7 @@ from zonda.models import (
     TaskInstanceStatus,
 )
 from zonda.names import callback_name
+from zonda.operator_registry import CONTAINER_OPERATORS
 
 S = TaskInstanceState
 
@@ -269,6 +271,14 @@ class _Planner:
         )
 
 
+def callback_task(task: ResolvedTask) -> ResolvedTask:
+    """The task as its callback try runs: the task runner, in Zonda's image for a container task (whose
+    own image may have neither Python nor Zonda)."""
+    if task.operator is not None and task.operator not in CONTAINER_OPERATORS:
+        return task
+    return dataclasses.replace(task, operator="EmptyOperator", args={}, container={})
+
+
 def dag_callback_reason(status: DagRunStatus) -> str:
     """Airflow's `reason` in a DAG callback's context: success, timed_out or task_failure."""
     if status.state is DagRunState.SUCCESS:
@@ -296,6 +306,7 @@ __all__ = [
     "SLA_MISS",
     "CallbackLaunch",
     "CallbackPlan",
+    "callback_task",
     "dag_callback_reason",
     "plan_callbacks",
     "sla_deadline",

@@ -19,9 +19,10 @@ from typing import Any
 import pendulum
 
 from controller.runner.task import run_task
-from zonda import decisions, plans, triggers
+from zonda import callbacks, decisions, plans, triggers
 from zonda.authoring import compat, dag_files, manifests
 from zonda.authoring.dags import DAG
+from zonda.callbacks import CallbackLaunch, callback_task
 from zonda.dags import parse_dag_spec, resolve_dag
 from zonda.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
 from zonda.invocations import TaskOutcome
@@ -134,9 +135,15 @@ def run_dag(
                 logical_date=status.logical_date,
                 data_interval_end=status.data_interval_end,
             )
-            status = plan.status
-            for event in plan.events:
+            due = callbacks.plan_callbacks(
+                resolved, run_name=run_name, run_type=RunType.MANUAL, before=status, after=plan.status,
+                observed=observation, callback_attempts={}, now=now,
+            )  # fmt: skip
+            status = due.status
+            for event in [*plan.events, *due.events]:
                 print(f"{event.reason}: {event.message}")
+            for callback in due.launches:  # in process, as the task's own callbacks run
+                _run_callback(status, run_spec, run_name, dag_spec, resolved, callback)
             if status.state in (DagRunState.SUCCESS, DagRunState.FAILED):
                 break
             for request in plan.triggers_to_create:
@@ -202,6 +209,27 @@ def _execute(
         started_at=started,
         finished_at=pendulum.now("UTC"),
     )
+
+
+def _run_callback(
+    status: DagRunStatus,
+    run_spec: DagRunSpec,
+    run_name: str,
+    dag_spec: Any,
+    resolved: Any,
+    launch: CallbackLaunch,
+) -> None:
+    """A callback try (a failure the task could not report, a DAG callback) run here with the runner."""
+    invocation = plans.task_invocation(
+        run_name=run_name,
+        spec=run_spec,
+        status=status,
+        dag_spec=dag_spec,
+        task=callback_task(resolved.tasks[launch.task_id]),
+        try_number=launch.try_number,
+        map_index=launch.map_index,
+    ).replace(callback=launch.request, callbacks={})
+    run_task(invocation)
 
 
 def _fire(request: decisions.TriggerRequest) -> ObservedTrigger:

@@ -3,21 +3,19 @@
 A callback try is a try of the task whose context it carries, run by the same executor (a pod or a
 local process) under the callback's deterministic name, so launching it again is a no-op. A
 container task's callback runs in the runner (Zonda's image), since the task's own image may not
-have Python nor Zonda.
+have Python nor Zonda (`zonda.callbacks.callback_task`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from controller.executors import pods
 from controller.executors.base import Executor
 from controller.reconcilers import metrics
 from zonda import plans
-from zonda.callbacks import CallbackLaunch
-from zonda.dags import ResolvedDag, ResolvedTask
+from zonda.callbacks import CallbackLaunch, callback_task
+from zonda.dags import ResolvedDag
 from zonda.decisions import ObservedAttempt
 from zonda.models import DagRunSpec, DagRunStatus, DagSpec
 from zonda.names import is_callback_name
@@ -30,13 +28,6 @@ def split_attempts(
     tries = {name: attempt for name, attempt in attempts.items() if not is_callback_name(name)}
     callback_tries = {name: attempt for name, attempt in attempts.items() if is_callback_name(name)}
     return tries, callback_tries
-
-
-def callback_task(task: ResolvedTask) -> ResolvedTask:
-    """The task as its callback try runs: the runner, in Zonda's image for a container task."""
-    if not pods.is_container_task(task):
-        return task
-    return dataclasses.replace(task, operator="EmptyOperator", args={}, container={})
 
 
 async def launch_callbacks(

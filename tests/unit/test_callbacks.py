@@ -584,3 +584,25 @@ def test_a_mapped_instance_gets_its_own_callback_and_the_sla_counts_every_instan
     run.step(after=timedelta(hours=2))  # woken at the deadline: the mapped task missed its SLA, once
     assert [miss.task_id for miss in run.status.sla_misses] == ["work"]
     assert [launch.map_index for launch in run.launched if launch.request.kind == "sla_miss"] == [0]
+
+
+def test_dags_test_runs_the_dag_callback_in_process_once(tmp_path: Path) -> None:
+    from controller.devtools import dag_runs
+
+    (tmp_path / "ends.py").write_text(
+        textwrap.dedent(f"""
+        import pendulum
+        from zonda import DAG
+        from zonda.operators.bash import BashOperator
+        from {HERE} import on_dag, on_failure
+
+        with DAG("ends", schedule=None, start_date=pendulum.datetime(2021, 1, 1, tz="UTC"),
+                 on_failure_callback=on_dag) as dag:
+            BashOperator(task_id="t", bash_command="exit 3", on_failure_callback=on_failure)
+    """)
+    )
+    outcome = dag_runs.test_file(tmp_path / "ends.py")
+    assert outcome.state == "failed"
+    assert [kind for kind, _ in CALLS] == ["failure", "dag"]
+    assert CALLS[1][1][0]["reason"] == "task_failure"
+    assert [record.kind for record in outcome.status.callbacks] == ["dag_failure"]
