@@ -225,6 +225,13 @@ class KubeRest:
         answer = self.request("GET", self.custom_path(group, version, namespace, plural), query=query)
         return list((answer or {}).get("items") or [])
 
+    def create_custom(
+        self, group: str, version: str, plural: str, body: Mapping[str, Any], field_manager: str
+    ) -> dict[str, Any] | None:
+        """POST: KubeRestError with status 409 when the object exists."""
+        path = self.custom_path(group, version, body["metadata"]["namespace"], plural)
+        return self.request("POST", path, body, query={"fieldManager": field_manager})
+
     def apply_custom(
         self, group: str, version: str, plural: str, body: Mapping[str, Any], field_manager: str
     ) -> dict[str, Any] | None:

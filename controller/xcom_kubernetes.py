@@ -1,13 +1,14 @@
 """The Kubernetes XCom backend's I/O: write a value as `XComChunk` objects, read one back.
 
-What the objects are and why is in `zonda.xcom_chunks`. Writes are server-side applies (idempotent:
-a try that runs again rewrites its own chunks), reads are `get`s by name (no list), so task pods need
-exactly create/patch/get on `xcomchunks` (the chart's task Role).
+What the objects are and why is in `zonda.xcom_chunks`. Writes are creates (measured four times
+cheaper than server-side applies of a 1 MiB object), and a server-side apply when the chunk exists
+(a try that runs again rewrites its own chunks); reads are `get`s by name (no list), so task pods
+need exactly create/patch/get on `xcomchunks` (the chart's task Role).
 """
 
 from __future__ import annotations
 
-from controller.kube_rest import KubeRest
+from controller.kube_rest import KubeRest, KubeRestError
 from zonda import xcom_chunks
 from zonda.models import GROUP, VERSION
 
@@ -33,7 +34,13 @@ def write(
     )
     for spec in specs:
         body = xcom_chunks.manifest(namespace, base, spec, run_name, run_uid)
-        kube.apply_custom(GROUP, VERSION, xcom_chunks.PLURAL, body, FIELD_MANAGER)
+        try:
+            kube.create_custom(GROUP, VERSION, xcom_chunks.PLURAL, body, FIELD_MANAGER)
+        except KubeRestError as error:
+            if error.status != 409:
+                raise
+            # The same try ran again (its pod was replaced): make the existing chunk this value.
+            kube.apply_custom(GROUP, VERSION, xcom_chunks.PLURAL, body, FIELD_MANAGER)
     return xcom_chunks.reference_url(namespace, base, len(specs))
 
 
