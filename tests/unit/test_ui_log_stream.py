@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller.ui.log_stream import LogStream, sse, try_is_live
+from controller.ui.log_stream import LogStream, no_log_note, sse, try_is_live
 
 
 def parse_events(payload: bytes) -> list[tuple[str, str]]:
@@ -72,3 +72,15 @@ def test_text_is_sent_once_whether_read_whole_or_followed_from_the_start() -> No
 
     events = parse_events(asyncio.run(scenario()))
     assert "".join(data for _, data in events) == "hello world\nbye\n"
+
+
+def test_a_finished_try_with_no_attempt_left_says_why_when_its_dag_deletes_pods() -> None:
+    def run(**dag: Any) -> dict[str, Any]:
+        spec = {"tasks": [{"id": "t", "operator": "EmptyOperator"}], **dag}
+        return {"status": {"state": "success", "dagSpec": spec}}
+
+    assert no_log_note(run(), "t", 1) == "no log for try 1 of t"
+    assert no_log_note(run(deleteWorkerPods=True), "t", 1) == (
+        "no log for try 1 of t: the run has finished and its DAG deletes its succeeded pods "
+        "(failed ones are kept) with their logs (deleteWorkerPods)"
+    )
