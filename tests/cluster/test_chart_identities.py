@@ -478,10 +478,13 @@ def test_the_chart_gives_the_controller_and_the_triggerer_the_same_shard_count(
 
 
 def test_the_task_identity_writes_and_reads_xcom_chunks_and_nothing_more(
-    release: Release, tmp_path: Path
+    release: Release, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The task runner's own code (`XComStore`, its small REST client) with a token of the chart's task
     ServiceAccount: a value written as XComChunks owned by a real DagRun and read back; no deletes."""
+    from urllib.parse import urlsplit
+
+    from controller import kube_rest
     from controller.xcom_backends import XComStore
     from zonda.invocations import TaskInvocation
 
@@ -501,6 +504,20 @@ def test_the_task_identity_writes_and_reads_xcom_chunks_and_nothing_more(
     value = ["row"] * 300_000  # 1.8 MB: three chunks
     reference = store.prepare(invocation, "return_value", value)
     assert XComStore(kubeconfig=str(kubeconfig)).load(reference) == value
+    # As in a pod: no kubeconfig, the token and CA where the kubelet mounts them, the Service's address.
+    mounted = tmp_path / "serviceaccount"
+    mounted.mkdir()
+    (mounted / "token").write_text(token)
+    admin = json.loads(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]
+    (mounted / "ca.crt").write_text(Path(admin["certificate-authority"]).read_text())
+    server = urlsplit(admin["server"])
+    monkeypatch.setattr(kube_rest, "SERVICE_ACCOUNT_DIR", mounted)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", str(server.hostname))
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(server.port))
+    in_pod = XComStore()
+    assert in_pod.load(reference) == value
+    assert in_pod.kube().creds.token_file == str(mounted / "token")
     assert store.prepare(invocation, "return_value", value) == reference, "a retried write rewrites"
     chunks = get(cluster, namespace, "xcomchunks")["items"]
     assert len(chunks) == 3 and {c["metadata"]["ownerReferences"][0]["uid"] for c in chunks} == {uid}
