@@ -187,7 +187,7 @@ async def dag_dot(request: web.Request) -> web.Response:
         await require(request, "get", "dagruns", namespace)
         run = _run_or_404(request, namespace, request.query["run"])
         tis = (run.get("status") or {}).get("taskInstances") or {}
-        states = {task_id: ti.get("state") or "none" for task_id, ti in tis.items()}
+        states = views.task_states(tis)  # a mapped task's instances summarised
     collapsed = {g for g in request.query.get("collapsed", "").split(",") if g}
     return web.Response(
         text=graphs.dag_dot(dag, states=states, collapsed=collapsed), content_type="text/vnd.graphviz"

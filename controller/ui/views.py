@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from zonda import wire
+from zonda import mapping, wire
 from zonda.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
 
 Body = Mapping[str, Any]
@@ -67,6 +67,15 @@ def summarise_states(states: Iterable[str | None]) -> str | None:
         if state in present:
             return state
     return None
+
+
+def task_states(tis: Mapping[str, Any]) -> dict[str, str]:
+    """Each task's state in a run: a mapped task's instances (``task[i]``) summarised as Airflow's grid
+    shows a mapped task."""
+    by_task: dict[str, list[str]] = {}
+    for key, ti in tis.items():
+        by_task.setdefault(mapping.split_key(key)[0], []).append(ti.get("state") or "none")
+    return {task_id: summarise_states(states) or "none" for task_id, states in by_task.items()}
 
 
 def resolve(dag: Body) -> ResolvedDag | None:
@@ -200,9 +209,8 @@ def grid(dag: Body, runs: Sequence[Body], *, last: int = 25) -> Grid:
 
     def states_of(task_ids: Iterable[str]) -> tuple[str | None, ...]:
         ids = list(task_ids)
-        return tuple(
-            summarise_states(tis[t].get("state") or "none" for t in ids if t in tis) for tis in instances
-        )
+        summaries = [task_states(tis) for tis in instances]  # a mapped task's instances as one
+        return tuple(summarise_states(states[t] for t in ids if t in states) for states in summaries)
 
     resolved = resolve(dag)
     spec = dag.get("spec") or {}

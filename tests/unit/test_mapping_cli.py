@@ -80,3 +80,11 @@ def test_a_mapped_instance_pod_carries_its_map_index_label() -> None:
         owner=OWNER, defaults=DEFAULTS,
     )  # fmt: skip
     assert LABEL_MAP_INDEX not in unmapped["metadata"]["labels"]
+
+
+def test_the_ui_summarises_a_mapped_task_as_airflows_grid_does() -> None:
+    from controller.ui import views
+
+    tis = {"make": {"state": "success"}, "work[0]": {"state": "success"}, "work[1]": {"state": "failed"},
+           "work[2]": {"state": "running"}, "end": {}}  # fmt: skip
+    assert views.task_states(tis) == {"make": "success", "work": "failed", "end": "none"}
