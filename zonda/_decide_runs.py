@@ -662,7 +662,7 @@ class RunPass:
         weights = effective_priority_weights(self.dag)
         mine = [run_slots.candidate(self.dag, self.run_name, key, self.logical_date, weights)
                 for key in ready]
-        own = run_slots.holders(self.dag, self.run_name, self.tis)
+        own = run_slots.holders(self.dag, self.run_name, {key: ti.state for key, ti in self.tis.items()})
         concurrency = self.observed.concurrency
         if concurrency is None:  # no pool accounting: this DAG's other runs count for max_active_tasks only
             elsewhere = pools.SlotHolder(run="", dag=self.dag.name, task_id="", pool="", slots=0,

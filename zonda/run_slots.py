@@ -11,7 +11,7 @@ from datetime import datetime
 
 from zonda import mapping
 from zonda.dags import ResolvedDag, effective_priority_weights
-from zonda.models import TaskInstanceState, TaskInstanceStatus
+from zonda.models import TaskInstanceState
 from zonda.pools import Candidate, SlotHolder, pool_resource_name
 
 S = TaskInstanceState
@@ -19,7 +19,7 @@ S = TaskInstanceState
 _HOLDING_STATES = frozenset({S.QUEUED, S.RUNNING, S.DEFERRED})
 
 
-def holders(dag: ResolvedDag, run: str, tis: Mapping[str, TaskInstanceStatus]) -> tuple[SlotHolder, ...]:
+def holders(dag: ResolvedDag, run: str, states: Mapping[str, TaskInstanceState]) -> tuple[SlotHolder, ...]:
     """The run's task instances (by key: ``task`` or a mapped ``task[i]``) queued, running or deferred."""
     return tuple(
         SlotHolder(
@@ -28,23 +28,25 @@ def holders(dag: ResolvedDag, run: str, tis: Mapping[str, TaskInstanceStatus]) -
             task_id=key,
             pool=pool_resource_name(task.pool),
             slots=task.pool_slots,
-            state=ti.state,
+            state=state,
         )
-        for key, ti in tis.items()
-        if ti.state in _HOLDING_STATES and (task := dag.tasks.get(mapping.split_key(key)[0])) is not None
+        for key, state in states.items()
+        if state in _HOLDING_STATES and (task := dag.tasks.get(mapping.split_key(key)[0])) is not None
     )
 
 
 def candidates(
     dag: ResolvedDag,
     run: str,
-    tis: Mapping[str, TaskInstanceStatus],
+    states: Mapping[str, TaskInstanceState],
     logical_date: datetime | None,
     weights: Mapping[str, int] | None = None,
 ) -> tuple[Candidate, ...]:
     """The run's scheduled task instances: ready, waiting to be queued."""
     ready = [
-        key for key, ti in tis.items() if ti.state is S.SCHEDULED and mapping.split_key(key)[0] in dag.tasks
+        key
+        for key, state in states.items()
+        if state is S.SCHEDULED and mapping.split_key(key)[0] in dag.tasks
     ]
     if not ready:
         return ()

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from zonda import run_slots
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
-from zonda.models import DagRunState, DagSpec, TaskInstanceState, TaskInstanceStatus
+from zonda.models import DagRunState, DagSpec, TaskInstanceState
 from zonda.pools import Candidate, SlotHolder
 from zonda.wire import parse_time
 
@@ -113,7 +113,7 @@ class RunIndex:
         )
         if dag is None:
             return (), ()
-        parsed = {tid: TaskInstanceStatus.model_validate(ti) for tid, ti in interesting.items()}
+        parsed = {tid: TaskInstanceState(ti["state"]) for tid, ti in interesting.items()}
         return (
             run_slots.holders(dag, meta["name"], parsed),
             run_slots.candidates(dag, meta["name"], parsed, logical_date),
