@@ -15,6 +15,7 @@ resource exists it has Airflow's 128 slots.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -105,8 +106,9 @@ class SlotHolder:
     slots: int
     state: TaskInstanceState
 
-    @property
+    @functools.cached_property
     def task(self) -> str:
+        """The task id (without a mapped instance's ``[i]``)."""
         return mapping.split_key(self.task_id)[0]
 
 
@@ -129,8 +131,9 @@ class Candidate:
     def key(self) -> tuple[str, str]:
         return self.run, self.task_id
 
-    @property
+    @functools.cached_property
     def task(self) -> str:
+        """The task id (without a mapped instance's ``[i]``)."""
         return mapping.split_key(self.task_id)[0]
 
 
@@ -158,11 +161,11 @@ def pool_limits(pools: Mapping[str, PoolLimit]) -> dict[str, PoolLimit]:
     return {pool_resource_name(DEFAULT_POOL): PoolLimit(DEFAULT_POOL_SLOTS), **pools}
 
 
-def admission_order(candidate: Candidate) -> tuple[int, datetime, str, str, int]:
-    """Airflow's `ORDER BY -priority_weight, execution_date, map_index` (names break the other ties)."""
+def admission_order(candidate: Candidate) -> tuple[int, datetime, str, str, int, str]:
+    """Airflow's `ORDER BY -priority_weight, execution_date, map_index` (names break the other ties;
+    a task's ``[i]`` keys sort by map index as by length, then text)."""
     moment = candidate.logical_date.replace(tzinfo=None) if candidate.logical_date else _FAR_FUTURE
-    task_id, map_index = mapping.split_key(candidate.task_id)
-    return -candidate.weight, moment, candidate.run, task_id, map_index
+    return -candidate.weight, moment, candidate.run, candidate.task, len(candidate.task_id), candidate.task_id
 
 
 def holds_slot(holder: SlotHolder, limit: PoolLimit | None) -> bool:
