@@ -52,3 +52,22 @@ CALLBACKS_LAUNCHED = Counter(
     "Callback tries the controller launched (failures a task could not report, DAG callbacks, SLA misses)",
     ["kind"],
 )
+
+#: Airflow's pool gauges (`pool.open_slots`, `pool.running_slots`...), from each Pool's status.
+POOL_SLOTS = Gauge(
+    "zonda_pool_slots", "Slots of a Pool by kind, as its status last said", ["namespace", "pool", "kind"]
+)
+_POOL_FIELDS = {
+    "total": "totalSlots",
+    "open": "openSlots",
+    "occupied": "occupiedSlots",
+    "running": "runningSlots",
+    "queued": "queuedSlots",
+    "scheduled": "scheduledSlots",
+    "deferred": "deferredSlots",
+}
+
+
+def record_pool(namespace: str, pool: str, status: Mapping[str, Any]) -> None:
+    for kind, field in _POOL_FIELDS.items():
+        POOL_SLOTS.labels(namespace, pool, kind).set(status.get(field, 0))

@@ -20,6 +20,7 @@ from datetime import datetime
 from pydantic import ValidationError
 
 from controller.kube import DAGRUNS, KubeApi
+from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter
 from controller.reconcilers.index import RunIndex, RunSummary
 from zonda import pools
@@ -119,5 +120,7 @@ class PoolReconciler:
             name,
             generation=pool["metadata"].get("generation"),
         )
-        await self.writer.write_status(POOLS, pool, pool.get("status") or {}, status.to_wire())
+        wire = status.to_wire()
+        await self.writer.write_status(POOLS, pool, pool.get("status") or {}, wire)
+        metrics.record_pool(namespace, name, wire)
         return None

@@ -16,8 +16,10 @@ from typing import Any
 
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
+from controller.reconcilers import metrics
 from controller.reconcilers.pools import POOLS
 from controller.reconcilers.reconcilers import Reconcilers
+from tests.unit.test_reconcilers import run_body
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import TaskInvocation
@@ -68,15 +70,6 @@ def dag_body(name: str, weight: int) -> dict[str, Any]:
                 {"id": f"t{i}", "operator": "BashOperator", "args": {"bash_command": "true"}} for i in (1, 2)
             ],
         },
-    }
-
-
-def run_body(name: str, dag: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "zonda.dev/v1alpha1",
-        "kind": "DagRun",
-        "metadata": {"name": name},
-        "spec": {"dagName": dag, "runType": "manual", "logicalDate": "2026-01-01T00:00:00+00:00"},
     }
 
 
@@ -132,6 +125,8 @@ def test_concurrent_reconciles_of_three_runs_never_over_admit_and_the_heaviest_g
         await reconcilers.reconcile_pool(NS, "shared-pool")
         status = (await kube.get_custom(POOLS, NS, "shared-pool"))["status"]
         assert (status["used"], status["openSlots"], status["scheduledSlots"]) == ("2/2", 0, 4)
+        gauge = metrics.POOL_SLOTS.labels(NS, "shared-pool", "scheduled")._value.get()
+        assert gauge == 4, "zonda_pool_slots{kind=scheduled}"
         assert ("pool", NS, "shared-pool") in woken
 
     asyncio.run(scenario())
