@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controller.executors import pods
 from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi
 from controller.reconcilers import callbacks as reconciler_callbacks
@@ -282,6 +283,9 @@ class RunReconciler:
     ) -> None:
         task = dag.tasks[launch.task_id]
         ti = status.task_instances[mapping.ti_key(launch.task_id, launch.map_index)]
+        if launch.map_index >= 0 and task.expand is not None and pods.is_container_task(task):
+            # A mapped KubernetesPodOperator: its pod carries the instance's own arguments.
+            task = dataclasses.replace(task, args=plans.mapped_container_args(task, launch.map_index, status))
         meta = run["metadata"]
         success = previous_success(
             self.index.siblings(meta["namespace"], spec.dag_name, meta["name"]), status.logical_date

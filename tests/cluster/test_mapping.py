@@ -18,6 +18,8 @@ from pathlib import Path
 from controller.devtools.devcluster import Cluster
 from tests.cluster.zonda_processes import (
     ZondaProcess,
+    apply,
+    controller,
     get,
     ti_states,
     trigger,
@@ -129,3 +131,29 @@ def test_1024_mapped_instances_finish_with_the_local_executor(
     )
     assert writes.get("dagruns", 0) >= 2  # observed at all (the run was written, more than once)
     assert status_bytes < 1_572_864 // 2  # well under the apiserver's 1.5 MiB object limit
+
+
+def test_a_mapped_kubernetes_pod_operator_runs_one_labelled_pod_per_item_on_kwok(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    kwok = {"kwok.zonda.dev/exit-code": "0", "kwok.zonda.dev/duration-ms": "200"}
+    task = {
+        "id": "greet",
+        "operator": "KubernetesPodOperator",
+        "args": {"image": "busybox", "cmds": ["echo"]},
+        "podOverride": {"metadata": {"annotations": kwok}},
+        "expand": {"kwargs": {"arguments": [["hello"], ["world"], ["again"]]}},
+    }
+    dag = {"apiVersion": "zonda.dev/v1alpha1", "kind": "DAG", "metadata": {"name": "mapped-pods"},
+           "spec": {"schedule": None, "tasks": [task]}}  # fmt: skip
+    apply(cluster, namespace, dag)
+    with controller(cluster, namespace, tmp_path):
+        run = trigger(cluster, namespace, "mapped-pods")
+        body = wait_run_finished(cluster, namespace, run, timeout=180)
+    assert ti_states(body) == {"greet[0]": "success", "greet[1]": "success", "greet[2]": "success"}
+    pods = {p["metadata"]["name"]: p for p in get(cluster, namespace, "pods")["items"]}
+    for index, word in enumerate(["hello", "world", "again"]):
+        pod = pods[body["status"]["taskInstances"][f"greet[{index}]"]["podName"]]
+        assert pod["metadata"]["labels"]["zonda.dev/map-index"] == str(index)
+        assert f"-greet-{index}-1-" in pod["metadata"]["name"] and len(pod["metadata"]["name"]) <= 63
+        assert pod["spec"]["containers"][0]["args"] == [word]  # the instance's own item

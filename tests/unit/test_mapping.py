@@ -395,3 +395,24 @@ def test_depends_on_past_waits_for_the_previous_runs_same_map_index() -> None:
     assert "previous task instance is in the state 'failed'" in (run.ti("work[1]").reason or "")
     plan = run.step(previous_run_states=previous)
     assert "TaskExpanded" not in [event.reason for event in plan.events] and not plan.launches
+
+
+def test_a_mapped_kubernetes_pod_operator_gets_its_arguments_from_the_controller() -> None:
+    import dataclasses
+
+    from zonda import plans
+    from zonda.models import DagRunStatus, TaskInstanceStatus
+
+    kpo = make_dag({
+        "make": {},
+        "pod": {"upstream": ["make"], "operator": "KubernetesPodOperator",
+                "expand": ExpandSpec(kwargs={"arguments": REF("make")})},
+    }).tasks["pod"]  # fmt: skip
+    kpo = dataclasses.replace(kpo, args={"image": "busybox"})
+    done = TaskInstanceStatus(state=S.SUCCESS, xcom=[["echo", "a"], ["echo", "b"]])
+    status = DagRunStatus(task_instances={"make": done})
+    assert plans.mapped_container_args(kpo, 1, status) == {"image": "busybox", "arguments": ["echo", "b"]}
+    stored = DagRunStatus(task_instances={"make": done.model_copy(update={"xcom": {
+        "__zonda_xcom_stored__": {"url": "file:///x", "bytes": 5000}}})})  # fmt: skip
+    with pytest.raises(mapping.MappingError, match="XCom backend"):
+        plans.mapped_container_args(kpo, 0, stored)
