@@ -1,0 +1,346 @@
+"""Benchmark: the same DAGs in Zonda (local executor) and in Airflow 2.10.5 (LocalExecutor, Postgres).
+
+    bench/setup_airflow_side_by_side.sh          # once: Airflow 2.10.5 in its own venv, Postgres from apt
+    python bench/bench_airflow_side_by_side.py [--runs 2] [--fanout 50] [--chain 20] [--parallelism 16]
+
+Two DAGs of `BashOperator(bash_command="true")` tasks: a fan-out of `--fanout` independent tasks and
+a chain of `--chain` tasks. Each system runs each DAG `--runs` times, one run at a time, alone on the
+machine (Airflow's scheduler and Postgres are stopped before Zonda's control plane starts):
+
+- Airflow: `airflow scheduler` with the LocalExecutor on a Postgres started here (initdb in a
+  temporary directory, as the `postgres` user, Unix socket only, Debian's default settings), runs
+  created with `airflow dags trigger`;
+- Zonda: `zonda controller --executor local` against the local control plane (kube-apiserver + etcd,
+  `$ZONDA_BIN_DIR`), runs created with `zonda trigger`.
+
+Both get the same limits: `--parallelism` tries at once (Airflow's `core.parallelism`, Zonda's
+`--parallelism`) and 16 active tasks per DAG (both defaults). For every run it prints the run's own
+timestamps, which each system records the same way: queued -> end (from the trigger's write to the
+last task's end) and start -> end (from the scheduler starting the run), and the machine's load.
+
+Not part of CI: it installs nothing and asserts nothing; performance is measured here, not in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from controller.devtools.devcluster import connect_cluster  # noqa: E402
+from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for  # noqa: E402
+
+AIRFLOW_VENV = Path(os.environ.get("AIRFLOW_VENV", Path.home() / ".cache/zonda/airflow-2.10.5"))
+FANOUT_DAG, CHAIN_DAG = "bench_fanout", "bench_chain"
+
+AIRFLOW_DAG_FILE = """
+from datetime import datetime
+
+from airflow import DAG
+from airflow.operators.bash import BashOperator
+
+for dag_id, size, chained in (("{fanout_dag}", {fanout}, False), ("{chain_dag}", {chain}, True)):
+    with DAG(dag_id, schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
+             is_paused_upon_creation=False) as dag:
+        tasks = [BashOperator(task_id=f"t{{i}}", bash_command="true") for i in range(size)]
+        if chained:
+            for upstream, downstream in zip(tasks, tasks[1:]):
+                upstream >> downstream
+    globals()[dag_id] = dag
+"""
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# ------------------------------------------------------------------------------------------ Postgres
+
+
+@contextlib.contextmanager
+def postgres(work: Path) -> Iterator[Path]:
+    """A throwaway Postgres (Debian's package) listening on a Unix socket in `work`; yields the socket's
+    directory. Postgres refuses to run as root, so as root it runs as the `postgres` user."""
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not candidates:
+        raise SystemExit("no Postgres: run bench/setup_airflow_side_by_side.sh (apt-get install postgresql)")
+    bin_dir = candidates[-1].parent
+    data, sockets, logs = work / "pgdata", work / "pgsocket", work / "pglog"
+    sockets.mkdir()
+    logs.mkdir()
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam("postgres")
+        work.chmod(0o755)
+        os.chown(sockets, owner.pw_uid, owner.pw_gid)
+        os.chown(logs, owner.pw_uid, owner.pw_gid)
+        data.mkdir()
+        os.chown(data, owner.pw_uid, owner.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(
+        [*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    options = f"-k {sockets} -c listen_addresses='' -c max_connections=200"
+    subprocess.run(
+        [
+            *prefix,
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(logs / "postgres.log"),
+            "-w",
+            "start",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        yield sockets
+    finally:
+        subprocess.run(
+            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
+
+
+def psql(sockets: Path, sql: str, database: str = "airflow") -> list[list[str]]:
+    out = subprocess.run(
+        ["psql", "-h", str(sockets), "-U", "postgres", "-d", database, "-AtF", "\t", "-c", sql],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
+# ------------------------------------------------------------------------------------------- Airflow
+
+
+def airflow_env(work: Path, sockets: Path, parallelism: int) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHONPATH"))},
+        "AIRFLOW_HOME": str(work / "airflow"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://postgres@/airflow?host={sockets}",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(work / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__PARALLELISM": str(parallelism),
+        "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "16",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+    }
+
+
+def bench_airflow(work: Path, options: argparse.Namespace) -> list[dict[str, Any]]:
+    airflow = AIRFLOW_VENV / "bin" / "airflow"
+    if not airflow.exists():
+        raise SystemExit(f"no Airflow in {AIRFLOW_VENV}: run bench/setup_airflow_side_by_side.sh first")
+    (work / "dags").mkdir()
+    (work / "dags" / "bench_dags.py").write_text(
+        AIRFLOW_DAG_FILE.format(
+            fanout_dag=FANOUT_DAG, chain_dag=CHAIN_DAG, fanout=options.fanout, chain=options.chain
+        )
+    )
+    results = []
+    with postgres(work) as sockets:
+        psql(sockets, "CREATE DATABASE airflow", database="postgres")
+        env = airflow_env(work, sockets, options.parallelism)
+        say("airflow db migrate ...")
+        subprocess.run([str(airflow), "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
+        log = (work / "airflow-scheduler.log").open("wb")
+        scheduler = subprocess.Popen(
+            [str(airflow), "scheduler"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            say("waiting for the scheduler to parse the DAGs ...")
+            wait_for(lambda: len(psql(sockets, "SELECT dag_id FROM serialized_dag")) >= 2, "the DAGs", 300)
+            time.sleep(5)  # let the scheduler settle into its loop, as a running Airflow would be
+            for number in range(options.runs):
+                for dag_id in (FANOUT_DAG, CHAIN_DAG):
+                    run_id = f"bench-{number}"
+                    triggered = time.time()
+                    subprocess.run(
+                        [str(airflow), "dags", "trigger", dag_id, "-r", run_id],
+                        env=env,
+                        check=True,
+                        stdout=subprocess.DEVNULL,
+                    )
+                    query = (
+                        "SELECT state, extract(epoch from queued_at), extract(epoch from start_date), "
+                        f"extract(epoch from end_date) FROM dag_run WHERE dag_id = '{dag_id}' "
+                        f"AND run_id = '{run_id}'"
+                    )
+                    row = wait_for(
+                        lambda q=query: finished_row(psql(sockets, q)), f"run {run_id} of {dag_id}", 600, 0.2
+                    )
+                    results.append(record("airflow", dag_id, row[0], *map(float, row[1:]), triggered))
+        finally:
+            os.killpg(scheduler.pid, signal.SIGTERM)
+            try:
+                scheduler.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(scheduler.pid, signal.SIGKILL)
+                scheduler.wait()
+            log.close()
+    return results
+
+
+def finished_row(rows: list[list[str]]) -> list[str] | None:
+    return rows[0] if rows and rows[0][0] in ("success", "failed") else None
+
+
+# --------------------------------------------------------------------------------------------- Zonda
+
+
+def zonda_dag(name: str, size: int, chained: bool) -> dict[str, Any]:
+    tasks = [
+        {
+            "id": f"t{i}",
+            "operator": "BashOperator",
+            "args": {"bash_command": "true"},
+            "dependsOn": [f"t{i - 1}"] if chained and i else [],
+        }
+        for i in range(size)
+    ]
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": name.replace("_", "-")},
+        "spec": {"schedule": None, "maxActiveTasks": 16, "tasks": tasks},
+    }
+
+
+def bench_zonda(work: Path, options: argparse.Namespace) -> list[dict[str, Any]]:
+    results = []
+    with connect_cluster("local") as cluster:
+        namespace = "bench"
+        cluster.kubectl("create", "namespace", namespace)
+        for name, size, chained in ((FANOUT_DAG, options.fanout, False), (CHAIN_DAG, options.chain, True)):
+            apply(cluster, namespace, zonda_dag(name, size, chained))
+        extra = ["--parallelism", str(options.parallelism)]
+        with controller(cluster, namespace, work, executor="local", extra=extra):
+            time.sleep(5)  # as for Airflow: a controller already running when the runs are triggered
+            for _number in range(options.runs):
+                for name in (FANOUT_DAG, CHAIN_DAG):
+                    triggered = time.time()
+                    run = trigger(cluster, namespace, name.replace("_", "-"))
+                    status = wait_for(
+                        lambda r=run: finished_status(get(cluster, namespace, "dagrun", r)),
+                        f"run {run}",
+                        600,
+                        0.2,
+                    )
+                    times = [parse(status.get(key)) for key in ("queuedAt", "startDate", "endDate")]
+                    results.append(record("zonda", name, status["state"], *times, triggered))
+    return results
+
+
+def finished_status(run: dict[str, Any]) -> dict[str, Any] | None:
+    status: dict[str, Any] = run.get("status") or {}
+    return status if status.get("state") in ("success", "failed") else None
+
+
+def parse(value: str | None) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else float("nan")
+
+
+# -------------------------------------------------------------------------------------------- common
+
+
+def record(
+    system: str, dag: str, state: str, queued: float, started: float, ended: float, triggered: float
+) -> dict[str, Any]:
+    result = {
+        "system": system,
+        "dag": dag,
+        "state": state,
+        "queued_to_end_s": ended - queued,
+        "start_to_end_s": ended - started,
+        "trigger_command_to_end_s": ended - triggered,
+        "load": load(),
+    }
+    say(json.dumps(result))
+    return result
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    print(
+        f"\n{'system':8s} {'dag':14s} {'runs':>4s} {'queued->end p50':>16s} {'start->end p50':>15s}  states"
+    )
+    medians: dict[tuple[str, str], float] = {}
+    for system in ("airflow", "zonda"):
+        for dag in (FANOUT_DAG, CHAIN_DAG):
+            rows = [r for r in results if r["system"] == system and r["dag"] == dag]
+            if not rows:
+                continue
+            queued = statistics.median(r["queued_to_end_s"] for r in rows)
+            started = statistics.median(r["start_to_end_s"] for r in rows)
+            medians[(system, dag)] = queued
+            states = ",".join(sorted({r["state"] for r in rows}))
+            print(f"{system:8s} {dag:14s} {len(rows):4d} {queued:15.2f}s {started:14.2f}s  {states}")
+    for dag in (FANOUT_DAG, CHAIN_DAG):
+        if ("airflow", dag) in medians and ("zonda", dag) in medians:
+            ratio = medians[("airflow", dag)] / medians[("zonda", dag)]
+            print(f"{dag}: Zonda is {ratio:.1f}x faster than Airflow (queued -> end, medians)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--fanout", type=int, default=50)
+    parser.add_argument("--chain", type=int, default=20)
+    parser.add_argument("--parallelism", type=int, default=16)
+    parser.add_argument("--systems", default="airflow,zonda", help="comma-separated: airflow, zonda")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    options = parser.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load average {load()}")
+    work = Path(tempfile.mkdtemp(prefix="bench-side-by-side-"))
+    work.chmod(0o755)  # Postgres runs as its own user and must reach its directories
+    results: list[dict[str, Any]] = []
+    try:
+        for system in options.systems.split(","):
+            (work / system).mkdir()
+            runner = {"airflow": bench_airflow, "zonda": bench_zonda}[system]
+            results += runner(work / system, options)
+    finally:
+        report(results)
+        print(f"load average after: {load()}")
+        if options.keep:
+            print(f"logs in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
