@@ -12,6 +12,10 @@ and a fan-out of `--fanout` tasks, and prints:
   (POST/PUT/PATCH/DELETE by resource), before and after; and the controller's share (its objects'
   writes, plus the Events Zonda reported in the namespace).
 
+It also prints the LISTs of labelled ConfigMaps and Secrets (a pod's variables and connections) per
+task instance: 3.00 before a pass's launches shared one read, 0.60 after (`--runs 2 --chain 5
+--fanout 15`, load 10-30).
+
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
 
