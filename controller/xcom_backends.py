@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from zonda import xcoms
 from zonda.invocations import TaskInvocation
-from zonda.templating import EarlierXComReader, XComReader
+from zonda.task_context import EarlierXComReader, XComReader
 
 if TYPE_CHECKING:  # imported where a large value is written or read: a try with small XComs skips them
     from controller.kube_rest import KubeRest

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import mapping, names, operator_registry, templating, wire
+from zonda import mapping, names, operator_registry, task_context, templating, wire
 from zonda._decide_graphs import ancestors, descendants
 from zonda._decide_runs import TRY_RESET
 from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, resolve_dag
@@ -313,7 +313,7 @@ def _marker_target(run: RunView, dag: ResolvedDag, task_id: str) -> tuple[str, s
         invocation = task_invocation(
             run_name=run.name, spec=run.spec, status=run.status, dag_spec=dag_spec, task=task, try_number=1
         )
-        context = templating.build_context(invocation)
+        context = task_context.build_context(invocation)
         environment = templating.invocation_environment(invocation)
         rendered = {
             name: templating.render(args.get(name, default), context, field=name, environment=environment)

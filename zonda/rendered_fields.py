@@ -1,7 +1,7 @@
 """A task instance's rendered template fields, as Airflow's UI shows them ("Rendered Template").
 
 The UI renders the task's `template_fields` with the same invocation (`plans.task_invocation`), context
-(`templating.build_context`) and sandbox the runner uses for that try, so what it shows is what the try
+(`task_context.build_context`) and sandbox the runner uses for that try, so what it shows is what the try
 rendered. Deliberate differences, said on the page and in docs/ui.md: `var` and `conn` are read from the
 try's environment (its pod's secrets), which the UI does not have, so a template using them shows an
 error rather than the UI process's own environment; `prev_data_interval_*_success` are not looked up;
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zonda import operator_registry, plans, templating
+from zonda import operator_registry, plans, task_context, templating
 from zonda.dags import DagInvalid, resolve_dag
 from zonda.models import DagRunSpec, DagRunStatus, DagSpec
 
@@ -92,7 +92,7 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
         namespace=run["metadata"].get("namespace"),
     )
     task_params = invocation.args.get("params")
-    context = templating.build_context(
+    context = task_context.build_context(
         invocation, task_params=task_params if isinstance(task_params, Mapping) else None
     )
     context.update(var=_NotInTheUi("var"), conn=_NotInTheUi("conn"))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import templating
+from zonda import task_context
 from zonda.exceptions import AirflowException
 from zonda.imports import import_string
 from zonda.invocations import TaskInvocation, TaskOutcome, TaskResult
@@ -90,7 +90,7 @@ def run_finished_callbacks(
     paths = invocation.callbacks.get(kind) if kind is not None else None
     if not paths or kind is None:
         return
-    context = context if context is not None else templating.build_context(invocation)
+    context = context if context is not None else task_context.build_context(invocation)
     if kind in ("on_failure_callback", "on_retry_callback"):
         context["exception"] = error if error is not None else AirflowException(result.message or "failed")
     call_all(kind, paths, context)

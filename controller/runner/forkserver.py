@@ -39,7 +39,7 @@ from zonda import operator_registry
 from zonda.imports import import_string
 
 #: Pre-imported so that a forked try finds them loaded (user modules are imported by each child).
-PRELOADED_MODULES = ("jinja2.sandbox", "pendulum", "zonda.triggers", "zonda.templating")
+PRELOADED_MODULES = ("jinja2.sandbox", "pendulum", "zonda.triggers", "zonda.templating", "zonda.task_context")
 
 
 def preload() -> None:

@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from controller.runner import callbacks
 from controller.xcom_backends import XComStore
-from zonda import json_values, mapping, operator_registry, templating, xcoms
+from zonda import json_values, mapping, operator_registry, task_context, templating, xcoms
 from zonda.authoring import compat
 from zonda.context import Context
 from zonda.exceptions import (
@@ -104,8 +104,8 @@ def build_operator_context(
     (`include_prior_dates`) from the cluster.
     """
     store = store or XComStore()
-    reader = store.loading(templating.read_invocation_xcoms(invocation))
-    context: Context = templating.build_context(
+    reader = store.loading(task_context.read_invocation_xcoms(invocation))
+    context: Context = task_context.build_context(
         invocation,
         task_params=operator.params,
         xcom_reader=reader,
@@ -121,8 +121,8 @@ def unmap(invocation: TaskInvocation, store: XComStore) -> TaskInvocation:
     items at its map index, read from the XComs (and `.map()` functions) it expands over."""
     if invocation.expand is None or invocation.map_index < 0:
         return invocation
-    reader = templating.folding_mapped(
-        store.loading(templating.read_invocation_xcoms(invocation)), invocation.mapped_counts
+    reader = task_context.folding_mapped(
+        store.loading(task_context.read_invocation_xcoms(invocation)), invocation.mapped_counts
     )
     try:
         chosen = mapping.expanded_arguments(invocation.expand, invocation.map_index, reader, _load_callable)
@@ -168,7 +168,7 @@ def _run_callback_try(invocation: TaskInvocation) -> TaskResult:
     try:
         context = build_operator_context(invocation, build_operator(invocation))
     except OperatorNotCreated:  # a container task: its context without an operator
-        context = templating.build_context(invocation)
+        context = task_context.build_context(invocation)
     return callbacks.run_callback_try(invocation, context)
 
 

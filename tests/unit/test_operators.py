@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zonda import templating
+from zonda import task_context, templating
 from zonda.context import Context
 from zonda.exceptions import (
     AirflowException,
@@ -54,7 +54,7 @@ def make_context(**fields: Any) -> Context:
         "data_interval_end": datetime(2024, 1, 3, tzinfo=UTC),
         "params": {"region": "eu"},
     }
-    return templating.build_context(TaskInvocation(**{**defaults, **fields}))
+    return task_context.build_context(TaskInvocation(**{**defaults, **fields}))
 
 
 # ----------------------------------------------------------------------------------- BaseOperator

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from examples.operators.wait_one_hour import WaitOneHourSensor
-from zonda import templating
+from zonda import task_context
 from zonda.context import Context
 from zonda.exceptions import (
     AirflowException,
@@ -72,7 +72,7 @@ def make_context(timezone: str = "UTC", **fields: Any) -> Context:
         "data_interval_start": datetime(2024, 1, 2, tzinfo=UTC),
         "data_interval_end": datetime(2024, 1, 3, tzinfo=UTC),
     }
-    return templating.build_context(TaskInvocation(**{**defaults, **fields}))
+    return task_context.build_context(TaskInvocation(**{**defaults, **fields}))
 
 
 def prepared(sensor: BaseSensorOperator, context: Context) -> BaseSensorOperator:

@@ -11,7 +11,8 @@ import pytest
 
 from zonda.invocations import TaskInvocation
 from zonda.models import RunType
-from zonda.templating import TemplateError, build_context, render, render_fields
+from zonda.task_context import build_context
+from zonda.templating import TemplateError, render, render_fields
 
 
 def invocation(**overrides: Any) -> TaskInvocation:

@@ -24,7 +24,8 @@ from zonda.invocations import TaskInvocation
 from zonda.models import RunType
 from zonda.operators.bash import BashOperator
 from zonda.operators.python import PythonOperator
-from zonda.templating import TemplateError, build_context, invocation_environment, render
+from zonda.task_context import build_context
+from zonda.templating import TemplateError, invocation_environment, render
 
 START = pendulum.datetime(2021, 1, 1, tz="UTC")
 

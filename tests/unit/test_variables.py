@@ -14,7 +14,8 @@ import pytest
 
 from zonda.invocations import TaskInvocation
 from zonda.models import RunType
-from zonda.templating import TemplateError, build_context, render
+from zonda.task_context import build_context
+from zonda.templating import TemplateError, render
 from zonda.variables import BaseHook, Connection, ConnectionNotFound, Variable, VariableNotFound
 
 

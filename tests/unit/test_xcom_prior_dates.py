@@ -11,7 +11,8 @@ import pytest
 from zonda import xcoms
 from zonda.invocations import TaskInvocation
 from zonda.models import DagRunStatus, RunType, TaskInstanceState, TaskInstanceStatus
-from zonda.templating import build_context, render
+from zonda.task_context import build_context
+from zonda.templating import render
 
 S = TaskInstanceState
 
