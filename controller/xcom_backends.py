@@ -110,9 +110,10 @@ class XComStore:
             from controller.kube_rest import KubeRestError
 
             try:
+                run_uid = invocation.run_uid or self._run_uid(invocation.namespace, invocation.run_name)
                 url = xcom_kubernetes.write(
                     self.kube(), data, namespace=invocation.namespace, run_name=invocation.run_name,
-                    run_uid=invocation.run_uid, task_id=invocation.task_id, map_index=map_index,
+                    run_uid=run_uid, task_id=invocation.task_id, map_index=map_index,
                     try_number=invocation.try_number, key=key,
                 )  # fmt: skip
             except KubeRestError as error:
@@ -187,6 +188,16 @@ class XComStore:
             return [self.load(value) for value in values]
 
         return read
+
+    def _run_uid(self, namespace: str, run_name: str) -> str:
+        """The owner's uid when the invocation lacks it: chunks without an owner would never be deleted."""
+        from controller.kube_rest import KubeRestError
+        from zonda.models import GROUP, VERSION
+
+        run = self.kube().get_custom(GROUP, VERSION, namespace, DAGRUNS, run_name)
+        if run is None:
+            raise KubeRestError(f"DagRun {namespace}/{run_name} not found: its XComs would have no owner")
+        return str(run["metadata"]["uid"])
 
     def _runs_of(self, namespace: str, dag_name: str) -> list[xcoms.EarlierRun]:
         from controller.kube_rest import KubeRestError

@@ -52,6 +52,7 @@ async def launch_callbacks(
             try_number=launch.try_number,
             namespace=meta["namespace"],
             map_index=launch.map_index,
+            run_uid=meta.get("uid"),
         ).replace(callback=launch.request, callbacks={})
         await executor.launch(run, task=task, invocation=invocation, attempt_name=launch.name)
         metrics.CALLBACKS_LAUNCHED.labels(launch.request.kind).inc()

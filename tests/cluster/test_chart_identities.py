@@ -519,8 +519,10 @@ def test_the_task_identity_writes_and_reads_xcom_chunks_and_nothing_more(
     assert in_pod.load(reference) == value
     assert in_pod.kube().creds.token_file == str(mounted / "token")
     assert store.prepare(invocation, "return_value", value) == reference, "a retried write rewrites"
+    # An invocation without the run's uid (none of the controller's): the runner looks the owner up.
+    store.prepare(invocation.replace(run_uid=None), "rows", "r" * 5000)
     chunks = get(cluster, namespace, "xcomchunks")["items"]
-    assert len(chunks) == 3 and {c["metadata"]["ownerReferences"][0]["uid"] for c in chunks} == {uid}
+    assert len(chunks) == 4 and {c["metadata"]["ownerReferences"][0]["uid"] for c in chunks} == {uid}
 
     def task_can(*args: str) -> bool:
         done = cluster.kubectl("--kubeconfig", str(kubeconfig), *args, "-n", namespace, check=False)
