@@ -13,7 +13,7 @@ kills), so a restart neither over-admits nor forgets a waiting task instance.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -72,27 +72,37 @@ def runs_to_wake(
     index: RunIndex, namespace: str, run_name: str, previous: RunSummary | None, current: RunSummary | None
 ) -> tuple[set[str], set[str]]:
     """(runs, pools) to look at again after a run changed: waiting runs may start if it freed
-    slots (in a pool, its DAG's max_active_tasks, a task's max_active_tis_*), and the Pools its
-    task instances use show new numbers."""
-    before = {(h.pool, h.dag, h.task_id, h.state, h.slots) for h in previous.holders} if previous else set()
-    after = {(h.pool, h.dag, h.task_id, h.state, h.slots) for h in current.holders} if current else set()
-    freed = before - after
-    touched_pools = {entry[0] for entry in before ^ after}
-    touched_pools |= {c.pool for c in _waiting(previous)} ^ {c.pool for c in _waiting(current)}
+    slots (in a pool, its DAG's max_active_tasks, a task's max_active_tis_*), and the Pools whose
+    numbers it changed show new ones. A queued task instance starting to run frees nothing."""
+    before, after = _usage(previous), _usage(current)
+    freed = {key for key, used in before.items() if after[key] < used}
+    touched_pools = {name for kind, name in (before.keys() | after.keys()) if kind in ("pool", "waiting")
+                     and before[(kind, name)] != after[(kind, name)]}  # fmt: skip
     if not freed:
         return set(), touched_pools
-    freed_pools = {entry[0] for entry in freed}
-    freed_dags = {entry[1] for entry in freed}
     runs = {
         name
         for name, summary in index.in_namespace(namespace).items()
-        if name != run_name and any(c.pool in freed_pools or c.dag in freed_dags for c in summary.waiting)
+        if name != run_name
+        and any(
+            ("pool", c.pool) in freed or ("dag", c.dag) in freed or ("task", f"{c.dag}/{c.task}") in freed
+            for c in summary.waiting
+        )
     }
     return runs, touched_pools
 
 
-def _waiting(summary: RunSummary | None) -> Iterable[pools.Candidate]:
-    return summary.waiting if summary is not None else ()
+def _usage(summary: RunSummary | None) -> Counter[tuple[str, str]]:
+    """What a run holds (pool slots; DAG and task instances queued or running) and waits for."""
+    usage: Counter[tuple[str, str]] = Counter()
+    for holder in summary.holders if summary is not None else ():
+        usage[("pool", holder.pool)] += holder.slots  # deferred too: it frees slots of include_deferred pools
+        if holder.state in pools.ACTIVE_STATES:
+            usage[("dag", holder.dag)] += 1
+            usage[("task", f"{holder.dag}/{holder.task}")] += 1
+    for candidate in summary.waiting if summary is not None else ():
+        usage[("waiting", candidate.pool)] += candidate.slots
+    return usage
 
 
 @dataclass

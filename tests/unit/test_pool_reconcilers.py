@@ -17,12 +17,16 @@ from typing import Any
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
 from controller.reconcilers import metrics
-from controller.reconcilers.pools import POOLS
+from controller.reconcilers.index import RunIndex, RunSummary
+from controller.reconcilers.pools import POOLS, runs_to_wake
 from controller.reconcilers.reconcilers import Reconcilers
+from tests.unit.test_pools import candidate, holder
 from tests.unit.test_reconcilers import run_body
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import TaskInvocation
+from zonda.models import TaskInstanceState as S
+from zonda.pools import Candidate, SlotHolder
 
 NS = "ns"
 
@@ -208,3 +212,23 @@ def test_a_watch_event_older_than_our_own_write_does_not_free_slots_in_the_index
         assert (NS, "heavy-1") not in index.awaiting
 
     asyncio.run(scenario())
+
+
+def summary(holders: tuple[SlotHolder, ...] = (), waiting: tuple[Candidate, ...] = ()) -> RunSummary:
+    return RunSummary("d", None, "running", None, 0, {}, holders=holders, waiting=waiting)
+
+
+def test_only_a_freed_slot_wakes_the_runs_waiting_for_it() -> None:
+    index = RunIndex()
+    index.runs[(NS, "waits-here")] = summary(waiting=(candidate("waits-here", "w"),))
+    index.runs[(NS, "waits-elsewhere")] = summary(
+        waiting=(candidate("waits-elsewhere", "w", pool="other", dag="another"),)
+    )
+    queued, running = (summary((holder("r", "t", state=state),)) for state in (S.QUEUED, S.RUNNING))
+    assert runs_to_wake(index, NS, "r", queued, running) == (set(), set()), "starting frees nothing"
+    assert runs_to_wake(index, NS, "r", running, summary()) == ({"waits-here"}, {"p"})
+    more_waiting = summary(waiting=(candidate("r", "a"), candidate("r", "b")))
+    assert runs_to_wake(index, NS, "r", summary(waiting=(candidate("r", "a"),)), more_waiting) == (
+        set(),
+        {"p"},
+    )
