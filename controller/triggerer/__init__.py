@@ -1,11 +1,13 @@
 """The triggerer: replicas that run deferred tasks' triggers, sharded by Leases and fenced on write.
 
 Pure parts: `shards` (hashing, fair share, the balancing plan) and the fencing predicate in `leases`.
-I/O parts: `leases.LeaseKeeper`, `runtime.Triggerer` and `run_triggerer`. See docs/triggerer.md.
+I/O parts: `leases.LeaseKeeper`, `runtime.Triggerer` and `run_triggerer`, `running.drive_trigger` (one
+trigger to its first event), `writes.write_outcome` (its status, once). See docs/triggerer.md.
 """
 
-from controller.triggerer.runtime import Triggerer, run_triggerer, write_outcome
+from controller.triggerer.runtime import Triggerer, run_triggerer
 from controller.triggerer.shards import SHARD_LABEL, fair_share, plan_shards, shard_for, shard_selector
+from controller.triggerer.writes import write_outcome
 
 __all__ = [
     "SHARD_LABEL",

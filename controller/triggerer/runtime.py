@@ -13,29 +13,30 @@ Four loops share one asyncio event loop:
 
 Exactly once rests on the status write, not on running each trigger once: during a failover a trigger
 may run in two replicas, but only the first write of `state: fired` succeeds.
+
+Running one trigger is `running.drive_trigger`, the status write `writes.write_outcome`. What stays
+here (about 600 lines) is the `Triggerer` class alone: its four loops share the held shards, their
+fencing tokens and the running triggers, and the invariant that a lost shard's triggers stop before
+its Lease can be taken is easier to check in one class than across modules or mixins.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import enum
-import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
-from controller.kube import TRIGGERS, Conflict, Kube, KubeError, NotFound
+from controller.kube import TRIGGERS, Kube, KubeError
 from controller.providers.kubernetes.triggers import current_kube
 from controller.triggerer.health import (
     LoopWatchdog,
     SlowSteps,
-    TimedSteps,
     describe_culprits,
     serve_http,
 )
@@ -49,74 +50,21 @@ from controller.triggerer.leases import (
     member_lease_name,
 )
 from controller.triggerer.metrics import CONTENT_TYPE_LATEST, TriggererMetrics
+from controller.triggerer.running import RunningTrigger, TriggerResult, drive_trigger
 from controller.triggerer.settings import TriggererSettings
 from controller.triggerer.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
+from controller.triggerer.writes import FINISHED_STATES, Outcome, WriteResult, write_outcome
 from zonda.models import TriggerState, TriggerStatus
 from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
 
 log = logging.getLogger(__name__)
 
-FINISHED_STATES = frozenset({TriggerState.FIRED.value, TriggerState.FAILED.value})
 #: Triggers started between two yields to the event loop when a list is reconciled.
 RECONCILE_CHUNK = 100
 #: Concurrent status writes (the API client's connection pool is the real limit).
 WRITE_CONCURRENCY = 32
 #: A member Lease silent this many lease durations belongs to a replica long gone: delete it.
 STALE_MEMBER_DURATIONS = 10
-
-
-class WriteResult(enum.StrEnum):
-    WRITTEN = "written"
-    ALREADY_FINISHED = "already_finished"  # another write (a duplicate event) got there first
-    GONE = "gone"  # the Trigger was deleted: its task instance stopped waiting
-
-
-@dataclasses.dataclass
-class Outcome:
-    """A trigger's result waiting to be written into its status."""
-
-    name: str
-    shard: int
-    status: dict[str, Any]
-    resource_version: str | None
-    #: Monotonic time the event was yielded (for the fire-latency benchmark).
-    produced_at: float
-
-
-@dataclasses.dataclass
-class RunningTrigger:
-    name: str
-    shard: int
-    resource_version: str | None
-    task: asyncio.Task[None] | None = None
-
-
-async def write_outcome(
-    kube: Kube, namespace: str, name: str, status: Mapping[str, Any], resource_version: str | None
-) -> WriteResult:
-    """Write `status` into Trigger `name` unless it already fired or failed.
-
-    The merge patch carries `metadata.resourceVersion`, so it applies only to the version we last saw;
-    on a conflict we re-read, and stop if someone else finished it meanwhile.
-    """
-    version = resource_version
-    for _ in range(5):
-        if version is None:
-            current = await kube.get_custom(TRIGGERS, namespace, name)
-            if current is None:
-                return WriteResult.GONE
-            if (current.get("status") or {}).get("state") in FINISHED_STATES:
-                return WriteResult.ALREADY_FINISHED
-            version = current["metadata"]["resourceVersion"]
-        try:
-            await kube.patch_custom_status(TRIGGERS, namespace, name, dict(status), resource_version=version)
-        except NotFound:
-            return WriteResult.GONE
-        except Conflict:
-            version = None
-            continue
-        return WriteResult.WRITTEN
-    raise Conflict(409, f"Trigger {name} kept changing while its event was being written")
 
 
 async def list_triggers(
@@ -130,73 +78,6 @@ def trigger_key(obj: Mapping[str, Any]) -> str:
     """`namespace/name`: Triggers of several namespaces may share a name."""
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta['name']}"
-
-
-async def first_event(trigger: BaseTrigger) -> TriggerEvent | None:
-    """Run `trigger` until its first event (None if it returns without one), then close `run()`."""
-    events = trigger.run()
-    if not inspect.isasyncgen(events):
-        if inspect.iscoroutine(events):
-            events.close()  # never awaited: close it so Python does not warn about it
-        raise TypeError(
-            f"{type(trigger).__name__}.run() must be an async generator that yields TriggerEvents "
-            f"(got {type(events).__name__}: did it return the event instead of yielding it?)"
-        )
-    try:
-        async for event in events:
-            if not isinstance(event, TriggerEvent):
-                raise TypeError(f"run() yielded {event!r}, not a TriggerEvent")
-            return event
-        return None
-    finally:
-        await events.aclose()
-
-
-@dataclasses.dataclass(frozen=True)
-class TriggerResult:
-    """How a trigger's run ended: its first event, or why it failed."""
-
-    event: TriggerEvent | None = None
-    failure: str | None = None
-
-
-async def drive_trigger(
-    trigger: BaseTrigger,
-    *,
-    deliver: Callable[[TriggerResult], None],
-    report_step: Callable[[float], None] = lambda seconds: None,
-    name: str = "",
-) -> None:
-    """Run `trigger` to its first event and `deliver` the result; always await `cleanup()` after.
-
-    Airflow's semantics: an exception or a return without an event fails the trigger (and so the task
-    instance), cancellation is not a failure and delivers nothing, and `cleanup()` errors are logged
-    and otherwise ignored. The result is delivered before `cleanup()`, so a slow cleanup does not
-    delay the event.
-    """
-    try:
-        try:
-            event = await TimedSteps(first_event(trigger), report_step)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            log.exception("Trigger %s failed", name or trigger)
-            deliver(TriggerResult(failure=f"Trigger failure: {type(error).__name__}: {error}"))
-        else:
-            if event is None:
-                log.error("Trigger %s exited without sending an event", name or trigger)
-                deliver(
-                    TriggerResult(
-                        failure="Trigger exited without sending an event. Dependent tasks will be failed."
-                    )
-                )
-            else:
-                deliver(TriggerResult(event=event))
-    finally:
-        try:
-            await trigger.cleanup()
-        except Exception:  # Airflow ignores cleanup errors; at least log them
-            log.exception("cleanup() of trigger %s failed", name or trigger)
 
 
 def _shard_of(obj: Mapping[str, Any]) -> int | None:

@@ -19,7 +19,8 @@ import pytest
 
 from controller.kube import Kube
 from controller.triggerer.health import LagSample, LoopWatchdog, SlowSteps, describe_culprits, serve_http
-from controller.triggerer.runtime import Triggerer, TriggerResult, drive_trigger
+from controller.triggerer.running import TriggerResult, drive_trigger
+from controller.triggerer.runtime import Triggerer
 from controller.triggerer.settings import TriggererSettings
 from zonda.triggers import BaseTrigger, TriggerEvent
 from zonda.triggers.testing import FakeClock
