@@ -6,14 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pendulum
 import pytest
 import yaml
 
 from tests.unit.test_decisions import Run, make_dag
-from zonda import pools
+from zonda import DAG, pools
+from zonda.authoring import manifests
 from zonda.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.decisions import AttemptPhase
 from zonda.models import TaskInstanceState, WeightRule
+from zonda.operators.bash import BashOperator
 from zonda.pools import Candidate, Concurrency, PoolLimit, PoolSpec, SlotHolder, admit
 
 S = TaskInstanceState
@@ -267,3 +270,21 @@ def test_the_example_default_pool_is_airflows() -> None:
     example = yaml.safe_load((Path(__file__).parents[2] / "examples/pools/default-pool.yaml").read_text())
     assert example["metadata"]["name"] == pools.pool_resource_name(pools.DEFAULT_POOL)
     assert PoolSpec.model_validate(example["spec"]).slots == pools.DEFAULT_POOL_SLOTS
+
+
+def test_a_python_dag_file_keeps_airflows_pool_arguments() -> None:
+    with DAG("pooled", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+             default_args={"pool": "etl_pool"}) as built:  # fmt: skip
+        BashOperator(task_id="t", bash_command="true", pool_slots=2, max_active_tis_per_dag=1,
+                     priority_weight=5, weight_rule="absolute")  # fmt: skip
+    spec = manifests.dag_manifest(built)["spec"]
+    assert spec["defaultArgs"] == {"pool": "etl_pool"}
+    task_fields = {k: v for k, v in spec["tasks"][0].items() if k not in ("id", "operator", "args")}
+    assert task_fields == {
+        "poolSlots": 2,
+        "maxActiveTisPerDag": 1,
+        "priorityWeight": 5,
+        "weightRule": "absolute",
+    }
+    resolved = resolve_dag("pooled", parse_dag_spec(spec)).tasks["t"]
+    assert (resolved.pool, resolved.pool_slots, resolved.max_active_tis_per_dag) == ("etl_pool", 2, 1)
