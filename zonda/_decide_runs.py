@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda import mapping, operator_registry, pools, run_slots
+from zonda import mapping, operator_registry, pools, run_slots, xcoms
 from zonda._decide_graphs import descendants, group_roots, leaves
 from zonda._decide_mapping import MappedInstances
 from zonda.dags import ResolvedDag, ResolvedTask, effective_priority_weights
@@ -49,7 +49,6 @@ from zonda.models import (
     FINISHED_TI_STATES,
     DagRunState,
     DagRunStatus,
-    Deferral,
     RunType,
     TaskInstanceState,
     TaskInstanceStatus,
@@ -354,12 +353,12 @@ class RunPass:
             if result.deferral is None:
                 self._fail(task_id, "The task deferred without saying which trigger to wait for")
             else:
-                self._defer(task_id, result.deferral.to_status(), deferred_at=attempt.finished_at or self.now)
+                self._defer(task_id, result, deferred_at=attempt.finished_at or self.now)
         elif outcome is TaskOutcome.RESCHEDULE:
             if result.reschedule_at is None:
                 self._fail(task_id, "The sensor asked to be rescheduled without saying when")
             else:
-                self._reschedule(task_id, result.reschedule_at, attempt)
+                self._reschedule(task_id, result, result.reschedule_at, attempt)
 
     def _succeed(self, task_id: str, result: TaskResult, attempt: ObservedAttempt) -> None:
         follow = None if result.follow_task_ids is None else group_roots(self.dag, result.follow_task_ids)
@@ -369,8 +368,8 @@ class RunPass:
                        f"Invalid tasks found: {unknown}.")
             return
         reason = result.message or f"Attempt {attempt.name} succeeded"
-        self._set(task_id, S.SUCCESS, reason, xcom=result.xcom, xcoms=result.xcoms or None,
-                  xcom_lengths=result.xcom_lengths or None, follow_task_ids=follow, **_TRY_END)
+        self._set(task_id, S.SUCCESS, reason, xcom=result.xcom, **self._pushes(task_id, result),
+                  follow_task_ids=follow, **_TRY_END)
         if follow is not None:
             self._skip_all_except(task_id, follow)
         if result.skip_all_downstream:
@@ -396,9 +395,19 @@ class RunPass:
         else:
             self._set(task_id, S.FAILED, f"{reason}; {attempts}", end_date=ended, **_TRY_END)
 
-    def _defer(self, task_id: str, deferral: Deferral, *, deferred_at: datetime) -> None:
-        """Airflow's `_defer_task`: the trigger's timeout is also bounded by the execution timeout."""
+    def _pushes(self, task_id: str, result: TaskResult) -> dict[str, Any]:
+        """The task instance's XComs with this attempt's pushes: joined to what the try pushed before a
+        deferral (an attempt that does not resume one started with none, see `_launch`)."""
         ti = self.tis[task_id]
+        values, lengths = xcoms.merge_pushes(ti.xcoms, ti.xcom_lengths, result.xcoms, result.xcom_lengths)
+        return {"xcoms": values, "xcom_lengths": lengths}
+
+    def _defer(self, task_id: str, result: TaskResult, *, deferred_at: datetime) -> None:
+        """Airflow's `_defer_task`: the trigger's timeout is also bounded by the execution timeout. What
+        the try pushed before deferring is kept: the resumed try and downstream tasks pull it."""
+        ti = self.tis[task_id]
+        assert result.deferral is not None
+        deferral = result.deferral.to_status()
         count = ti.deferral_count + 1
         timeouts = []
         if deferral.timeout_seconds is not None:
@@ -409,7 +418,8 @@ class RunPass:
         name = trigger_name(self.run_name, task_id, ti.try_number, count)
         self._set(task_id, S.DEFERRED, f"Waiting for trigger {deferral.trigger_classpath} ({name})",
                   deferral=deferral, deferral_count=count, deferred_at=deferred_at,
-                  trigger_timeout_at=timeout_at, trigger_name=name, next_method=None, next_kwargs=None)
+                  trigger_timeout_at=timeout_at, trigger_name=name, next_method=None, next_kwargs=None,
+                  **self._pushes(task_id, result))
         self._request_trigger(task_id)
 
     def _request_trigger(self, task_id: str) -> None:
@@ -420,12 +430,14 @@ class RunPass:
             deferral_count=ti.deferral_count, deferral=ti.deferral, timeout_at=ti.trigger_timeout_at,
         ))
 
-    def _reschedule(self, task_id: str, at: datetime, attempt: ObservedAttempt) -> None:
-        """A sensor in reschedule mode: the same try pokes again at `at` (Airflow keeps the try number)."""
+    def _reschedule(self, task_id: str, result: TaskResult, at: datetime, attempt: ObservedAttempt) -> None:
+        """A sensor in reschedule mode: the same try pokes again at `at` (Airflow keeps the try number).
+        The poke's pushes are kept until the next poke starts (Airflow clears them then)."""
         ti = self.tis[task_id]
         first = ti.first_try_start or ti.start_date or attempt.started_at or self.now
         self._set(task_id, S.UP_FOR_RESCHEDULE, f"The sensor pokes again at {at.isoformat()}",
-                  next_try_at=at, first_try_start=first, next_method=None, next_kwargs=None)
+                  next_try_at=at, first_try_start=first, next_method=None, next_kwargs=None,
+                  **self._pushes(task_id, result))
 
     def _execution_deadline(self, task_id: str) -> datetime | None:
         """Airflow counts `execution_timeout` from the try's start, deferrals included."""
@@ -680,13 +692,13 @@ class RunPass:
             # previous attempt's, it is deterministic and differs from every earlier one.
             try_number = ti.try_number
             name = attempt_name(self.run_name, f"{task_id}~{ti.pod_name or ''}", try_number)
-            # A resumed deferral keeps the try's start (execution_timeout); a new poke starts anew.
-            fields: dict[str, Any] = {} if resuming_deferral else {"start_date": None}
+            # A resumed deferral keeps the try's start (execution_timeout) and its XComs; a new poke
+            # starts anew, as Airflow's `clear_xcom_data` unless `next_method`.
+            fields: dict[str, Any] = {} if resuming_deferral else {"start_date": None, **_NO_XCOMS}
         else:
             try_number = ti.try_number + 1
             name = attempt_name(self.run_name, task_id, try_number)
-            fields = {"start_date": None, "running_seconds": 0.0, "xcom": None, "xcoms": None,
-                      "follow_task_ids": None}
+            fields = {"start_date": None, "running_seconds": 0.0, "follow_task_ids": None, **_NO_XCOMS}
         # The scheduled -> queued steps of one pass make one event, not two.
         if (index := self._scheduled_event_at.pop(task_id, None)) is not None:
             self.events[index] = None
@@ -711,8 +723,10 @@ _TRY_END: dict[str, Any] = {
     "next_method": None, "next_kwargs": None, "deferral": None, "trigger_timeout_at": None,
     "trigger_name": None, "first_try_start": None, "next_try_at": None,
 }
+#: A task instance without XComs: before a try that does not resume a deferral, and once cleared.
+_NO_XCOMS: dict[str, Any] = {"xcom": None, "xcoms": None, "xcom_lengths": None}
 #: What a clear resets, on top of a try's end (also `zonda.actions.clear`'s).
-TRY_RESET: dict[str, Any] = {**_TRY_END, "end_date": None}
+TRY_RESET: dict[str, Any] = {**_TRY_END, "end_date": None, **_NO_XCOMS}
 
 
 def _in_execution(ti: TaskInstanceStatus) -> bool:

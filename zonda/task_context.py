@@ -43,7 +43,7 @@ class EarlierXComReader(Protocol):
 
 
 def read_invocation_xcoms(invocation: TaskInvocation) -> XComReader:
-    """The XComs the controller hands the runner: finished tasks' return values and pushed keys."""
+    """The XComs the controller hands the runner: return values and pushed keys, by task id."""
 
     def read(task_id: str, key: str) -> Any:
         if key == XCOM_RETURN_KEY and task_id in invocation.xcoms:
@@ -194,13 +194,14 @@ class ContextTaskInstance:
         return found
 
     def _read(self, task_id: str, key: str) -> Any:
-        """This try's own pushes first (Airflow stores them at once), then finished tasks' XComs."""
+        """This try's own pushes first (Airflow stores them at once), then the run's XComs."""
         if task_id == self.task_id and key in self.pushed:
             return self.pushed[key]
         return self.xcom_reader(task_id, key)
 
     def xcom_push(self, key: str, value: Any, execution_date: Any = None) -> None:
-        """Airflow's `TaskInstance.xcom_push`: the value becomes this task's XCom `key` when it succeeds.
+        """Airflow's `TaskInstance.xcom_push`: the value becomes this task's XCom `key` when the try
+        reports (it succeeds, defers or reschedules).
 
         The value is checked (JSON, datetimes as ISO 8601) here, so a bad one fails at the push that made
         it, as Airflow's serialisation does; a later push of the same key replaces it.

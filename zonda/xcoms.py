@@ -102,15 +102,14 @@ def object_path(
 def upstream_xcoms(
     task_instances: Mapping[str, TaskInstanceStatus],
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """What a try may pull: finished tasks' return values, and their other XComs by task id and key.
+    """What a try may pull: return values, and the other XComs by task id and key.
 
-    A task still running has pushed nothing yet: only finished tasks count.
+    Status holds what Airflow's XCom table would: a try's pushes from when it reports them (at its
+    end, or when it defers or reschedules) until a try starts that does not resume a deferral, or
+    the task instance is cleared. A try still running has reported nothing yet.
     """
-    from zonda.models import FINISHED_TI_STATES
-
-    finished = {tid: ti for tid, ti in task_instances.items() if ti.state in FINISHED_TI_STATES}
-    returned = {tid: ti.xcom for tid, ti in finished.items() if ti.xcom is not None}
-    keyed = {tid: dict(ti.xcoms) for tid, ti in finished.items() if ti.xcoms}
+    returned = {tid: ti.xcom for tid, ti in task_instances.items() if ti.xcom is not None}
+    keyed = {tid: dict(ti.xcoms) for tid, ti in task_instances.items() if ti.xcoms}
     return returned, keyed
 
 
@@ -125,12 +124,10 @@ class EarlierRun:
 
 
 def xcom_of(status: DagRunStatus, ti_key: str, key: str) -> Any:
-    """The XCom `key` of a finished task instance (`ti_key`: task id, `[i]` if mapped) in a run's
-    status, as status holds it (maybe a stored reference); None when it has none."""
-    from zonda.models import FINISHED_TI_STATES
-
+    """The XCom `key` of a task instance (`ti_key`: task id, `[i]` if mapped) in a run's status, as
+    status holds it (maybe a stored reference; see `upstream_xcoms`); None when it has none."""
     ti = status.task_instances.get(ti_key)
-    if ti is None or ti.state not in FINISHED_TI_STATES:
+    if ti is None:
         return None
     return ti.xcom if key == RETURN_KEY else (ti.xcoms or {}).get(key)
 
@@ -144,3 +141,21 @@ def earlier_xcoms(
     candidates.sort(key=lambda run: (run.logical_date, run.created), reverse=True)
     values = (xcom_of(run.status, ti_key, key) for run in candidates)
     return [value for value in values if value is not None]
+
+
+def merge_pushes(
+    earlier: Mapping[str, Any] | None,
+    earlier_lengths: Mapping[str, int] | None,
+    pushed: Mapping[str, Any],
+    pushed_lengths: Mapping[str, int],
+) -> tuple[dict[str, Any] | None, dict[str, int] | None]:
+    """A resumed try's XComs joined to those its task instance already holds (pushed before deferring):
+    Airflow writes each push at once and keeps them across a deferral, a later push of a key wins.
+
+    The lengths (what mapped tasks expand over) follow their values: a key pushed again loses the
+    length its earlier value had.
+    """
+    values = {**(earlier or {}), **pushed}
+    lengths = {key: n for key, n in (earlier_lengths or {}).items() if key not in pushed}
+    lengths.update(pushed_lengths)
+    return values or None, lengths or None

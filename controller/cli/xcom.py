@@ -32,12 +32,12 @@ def find_xcom(status: DagRunStatus, run_name: str, task_id: str, key: str, map_i
     if ti is None:
         known = ", ".join(sorted(status.task_instances)) or "none yet"
         raise click.ClickException(f"run {run_name} has no task {task_id!r} (its tasks: {known})")
-    if ti.state not in FINISHED_TI_STATES:
-        raise click.ClickException(f"task {task_id!r} is {ti.state.value}: its XComs exist once it finishes")
     if key == xcoms.RETURN_KEY and ti.xcom is not None:
         return ti.xcom
     if key != xcoms.RETURN_KEY and key in (ti.xcoms or {}):
-        return (ti.xcoms or {})[key]
+        return (ti.xcoms or {})[key]  # a deferred task's are there before it finishes
+    if ti.state not in FINISHED_TI_STATES:
+        raise click.ClickException(f"task {task_id!r} is {ti.state.value}: its XComs exist once it finishes")
     keys = ([xcoms.RETURN_KEY] if ti.xcom is not None else []) + sorted(ti.xcoms or {})
     raise click.ClickException(
         f"task {task_id!r} ({ti.state.value}) has no XCom {key!r}; its keys: {', '.join(keys) or 'none'}"

@@ -194,10 +194,11 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
             else:
                 value = operator.execute(context)
     except TaskDeferred as deferred:
-        return _deferred_result(deferred)
+        return _with_pushes(_deferred_result(deferred), operator, invocation, store, tried.context)
     except AirflowRescheduleException as reschedule:
         log.info("Rescheduling the sensor: next poke at %s", reschedule.reschedule_date.isoformat())
-        return TaskResult(outcome=TaskOutcome.RESCHEDULE, reschedule_at=reschedule.reschedule_date)
+        result = TaskResult(outcome=TaskOutcome.RESCHEDULE, reschedule_at=reschedule.reschedule_date)
+        return _with_pushes(result, operator, invocation, store, tried.context)
     except AirflowSkipException as skip:
         log.info("Skipping the task: %s", skip)
         return TaskResult(outcome=TaskOutcome.SKIPPED, message=_shorten(str(skip)) or None)
@@ -222,15 +223,8 @@ def _success_result(
             # After the callable's own pushes, as Airflow's decorated operator pushes each key.
             pushed = {**pushed, **xcoms.multiple_outputs(value)}
         keyed = {key: store.prepare(invocation, key, item) for key, item in pushed.items()}
-    except xcoms.XComError as error:
-        log.error("%s", error)
-        return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(f"{operator.task_type}: {error}"))
-    except OSError as error:
-        _print_traceback(error)
-        return TaskResult(
-            outcome=TaskOutcome.FAILED,
-            message=_shorten(f"cannot write to the XCom backend: {_describe(error)}"),
-        )
+    except (xcoms.XComError, OSError) as error:
+        return _xcom_failure(operator, error)
     follow_task_ids, skip_all_downstream = None, False
     if isinstance(operator, SkipMixin):
         follow_task_ids, skip_all_downstream = operator.follow_task_ids, operator.skip_all_downstream
@@ -242,6 +236,37 @@ def _success_result(
         xcom_lengths=lengths,
         follow_task_ids=follow_task_ids,
         skip_all_downstream=skip_all_downstream,
+    )
+
+
+def _with_pushes(
+    result: TaskResult,
+    operator: BaseOperator,
+    invocation: TaskInvocation,
+    store: XComStore,
+    context: Context | None,
+) -> TaskResult:
+    """A deferral's or a reschedule's result with what the try pushed: Airflow writes a push at once, so
+    the resumed try and downstream tasks pull what was pushed before deferring."""
+    pushed: dict[str, Any] = context["ti"].pushed if context is not None else {}
+    if result.outcome in FAILED_OUTCOMES or not pushed:
+        return result
+    try:
+        keyed = {key: store.prepare(invocation, key, item) for key, item in pushed.items()}
+    except (xcoms.XComError, OSError) as error:
+        return _xcom_failure(operator, error)
+    lengths = mapping.value_lengths(pushed) if operator.do_xcom_push else {}
+    return result.replace(xcoms=keyed, xcom_lengths=lengths)
+
+
+def _xcom_failure(operator: BaseOperator, error: xcoms.XComError | OSError) -> TaskResult:
+    """The try fails: a value cannot be an XCom, or the XCom backend could not store it."""
+    if isinstance(error, xcoms.XComError):
+        log.error("%s", error)
+        return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(f"{operator.task_type}: {error}"))
+    _print_traceback(error)
+    return TaskResult(
+        outcome=TaskOutcome.FAILED, message=_shorten(f"cannot write to the XCom backend: {_describe(error)}")
     )
 
 

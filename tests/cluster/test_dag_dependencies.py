@@ -113,6 +113,8 @@ def test_a_parent_triggers_a_child_and_waits_deferred_while_the_child_senses_the
             timeout=120,
         )
         trigger_name = deferred["status"]["taskInstances"]["trigger_child"]["triggerName"]
+        pushed = deferred["status"]["taskInstances"]["trigger_child"]["xcoms"]
+        assert set(pushed) == {"trigger_run_id", "trigger_logical_date_iso"}, "pushed before deferring"
         trigger_obj = get(cluster, namespace, "trigger", trigger_name)
         assert trigger_obj["spec"]["classpath"].endswith("DagStateTrigger")
 

@@ -18,6 +18,7 @@ from tests.cluster.zonda_processes import (
     get,
     ti_states,
     trigger,
+    triggerer,
     wait_for,
     wait_run_finished,
     zonda,
@@ -159,3 +160,41 @@ def test_include_prior_dates_reads_the_latest_earlier_run_at_or_before_this_ones
         print(f"--- controller log\n{process.log()[-6000:]}")
     # The third run is the earliest: no run is at or before it, so it starts over.
     assert counted == {"2024-01-02": 1, "2024-01-03": 2, "2024-01-01": 1}
+
+
+def test_xcoms_pushed_before_a_deferral_reach_the_resumed_try_and_the_downstream_task(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Airflow keeps a deferred try's pushes: its resumed `execute_complete` and a downstream task pull
+    them, a large one from the XComChunks written before deferring; a later push of a key wins."""
+    zonda(cluster, "dags", "apply", str(DAG_FOLDER), "-n", namespace)
+    process = local_controller(cluster, namespace, tmp_path)
+    try:
+        with triggerer(cluster, namespace, tmp_path):
+            run = trigger(cluster, namespace, "xcom-deferred")
+
+            def deferred() -> dict | None:
+                body = get(cluster, namespace, "dagrun", run)
+                ti = ((body.get("status") or {}).get("taskInstances") or {}).get("wait") or {}
+                return ti if ti.get("state") == "deferred" else None
+
+            waiting = wait_for(deferred, "wait deferred", timeout=120)
+            assert waiting["xcoms"]["child_run"] == "child-1", "kept while the task waits"
+            early = zonda(cluster, "xcom", "get", run, "wait", "--key", "shared", "-n", namespace)
+            assert json.loads(early.stdout) == "before deferring"
+            body = wait_run_finished(cluster, namespace, run, timeout=180)
+    finally:
+        process.stop()
+        print(f"--- controller log\n{process.log()[-6000:]}")
+    assert ti_states(body) == {"wait": "success", "consume": "success"}
+    tis = body["status"]["taskInstances"]
+    assert (tis["wait"]["tryNumber"], tis["wait"]["deferralCount"]) == (1, 1)
+    resumed = {"child_run": "child-1", "shared": "before deferring", "blob": 5000}
+    assert tis["wait"]["xcom"] == resumed, "execute_complete pulled what execute pushed"
+    assert tis["wait"]["xcoms"]["shared"] == "after resuming"
+    assert tis["wait"]["xcoms"]["blob"]["__zonda_xcom_stored__"]["url"].startswith("xcomchunks://")
+    assert tis["consume"]["xcom"] == {
+        "child_run": "child-1", "shared": "after resuming", "blob": 5000, "resumed": resumed
+    }  # fmt: skip
+    blob = zonda(cluster, "xcom", "get", run, "wait", "--key", "blob", "-n", namespace)
+    assert json.loads(blob.stdout) == "b" * 5000

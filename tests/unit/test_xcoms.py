@@ -140,10 +140,14 @@ def test_multiple_outputs_needs_a_dict_with_string_keys() -> None:
         xcoms.multiple_outputs({1: "a"})
 
 
-def test_a_try_pulls_only_finished_tasks_xcoms() -> None:
+def test_a_try_pulls_what_status_holds_a_finished_trys_xcoms_and_a_deferred_trys_pushes() -> None:
     done = TaskInstanceStatus(state=TaskInstanceState.SUCCESS, xcom=1, xcoms={"k": "v"})
-    running = TaskInstanceStatus(state=TaskInstanceState.RUNNING, xcom=2, xcoms={"k": "w"})
-    assert xcoms.upstream_xcoms({"a": done, "b": running}) == ({"a": 1}, {"a": {"k": "v"}})
+    running = TaskInstanceStatus(state=TaskInstanceState.RUNNING)  # a new try has reported nothing yet
+    waiting = TaskInstanceStatus(state=TaskInstanceState.DEFERRED, xcoms={"run_id": "child"})
+    assert xcoms.upstream_xcoms({"a": done, "b": running, "c": waiting}) == (
+        {"a": 1},
+        {"a": {"k": "v"}, "c": {"run_id": "child"}},
+    )
 
 
 HELPERS = """
@@ -253,6 +257,72 @@ def test_the_kubernetes_backend_without_credentials_fails_the_task_saying_so(tmp
     ), result["message"]
 
 
+DEFERRING = """
+from datetime import timedelta
+
+from zonda.operators.base import BaseOperator
+from zonda.sensors.base import BaseSensorOperator
+from zonda.triggers import TimeDeltaTrigger
+
+
+class PushThenDefer(BaseOperator):
+    def execute(self, context):
+        context["ti"].xcom_push(key="run_id", value="child-1")
+        context["ti"].xcom_push(key="shared", value="before")
+        context["ti"].xcom_push(key="blob", value="b" * 5000)
+        self.defer(trigger=TimeDeltaTrigger(timedelta(seconds=1)), method_name="execute_complete")
+
+    def execute_complete(self, context, event=None):
+        ti = context["ti"]
+        ti.xcom_push(key="shared", value="after")
+        return {
+            "run_id": ti.xcom_pull(task_ids=self.task_id, key="run_id"),
+            "shared": ti.xcom_pull(task_ids=self.task_id, key="shared"),
+            "blob": len(ti.xcom_pull(task_ids=self.task_id, key="blob")),
+        }
+
+
+class PushingPoke(BaseSensorOperator):
+    def poke(self, context):
+        context["ti"].xcom_push(key="poked", value=True)
+        return False
+"""
+
+
+def test_a_deferring_try_reports_its_pushes_and_the_resumed_try_pulls_them(tmp_path: Path) -> None:
+    (tmp_path / "deferring.py").write_text(DEFERRING)
+    backend = f"file://{tmp_path}/store"
+    first = run_runner(tmp_path, invocation(operator="deferring.PushThenDefer", args={}), backend)
+    assert first["outcome"] == "deferred", first
+    assert first["deferral"]["triggerClasspath"] == "zonda.triggers.temporal.DateTimeTrigger"
+    assert {key: value for key, value in first["xcoms"].items() if key != "blob"} == {
+        "run_id": "child-1", "shared": "before"
+    }  # fmt: skip
+    assert xcoms.stored_size(first["xcoms"]["blob"]) == 5002, "a large push goes to the backend at once"
+    resumed = run_runner(
+        tmp_path,
+        invocation(
+            operator="deferring.PushThenDefer",
+            args={},
+            next_method="execute_complete",
+            next_kwargs={"event": None},
+            keyed_xcoms={"extract": first["xcoms"]},  # the controller's status after the deferral
+        ),
+        backend,
+    )
+    assert resumed["outcome"] == "success", resumed
+    assert resumed["xcom"] == {"run_id": "child-1", "shared": "after", "blob": 5000}
+    assert resumed["xcoms"] == {"shared": "after"}, "only its own pushes: the controller merges them"
+
+
+def test_a_rescheduled_poke_reports_its_pushes(tmp_path: Path) -> None:
+    (tmp_path / "deferring.py").write_text(DEFERRING)
+    args = {"mode": "reschedule", "poke_interval": 60}
+    result = run_runner(tmp_path, invocation(operator="deferring.PushingPoke", args=args), None)
+    assert result["outcome"] == "reschedule", result
+    assert result["xcoms"] == {"poked": True}
+
+
 def finished_run(tmp_path: Path) -> DagRunStatus:
     stored = XComStore(base_url=f"file://{tmp_path}").prepare(invocation(), "return_value", "z" * 5000)
     return DagRunStatus(
@@ -289,6 +359,15 @@ def test_xcom_get_finds_the_return_value_and_pushed_keys(tmp_path: Path) -> None
     status = finished_run(tmp_path)
     assert XComStore().load(find_xcom(status, "r1", "extract", "return_value", -1)) == "z" * 5000
     assert find_xcom(status, "r1", "extract", "path", -1) == "/p"
+
+
+def test_xcom_get_reads_a_deferred_tasks_pushes_before_it_finishes() -> None:
+    status = DagRunStatus(
+        task_instances={"wait": TaskInstanceStatus(state=TaskInstanceState.DEFERRED, xcoms={"run_id": "c"})}
+    )
+    assert find_xcom(status, "r1", "wait", "run_id", -1) == "c"
+    with pytest.raises(click.ClickException, match="task 'wait' is deferred: its XComs exist once"):
+        find_xcom(status, "r1", "wait", "return_value", -1)
 
 
 def test_multiple_outputs_pushes_each_key_after_the_callables_own_pushes(tmp_path: Path) -> None:

@@ -135,8 +135,6 @@ class TriggerDagRunOperator(BaseOperator):
                     poll_interval=self.poke_interval,
                 ),
                 method_name="execute_complete",
-                # A deferred try's pushed XComs are not kept: the resumed try pushes them again.
-                kwargs={"run_name": run_name, "logical_date": logical},
             )
         while True:
             self.log.info(
@@ -147,17 +145,9 @@ class TriggerDagRunOperator(BaseOperator):
             if self._finished(dag_name, state):
                 return None
 
-    def execute_complete(
-        self,
-        context: Context,
-        event: Any = None,
-        run_name: str | None = None,
-        logical_date: str | None = None,
-    ) -> None:
-        """The `DagStateTrigger` fired: the run is in one of the awaited states."""
-        if run_name is not None:
-            context["ti"].xcom_push(key=XCOM_RUN_ID, value=run_name)
-            context["ti"].xcom_push(key=XCOM_LOGICAL_DATE_ISO, value=logical_date)
+    def execute_complete(self, context: Context, event: Any = None) -> None:
+        """The `DagStateTrigger` fired: the run is in one of the awaited states. The XComs pushed before
+        deferring (`trigger_run_id`, `trigger_logical_date_iso`) are kept, as in Airflow."""
         state = (event or {}).get("state")
         if not self._finished((event or {}).get("dag_name", self.trigger_dag_id), state):
             raise AirflowException(
