@@ -19,6 +19,8 @@ timestamps, which each system records the same way: queued -> end (from the trig
 last task's end) and start -> end (from the scheduler starting the run), and the machine's load.
 
 Not part of CI: it installs nothing and asserts nothing; performance is measured here, not in tests.
+Measured figures are in docs/benchmarks.md (2026-11-30: a 50-task fan-out 135-198 s in Airflow at
+load 16-32, 2.5-3.9 s in Zonda at load 9-12).
 """
 
 from __future__ import annotations
