@@ -101,6 +101,12 @@ def main() -> None:
 )
 @click.option("--task-service-account", envvar="ZONDA_TASK_SERVICE_ACCOUNT", default=None)
 @click.option("--task-resources", envvar="ZONDA_TASK_RESOURCES", default=None, help="JSON resources.")
+@click.option(
+    "--task-node-selector",
+    envvar="ZONDA_TASK_NODE_SELECTOR",
+    default=None,
+    help='JSON nodeSelector of task pods, e.g. {"zonda.dev/node": "real"} (a task\'s podOverride wins).',
+)
 @click.option("--metrics-port", type=int, default=DEFAULTS.metrics_port)
 @click.option("--health-port", type=int, default=DEFAULTS.health_port)
 @click.option(
@@ -124,6 +130,7 @@ def controller(
     task_image: str,
     task_service_account: str | None,
     task_resources: str | None,
+    task_node_selector: str | None,
     metrics_port: int | None,
     health_port: int | None,
     leader_lease: str | None,
@@ -151,6 +158,7 @@ def controller(
             image=task_image,
             service_account=task_service_account,
             resources=json.loads(task_resources) if task_resources else {},
+            node_selector=_node_selector(task_node_selector),
         ),
         metrics_port=metrics_port,
         health_port=health_port,
@@ -159,6 +167,21 @@ def controller(
         kubeconfig=kubeconfig,
     )
     run_controller(settings)
+
+
+def _node_selector(text: str | None) -> dict[str, str]:
+    """--task-node-selector's JSON object of label strings; anything else is a usage error."""
+    if not text:
+        return {}
+    try:
+        selector = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--task-node-selector") from exc
+    if not isinstance(selector, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in selector.items()
+    ):
+        raise click.BadParameter("must be a JSON object of strings", param_hint="--task-node-selector")
+    return selector
 
 
 @main.command()

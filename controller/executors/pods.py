@@ -53,6 +53,7 @@ class PodDefaults:
     env: tuple[Mapping[str, Any], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     image_pull_secrets: tuple[Any, ...] = ()  # names or {"name": ...} objects
+    node_selector: Mapping[str, str] = field(default_factory=dict)  # a task's podOverride wins
 
 
 def is_container_task(task: ResolvedTask) -> bool:
@@ -158,6 +159,8 @@ def build_task_pod(
         pod["spec"]["imagePullSecrets"] = [
             s if isinstance(s, Mapping) else {"name": str(s)} for s in defaults.image_pull_secrets
         ]
+    if defaults.node_selector:
+        pod["spec"]["nodeSelector"] = dict(defaults.node_selector)
     if task.pod_override:
         pod = merging.strategic_merge(pod, dict(task.pod_override))
     return pod

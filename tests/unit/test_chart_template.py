@@ -414,6 +414,13 @@ DEFAULT_TASK_RESOURCES = '{"limits":{"memory":"512Mi"},"requests":{"cpu":"100m",
              "ZONDA_TASK_IMAGE_PULL_SECRETS": '[{"name":"regcred"}]'},
             id="the image and its pull secrets are passed on to task pods",
         ),
+        pytest.param(
+            {"taskPods": {"nodeSelector": {"zonda.dev/node": "real"}}},
+            {"ZONDA_TASK_IMAGE": "zonda:0.1.0", "ZONDA_TASK_SERVICE_ACCOUNT": "zonda-task",
+             "ZONDA_TASK_RESOURCES": DEFAULT_TASK_RESOURCES,
+             "ZONDA_TASK_NODE_SELECTOR": '{"zonda.dev/node":"real"}'},
+            id="a task node selector reaches the controller as JSON",
+        ),
     ],
 )
 def test_task_pod_defaults_reach_the_controller(

@@ -97,7 +97,11 @@ def test_a_tasks_env_adds_to_the_dags_default_env_as_kubernetes_would() -> None:
 
 
 def build_pod(
-    operator: str | None, args: dict[str, Any], container: dict[str, Any], pod_override: dict[str, Any]
+    operator: str | None,
+    args: dict[str, Any],
+    container: dict[str, Any],
+    pod_override: dict[str, Any],
+    defaults: pods.PodDefaults | None = None,
 ) -> dict[str, Any]:
     """One task's pod from the builder, with the chart's defaults."""
     moment = datetime(2026, 1, 1, tzinfo=UTC)
@@ -128,7 +132,7 @@ def build_pod(
         namespace="default",
         name="pod",
         owner={"metadata": {"name": "run", "uid": "u"}},
-        defaults=pods.PodDefaults(),
+        defaults=defaults or pods.PodDefaults(),
     )
 
 
@@ -172,3 +176,12 @@ def test_the_users_security_context_wins_over_the_restricted_default() -> None:
         "allowPrivilegeEscalation": False,
         "capabilities": {"add": ["NET_ADMIN"], "drop": []},
     }
+
+
+def test_the_task_node_selector_default_steers_pods_and_a_tasks_pod_override_wins_key_by_key() -> None:
+    defaults = pods.PodDefaults(node_selector={"zonda.dev/node": "real", "disk": "ssd"})
+    assert "nodeSelector" not in build_pod("BashOperator", {}, {}, {})["spec"], "default: any node"
+    pod = build_pod("BashOperator", {}, {}, {}, defaults)
+    assert pod["spec"]["nodeSelector"] == {"zonda.dev/node": "real", "disk": "ssd"}
+    pod = build_pod("BashOperator", {}, {}, {"spec": {"nodeSelector": {"disk": "hdd"}}}, defaults)
+    assert pod["spec"]["nodeSelector"] == {"zonda.dev/node": "real", "disk": "hdd"}

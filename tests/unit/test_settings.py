@@ -19,13 +19,21 @@ from controller.cli.main import controller, main
 
 #: Fields no option names directly, and where they come from.
 DERIVED = {
-    "pod_defaults": "--task-image, --task-service-account, --task-resources, $ZONDA_TASK_IMAGE_PULL_SECRETS",
+    "pod_defaults": "--task-image, --task-service-account, --task-resources, --task-node-selector, "
+    "$ZONDA_TASK_IMAGE_PULL_SECRETS",
     "leader_election": "--peering given",
     "leader_namespace": "$POD_NAMESPACE",
     "identity": "host name and pid",
 }
 #: Options that configure the CLI itself, not the process's settings.
-CLI_ONLY = {"all_namespaces", "log_format", "task_image", "task_service_account", "task_resources"}
+CLI_ONLY = {
+    "all_namespaces",
+    "log_format",
+    "task_image",
+    "task_service_account",
+    "task_resources",
+    "task_node_selector",
+}
 
 
 def options() -> dict[str, click.Parameter]:
@@ -86,6 +94,8 @@ def test_the_cli_builds_the_settings_the_process_runs_with(monkeypatch: pytest.M
             "lead",
             "--task-image",
             "img:1",
+            "--task-node-selector",
+            '{"zonda.dev/node": "real"}',
         ],
     )
     assert result.exit_code == 0, result.output
@@ -94,4 +104,14 @@ def test_the_cli_builds_the_settings_the_process_runs_with(monkeypatch: pytest.M
     assert (settings.executor, settings.workers, settings.parallelism) == ("local", 2, DEFAULTS.parallelism)
     assert (settings.leader_election, settings.leader_lease) == (True, "lead")
     assert settings.pod_defaults.image == "img:1"
+    assert settings.pod_defaults.node_selector == {"zonda.dev/node": "real"}
     assert settings.pod_defaults.image_pull_secrets == DEFAULTS.pod_defaults.image_pull_secrets
+
+
+@pytest.mark.parametrize("selector", ["zonda.dev/node=real", '["real"]', '{"zonda.dev/node": 1}'])
+def test_a_task_node_selector_that_is_not_a_json_object_of_strings_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, selector: str
+) -> None:
+    monkeypatch.setattr("controller.app.main.run_controller", lambda settings: None)
+    result = CliRunner().invoke(main, ["controller", "-n", "a", "--task-node-selector", selector])
+    assert result.exit_code == 2 and "--task-node-selector" in result.output, result.output
