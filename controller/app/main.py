@@ -17,6 +17,7 @@ level and importing this module registers nothing.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Hashable
@@ -36,6 +37,7 @@ from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
 from controller.kube import DAGRUNS, DAGS, Kube
+from controller.kube.client import in_cluster_server
 from controller.reconcilers import metrics
 from controller.reconcilers.backfills import BACKFILLS
 from controller.reconcilers.index import RunSummary
@@ -218,7 +220,12 @@ class ControllerProcess:
     def login(self, **kwargs: Any) -> kopf.ConnectionInfo | None:
         if self.settings.kubeconfig:
             os.environ["KUBECONFIG"] = self.settings.kubeconfig
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+        in_pod = kopf.login_with_service_account(**kwargs)
+        if in_pod is None:
+            return kopf.login_with_kubeconfig(**kwargs)
+        # kopf names the apiserver `kubernetes.default.svc`, which needs cluster DNS; in-cluster
+        # clients (client-go, our own Kube) use the Service's address from the environment: no DNS.
+        return dataclasses.replace(in_pod, server=in_cluster_server(os.environ) or in_pod.server)
 
     # --------------------------------------------------------------------------------- the watches
 

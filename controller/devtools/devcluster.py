@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -239,6 +240,43 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "(no log)"
 
 
+SERVICE_CIDR = "10.96.0.0/16"
+#: The `kubernetes` Service's ClusterIP: the first address of SERVICE_CIDR.
+KUBERNETES_SERVICE_IP = "10.96.0.1"
+
+
+def _serving_certificate(certs: Path, advertise: str) -> tuple[Path, tuple[Path, Path]]:
+    """A CA and the apiserver's serving certificate signed by it: (CA file, (cert, key)).
+
+    Its names are every way a client reaches the apiserver: loopback (kubeconfigs), the advertised
+    host address, and the `kubernetes` Service (ClusterIP and DNS names) that in-cluster clients use.
+    The apiserver's own self-signed fallback would name only one address.
+    """
+    ca_key, ca_crt, key, csr, crt = (
+        certs / n for n in ("ca.key", "ca.crt", "apiserver.key", "apiserver.csr", "apiserver.crt")
+    )
+    names = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"]
+    names.append("kubernetes.default.svc.cluster.local")
+    addresses = sorted({"127.0.0.1", advertise, KUBERNETES_SERVICE_IP})
+    san = ",".join([*(f"DNS:{n}" for n in names), *(f"IP:{a}" for a in addresses)])
+    extensions = certs / "apiserver.ext"
+    extensions.write_text(
+        f"subjectAltName={san}\nbasicConstraints=critical,CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+        "authorityKeyIdentifier=keyid\nsubjectKeyIdentifier=hash\n"
+    )
+    q = {name: shlex.quote(str(path)) for name, path in locals().items() if isinstance(path, Path)}
+    for command in (
+        f"req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=zonda-local-ca -keyout {q['ca_key']}"
+        f" -out {q['ca_crt']}",
+        f"req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver -keyout {q['key']} -out {q['csr']}",
+        f"x509 -req -CAcreateserial -days 3650 -CA {q['ca_crt']} -CAkey {q['ca_key']} -in {q['csr']}"
+        f" -out {q['crt']} -extfile {q['extensions']}",
+    ):
+        subprocess.run(["openssl", *shlex.split(command)], check=True, capture_output=True)
+    return ca_crt, (crt, key)
+
+
 def _node_manifest(name: str) -> dict[str, object]:
     resources = {"cpu": "64", "memory": "256Gi", "pods": "1000", "ephemeral-storage": "1Ti"}
     return {
@@ -298,7 +336,11 @@ def start_local_cluster(
     sa_key = certs / "sa.key"
     subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
     tokens = f'{ADMIN_TOKEN},zonda-admin,zonda-admin-uid,"system:masters"\n'
-    (workdir / "tokens.csv").write_text(tokens + (realnode.token_line() if real_node else ""))
+    (workdir / "tokens.csv").write_text(tokens + (realnode.token_lines() if real_node else ""))
+    # With a real node, pods reach the apiserver on the host's address (through kube-proxy's
+    # `kubernetes` Service); without one, nothing but this machine's processes does.
+    advertise = realnode.host_ip() if real_node else "127.0.0.1"
+    ca_file, serving = _serving_certificate(certs, advertise)
 
     cluster = Cluster(kubeconfig=workdir / "kubeconfig", bin_dir=bin_dir, kind="local", workdir=workdir)
 
@@ -339,16 +381,17 @@ def start_local_cluster(
             "kube-apiserver",
             [
                 f"--etcd-servers=http://127.0.0.1:{etcd_client}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={'0.0.0.0' if real_node else '127.0.0.1'}",
+                f"--advertise-address={advertise}",
                 f"--secure-port={api_port}",
-                f"--cert-dir={certs}",
+                f"--tls-cert-file={serving[0]}",
+                f"--tls-private-key-file={serving[1]}",
                 f"--token-auth-file={workdir / 'tokens.csv'}",
                 "--authorization-mode=Node,RBAC",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={sa_key}",
                 f"--service-account-signing-key-file={sa_key}",
-                "--service-cluster-ip-range=10.96.0.0/16",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--allow-privileged=true",
                 # `kubectl logs` on a real node: dial its InternalIP, its hostname is not in DNS.
                 "--kubelet-preferred-address-types=InternalIP,Hostname",
@@ -362,8 +405,6 @@ def start_local_cluster(
                 "--shutdown-watch-termination-grace-period=0s",
             ],
         )
-        # The apiserver generates a self-signed serving certificate (CA is the cert itself).
-        ca_file = certs / "apiserver.crt"
         _wait_healthy(server, ca_file, ADMIN_TOKEN, apiserver, workdir / "kube-apiserver.log")
         _write_kubeconfig(cluster.kubeconfig, server, ca_file, ADMIN_TOKEN)
         kubeconfig = str(cluster.kubeconfig)

@@ -2,16 +2,20 @@
 kubelet, so task pods run real containers.
 
 The pieces are built or installed by `hack/node/build-node.sh` (Debian containerd 1.6 + runc + CNI
-plugins, a 1.36 kubelet built from its Go module, the pause image as an OCI archive), cached
-outside the repo. Everything runs as plain processes in one work directory: containerd with its
-own root, state and socket; the kubelet registers the Node `zonda-real-node` labelled
-`zonda.dev/node: real` (kwok leaves it alone: it only manages nodes annotated
-`kwok.x-k8s.io/node: fake`). Pods reach nothing but the host (CNI bridge, no masquerade); task pods
-report through their termination message and need no route to the apiserver.
+plugins, a 1.36 kubelet and kube-proxy built from their Go module, the pause image as an OCI
+archive), cached outside the repo. Everything runs as plain processes in one work directory:
+containerd with its own root, state and socket; the kubelet registers the Node `zonda-real-node`
+labelled `zonda.dev/node: real` (kwok leaves it alone: it only manages nodes annotated
+`kwok.x-k8s.io/node: fake`); kube-proxy (iptables mode) makes Services' ClusterIPs work, so pods
+reach the apiserver through the `kubernetes` Service with in-cluster config, as on any cluster
+(the apiserver then serves on the host's address too: devcluster.py). Pods otherwise reach only the
+host (CNI bridge, no masquerade).
 
-One real node per machine at a time (the kubelet owns the `kubepods` cgroups): a lock file
-serialises starts. `stop()` removes every pod sandbox (tasks, netns, mounts), the bridge and the
-kubelet's cgroups, so nothing is left behind.
+One real node per machine at a time (the kubelet owns the `kubepods` cgroups, kube-proxy the KUBE-*
+iptables chains): a lock file serialises starts. `stop()` removes every pod sandbox (tasks, netns,
+mounts), then node_cleanup.sweep() whatever is left (bridge, cgroups, iptables chains), so nothing
+is left behind; a node whose owner was killed is cleaned by the next start (node_cleanup.py).
+Configuration files: node_configs.py.
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from controller.devtools import node_cleanup, node_configs
+
+NODE_NAME = node_configs.NODE_NAME
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-NODE_NAME = "zonda-real-node"
 NODE_LABEL = ("zonda.dev/node", "real")
 NODE_TOKEN = "zonda-real-node-token"
+#: kube-proxy authenticates as `system:kube-proxy`, bound by default to the `system:node-proxier` role.
+PROXY_TOKEN = "zonda-kube-proxy-token"
 LOCK_FILE = Path("/tmp/zonda-real-node.lock")
-POD_SUBNET = "10.89.0.0/16"
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 class NodeError(RuntimeError):
@@ -48,9 +55,13 @@ def log(message: str) -> None:
     print(f"[realnode] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def token_line() -> str:
-    """The apiserver's token-file line that authenticates the kubelet as its node (Node authorizer)."""
-    return f'{NODE_TOKEN},system:node:{NODE_NAME},{NODE_NAME}-uid,"system:nodes"\n'
+def token_lines() -> str:
+    """The apiserver's token-file lines for the kubelet (as its node, for the Node authorizer) and
+    for kube-proxy."""
+    return (
+        f'{NODE_TOKEN},system:node:{NODE_NAME},{NODE_NAME}-uid,"system:nodes"\n'
+        f"{PROXY_TOKEN},system:kube-proxy,kube-proxy-uid\n"
+    )
 
 
 def _run_script(script: str, what: str, *args: str) -> list[Path]:
@@ -138,7 +149,8 @@ class RealNode:
         log(f"imported {name} in {time.monotonic() - t0:.1f}s")
 
     def stop(self) -> None:
-        """Kubelet first (so it starts nothing new), then every sandbox, containerd, network, cgroups."""
+        """Kubelet first (so it starts nothing new), then every sandbox, the other processes, then
+        whatever they leave on the machine (node_cleanup.sweep)."""
         kubelet = self.processes.pop("kubelet", None)
         if kubelet is not None:
             _terminate(kubelet)
@@ -147,11 +159,9 @@ class RealNode:
         for proc in reversed(list(self.processes.values())):
             _terminate(proc)
         self.processes.clear()
-        self._kill_shims()
-        self._unmount_all()
-        subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
-        _remove_cgroups("kubepods")
+        node_cleanup.sweep(self.workdir, self.bridge, self.bin_dir)
         if self.lock is not None:
+            node_cleanup.forget()
             self.lock.close()
             self.lock = None
 
@@ -177,30 +187,6 @@ class RealNode:
             subprocess.run(["umount", path], capture_output=True)
             with contextlib.suppress(OSError):
                 os.unlink(path)
-
-    def _kill_shims(self) -> None:
-        """containerd's shims outlive it by design; ours are the ones started with our socket."""
-        marker = str(self.socket).encode()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError):
-                if marker in (entry / "cmdline").read_bytes():
-                    os.kill(int(entry.name), signal.SIGKILL)
-
-    def _unmount_all(self) -> None:
-        """Unmount, deepest first, whatever the kubelet and containerd mounted under the work dir."""
-        prefix = str(self.workdir)
-        for _ in range(3):
-            mounts = [
-                line.split()[4].encode().decode("unicode_escape")
-                for line in Path("/proc/self/mountinfo").read_text().splitlines()
-            ]
-            ours = sorted({m for m in mounts if m.startswith(prefix)}, key=len, reverse=True)
-            if not ours:
-                return
-            for mount in ours:
-                subprocess.run(["umount", "--lazy", mount], capture_output=True)
 
 
 def runnable_dags(paths: Sequence[Path], images: Sequence[str], say: Callable[[str], None]) -> list[Path]:
@@ -235,21 +221,25 @@ def cordon_fake_nodes(kubectl: Callable[..., subprocess.CompletedProcess[str]]) 
 
 
 def leftovers(workdir: Path, bridge: str) -> list[str]:
-    """What a stopped node left behind: processes, mounts, its bridge (empty when stop() was clean)."""
-    marker = str(workdir).encode()
+    """What a stopped node left behind: processes, pod processes, mounts, pod network namespaces,
+    its bridge, iptables chains (empty when stop() was clean)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            with contextlib.suppress(OSError):
-                cmdline = (entry / "cmdline").read_bytes()
-                if marker in cmdline:
-                    command = cmdline.replace(b"\0", b" ").decode(errors="replace")
-                    found.append(f"process {entry.name}: {command}")
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        if line.split()[4].startswith(str(workdir)):
-            found.append(f"mount {line.split()[4]}")
+    for pid in node_cleanup.processes_mentioning(str(workdir)):
+        with contextlib.suppress(OSError):
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"process {pid}: {command}")
+    found += [f"pod process {pid}" for pid in node_cleanup.pod_processes()]
+    found += [f"mount {mount}" for mount in node_cleanup.mounts_under(workdir)]
+    found += [f"network namespace {path}" for path in Path("/run/netns").glob("cni-*")]
     if Path(f"/sys/class/net/{bridge}").exists():
         found.append(f"network interface {bridge}")
+    for table in ("filter", "nat", "mangle"):
+        rules = subprocess.run(["iptables", "-w", "-t", table, "-S"], capture_output=True, text=True).stdout
+        found += [
+            f"iptables {table} chain {line.split()[1]}"
+            for line in rules.splitlines()
+            if line.startswith("-N KUBE-")
+        ]
     return found
 
 
@@ -265,112 +255,20 @@ def _terminate(proc: subprocess.Popen[bytes], grace: float = 10) -> None:
         proc.wait(timeout=5)
 
 
-def _remove_cgroups(name: str) -> None:
-    """rmdir the kubelet's cgroup tree in every hierarchy, deepest first (empty once pods are gone)."""
-    for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.is_dir() else []:
-        top = hierarchy / name
-        if not top.is_dir() or hierarchy.is_symlink():
-            continue
-        for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
-        with contextlib.suppress(OSError):
-            top.rmdir()
-
-
-def _containerd_config(workdir: Path, pause_image: str) -> str:
-    cri = 'plugins."io.containerd.grpc.v1.cri"'
-    return f"""version = 2
-root = "{workdir}/containerd/root"
-state = "{workdir}/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-
-[grpc]
-  address = "{workdir}/containerd.sock"
-[ttrpc]
-  address = "{workdir}/containerd.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "{workdir}/containerd/opt"
-[{cri}]
-  sandbox_image = "{pause_image}"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  enable_selinux = false
-  # This machine does not let us lower an OOM score (the kubelet asks -998 for sandboxes).
-  restrict_oom_score_adj = true
-  [{cri}.containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [{cri}.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [{cri}.containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [{cri}.cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "{workdir}/cni/net.d"
-"""
-
-
-def _cni_config(workdir: Path, bridge: str) -> dict[str, object]:
-    return {
-        "cniVersion": "1.0.0",
-        "name": "zonda",
-        "plugins": [
+def _write_kubeconfig(path: Path, server: str, ca_file: Path, user: str, token: str) -> None:
+    cluster = {"server": server, "certificate-authority": str(ca_file)}
+    path.write_text(
+        json.dumps(
             {
-                "type": "bridge",
-                "bridge": bridge,
-                "isGateway": True,
-                "ipMasq": False,
-                "hairpinMode": True,
-                "ipam": {
-                    "type": "host-local",
-                    "ranges": [[{"subnet": POD_SUBNET}]],
-                    "routes": [{"dst": "0.0.0.0/0"}],
-                    "dataDir": str(workdir / "cni" / "ipam"),
-                },
-            },
-            {"type": "portmap", "capabilities": {"portMappings": True}},
-        ],
-    }
-
-
-def _kubelet_config(workdir: Path, address: str, port: int, healthz_port: int) -> dict[str, object]:
-    return {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1",
-        "kind": "KubeletConfiguration",
-        # This machine has cgroup v1 (hybrid); containerd 1.6 has no RuntimeConfig, so the kubelet
-        # falls back to this driver.
-        "failCgroupV1": False,
-        "cgroupDriver": "cgroupfs",
-        "containerRuntimeEndpoint": f"unix://{workdir}/containerd.sock",
-        "address": address,
-        "port": port,
-        "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
-        "healthzPort": healthz_port,
-        # Local only: the apiserver reaches /containerLogs without a client certificate.
-        "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
-        "authorization": {"mode": "AlwaysAllow"},
-        "failSwapOn": False,
-        "podLogsDir": str(workdir / "pod-logs"),
-        "resolvConf": "/etc/resolv.conf",
-        # A shared developer disk must not make the node evict pods or refuse new ones.
-        "evictionHard": {
-            "memory.available": "100Mi",
-            "nodefs.available": "1%",
-            "imagefs.available": "1%",
-            "nodefs.inodesFree": "1%",
-        },
-        "imageGCHighThresholdPercent": 100,
-        "imageGCLowThresholdPercent": 99,
-        "serializeImagePulls": False,
-        "nodeStatusUpdateFrequency": "10s",
-        "syncFrequency": "10s",
-        "cgroupsPerQOS": True,
-        "enforceNodeAllocatable": ["pods"],
-        "maxPods": 110,
-    }
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "local", "cluster": cluster}],
+                "users": [{"name": user, "user": {"token": token}}],
+                "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+                "current-context": "local",
+            }
+        )
+    )
 
 
 def _wait(predicate: Callable[[], bool], what: str, node: RealNode, timeout: float) -> None:
@@ -387,6 +285,35 @@ def _wait(predicate: Callable[[], bool], what: str, node: RealNode, timeout: flo
                 )
         time.sleep(0.2)
     raise NodeError(f"timed out after {timeout}s waiting for {what}; logs in {node.workdir}")
+
+
+def _healthz_ok(port: int) -> bool:
+    url = f"http://127.0.0.1:{port}/healthz"
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as resp:
+        return bool(resp.status == 200)
+    return False
+
+
+def _start_kube_proxy(
+    node: RealNode,
+    spawn: Callable[[str, Sequence[str]], None],
+    server: str,
+    ca_file: Path,
+    timeout: float,
+) -> None:
+    """kube-proxy makes the `kubernetes` Service's ClusterIP lead to the apiserver, so pods (the
+    chart's controller and triggerer) use in-cluster config as on any cluster."""
+    workdir = node.workdir
+    _write_kubeconfig(workdir / "kube-proxy.kubeconfig", server, ca_file, "kube-proxy", PROXY_TOKEN)
+    healthz_port = _free_port()
+    config = node_configs.kube_proxy_config(workdir, healthz_port, _free_port())
+    (workdir / "kube-proxy.yaml").write_text(json.dumps(config))
+    spawn(
+        "kube-proxy", [str(node.bin_dir / "kube-proxy"), f"--config={workdir / 'kube-proxy.yaml'}", "--v=1"]
+    )
+
+    # /healthz answers 200 once the rules were written after the Services were listed.
+    _wait(lambda: _healthz_ok(healthz_port), "kube-proxy's first sync (/healthz)", node, timeout)
 
 
 def start_real_node(
@@ -428,11 +355,14 @@ def start_real_node(
             )
 
     try:
-        _remove_cgroups("kubepods")  # a previous node killed without stop() leaves them
+        node_cleanup.clean_after_killed_node(log)  # we hold the lock: its owner is gone
+        node_cleanup.record(workdir, bridge, bin_dir)
         pause_image = (pieces / "PAUSE_IMAGE").read_text().strip()
-        (workdir / "containerd.toml").write_text(_containerd_config(workdir, pause_image))
+        (workdir / "containerd.toml").write_text(node_configs.containerd_config(workdir, pause_image))
         (workdir / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
-        (workdir / "cni" / "net.d" / "10-zonda.conflist").write_text(json.dumps(_cni_config(workdir, bridge)))
+        (workdir / "cni" / "net.d" / "10-zonda.conflist").write_text(
+            json.dumps(node_configs.cni_config(workdir, bridge))
+        )
         spawn("containerd", ["containerd", "--config", str(workdir / "containerd.toml")])
         _wait(
             lambda: node.socket.exists() and node.ctr("version", check=False, timeout=10).returncode == 0,
@@ -444,25 +374,9 @@ def start_real_node(
             node.import_image(archive, name)
 
         kubeconfig = workdir / "kubelet.kubeconfig"
-        kubeconfig.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [
-                        {
-                            "name": "local",
-                            "cluster": {"server": server, "certificate-authority": str(ca_file)},
-                        }
-                    ],
-                    "users": [{"name": NODE_NAME, "user": {"token": NODE_TOKEN}}],
-                    "contexts": [{"name": "local", "context": {"cluster": "local", "user": NODE_NAME}}],
-                    "current-context": "local",
-                }
-            )
-        )
+        _write_kubeconfig(kubeconfig, server, ca_file, NODE_NAME, NODE_TOKEN)
         address, healthz_port = host_ip(), _free_port()
-        config = _kubelet_config(workdir, address, _free_port(), healthz_port)
+        config = node_configs.kubelet_config(workdir, address, _free_port(), healthz_port)
         (workdir / "kubelet.yaml").write_text(json.dumps(config))
         spawn(
             "kubelet",
@@ -478,13 +392,7 @@ def start_real_node(
             ],
         )
 
-        def healthy() -> bool:
-            url = f"http://127.0.0.1:{healthz_port}/healthz"
-            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as resp:
-                return bool(resp.status == 200)
-            return False
-
-        _wait(healthy, "the kubelet's /healthz", node, timeout)
+        _wait(lambda: _healthz_ok(healthz_port), "the kubelet's /healthz", node, timeout)
 
         def ready() -> bool:
             result = kubectl(
@@ -498,6 +406,7 @@ def start_real_node(
             return result.returncode == 0 and result.stdout.strip() == "True"
 
         _wait(ready, f"Node {NODE_NAME} to be Ready", node, timeout)
+        _start_kube_proxy(node, spawn, server, ca_file, timeout)
         node.started_seconds = time.monotonic() - t0
         log(f"real node {NODE_NAME} Ready in {node.started_seconds:.1f}s (logs in {workdir})")
         return node

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from controller.devtools import realnode
+from controller.devtools import node_cleanup, realnode
 from controller.devtools.devcluster import (
     API_BINARIES,
     NODE_BINARIES,
@@ -187,6 +187,10 @@ def clean_after_previous_up(record: Path) -> list[int]:
         return []
     if _alive(pid) or not workdir.is_absolute():
         return []
+    # Its real node first (containers, mounts, network): removing the work dir under live mounts
+    # would reach into them.
+    node_cleanup.clean_after_killed_node(log, lock=realnode.LOCK_FILE)
+    node_cleanup.unmount_under(workdir)
     stale = _processes_mentioning(str(workdir))
     for leftover in stale:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -324,8 +328,12 @@ def main(
     cluster = start_local_cluster(bin_dir=bin_dir, nodes=executor != "local", real_node=real_node)
     task_image: list[str] = []
     if cluster.real_node is not None:
-        realnode.cordon_fake_nodes(cluster.kubectl)
-        task_image = ["--task-image", next(i for i in cluster.real_node.images if "examples" in i)]
+        task_image = [
+            "--task-image",
+            next(i for i in cluster.real_node.images if "examples" in i),
+            "--task-node-selector",
+            json.dumps(dict([realnode.NODE_LABEL])),
+        ]
     assert cluster.workdir is not None
     workdir = cluster.workdir
     state_dir = workdir / "state"

@@ -39,6 +39,15 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+def in_cluster_server(environ: Mapping[str, str]) -> str | None:
+    """The apiserver's URL as a pod sees it: the `kubernetes` Service's address the kubelet puts in
+    the environment (what client-go's InClusterConfig uses), or None outside a pod."""
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        return None
+    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+
+
 class KubeError(Exception):
     """An API call failed; `status` is the HTTP status and `reason` the API's message."""
 

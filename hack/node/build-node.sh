@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and installs what a real Kubernetes node needs on this machine, with no registry and no
-# download site: Debian's containerd, runc and CNI plugins (apt), the kubelet (the Go module pinned
-# by hack/node/go.mod, the control plane's Kubernetes version) and the pause image
+# download site: Debian's containerd, runc and CNI plugins (apt), the kubelet and kube-proxy (Go
+# modules pinned by hack/node/go.mod, the control plane's Kubernetes version) and the pause image
 # (the static `pause` program from the Kubernetes module's build/pause/linux/pause.c, packed as an
 # OCI archive that the node imports into containerd).
 #
@@ -12,7 +12,7 @@
 #
 # Everything is cached in $ZONDA_CACHE_DIR (default ~/.cache/zonda)/node/<key>, the key derived from
 # the inputs (go.mod/go.sum, pause.c, this script), so a second run returns at once. Prints the node
-# directory on stdout (last line): bin/{kubelet,pause}, pause.oci.tar, PAUSE_IMAGE.
+# directory on stdout (last line): bin/{kubelet,kube-proxy,pause}, pause.oci.tar, PAUSE_IMAGE.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -42,7 +42,7 @@ key="$( (cat "$here/go.mod" "$here/go.sum" "$pause_c" "${BASH_SOURCE[0]}"; echo 
 out="$cache_root/node/$key"
 bin="$out/bin"
 
-if [[ -x "$bin/kubelet" && -f "$out/pause.oci.tar" ]]; then
+if [[ -x "$bin/kubelet" && -x "$bin/kube-proxy" && -f "$out/pause.oci.tar" ]]; then
   echo "$out"
   exit 0
 fi
@@ -56,9 +56,9 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath -buildvcs=false"
-for name in kubelet; do
+for name in kubelet kube-proxy; do
   [[ -x "$bin/$name" ]] && continue
-  log "building $name $k8s_version (go; the link takes ~2 GiB) ..."
+  log "building $name $k8s_version (go, one binary at a time: the link takes ~2 GiB) ..."
   t0=$(date +%s)
   (cd "$here" && nice go build -ldflags "$ldflags" -o "$bin/$name.tmp" "k8s.io/kubernetes/cmd/$name")
   mv "$bin/$name.tmp" "$bin/$name"

@@ -12,3 +12,28 @@ cannot start, every test here errors (never skips): CI must not pass without thi
 
 # The `cluster` and `namespace` fixtures live in tests/conftest.py, so the cluster tier and the UI's
 # browser tests (tests/ui) share one local control plane per session.
+
+from collections.abc import Iterator
+
+import pytest
+
+from controller.devtools import realnode
+from controller.devtools.devcluster import Cluster, start_local_cluster
+
+
+@pytest.fixture(scope="module")
+def real_cluster() -> Iterator[Cluster]:
+    """A local control plane with the real node (kubelet + containerd, Zonda's images loaded), one
+    per module (one real node runs at a time: a module that starts its own must not wait on a
+    session's). The kwok nodes stay schedulable, so tests steer their pods with the
+    `zonda.dev/node: real` node selector. Stopping it must leave nothing behind."""
+    cluster = start_local_cluster(real_node=True)
+    node = cluster.real_node
+    assert node is not None
+    try:
+        yield cluster
+    finally:
+        workdir, bridge = node.workdir, node.bridge
+        cluster.stop()
+        left = realnode.leftovers(workdir, bridge)
+        assert not left, f"the real node left these behind: {left}"

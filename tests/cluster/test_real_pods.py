@@ -2,9 +2,9 @@
 
 What is real here beyond the rest of the cluster tier: the kubelet, the container runtime, Zonda's
 image built from the project's Dockerfile (`hack/node/build-image.sh`), the task runner running in
-it, termination messages, container logs, memory limits and kills. The kwok nodes are cordoned for
-this module, so every pod lands on the real node. Nothing is skipped: if the node cannot start, the
-tests error with the piece that failed and its log.
+it, termination messages, container logs, memory limits and kills. The controller gives every task
+pod the `zonda.dev/node: real` node selector, so they land on the real node beside the kwok ones.
+Nothing is skipped: if the node cannot start, the tests error with the piece that failed and its log.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from controller.devtools import realnode
-from controller.devtools.devcluster import Cluster, start_local_cluster
+from controller.devtools.devcluster import Cluster
 from controller.kube import Kube
 from tests.cluster.test_controller import SEED_EXAMPLES, dag
 from tests.cluster.zonda_processes import (
@@ -48,21 +48,6 @@ def followed_log(cluster: Cluster, namespace: str, pod: str) -> str:
     return asyncio.run(follow())
 
 
-@pytest.fixture(scope="module")
-def real_cluster() -> Iterator[Cluster]:
-    cluster = start_local_cluster(real_node=True)
-    node = cluster.real_node
-    assert node is not None
-    try:
-        realnode.cordon_fake_nodes(cluster.kubectl)
-        yield cluster
-    finally:
-        workdir, bridge = node.workdir, node.bridge
-        cluster.stop()
-        left = realnode.leftovers(workdir, bridge)
-        assert not left, f"the real node left these behind: {left}"
-
-
 @pytest.fixture
 def real_namespace(real_cluster: Cluster) -> Iterator[str]:
     with fresh_namespace(real_cluster, "r") as name:
@@ -74,6 +59,12 @@ def image(cluster: Cluster, *, examples: bool = False) -> str:
     assert cluster.real_node is not None
     wanted = "zonda-examples" if examples else "zonda"
     return next(i for i in cluster.real_node.images if i.rsplit("/", 1)[-1].split(":")[0] == wanted)
+
+
+def real_pods(cluster: Cluster, *, examples: bool = False) -> list[str]:
+    """The controller's options that put task pods on the real node, with Zonda's image."""
+    selector = json.dumps(dict([realnode.NODE_LABEL]))
+    return ["--task-image", image(cluster, examples=examples), "--task-node-selector", selector]
 
 
 def bash(task_id: str, command: str, **extra: Any) -> dict[str, Any]:
@@ -128,7 +119,7 @@ def test_tasks_run_in_real_containers_with_results_skips_retries_and_logs(
             ],
         ),
     )
-    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+    with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
         run = trigger(real_cluster, ns, "real")
         body = wait_run_finished(real_cluster, ns, run, timeout=240)
     tis = body["status"]["taskInstances"]
@@ -189,7 +180,7 @@ def test_a_container_killed_by_its_memory_limit_fails_the_try_as_oomkilled_then_
         "retryDelay": "1s",
     }
     apply(real_cluster, ns, dag("oom", [hog]))
-    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+    with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
         run = trigger(real_cluster, ns, "oom")
         body = wait_run_finished(real_cluster, ns, run, timeout=180)
     ti = body["status"]["taskInstances"]["hog"]
@@ -204,7 +195,7 @@ def test_execution_timeout_kills_a_running_container(
 ) -> None:
     ns = real_namespace
     apply(real_cluster, ns, dag("slow", [bash("sleeper", "echo started; sleep 600", executionTimeout="5s")]))
-    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+    with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
         run = trigger(real_cluster, ns, "slow")
         body = wait_run_finished(real_cluster, ns, run, timeout=120)
         ti = body["status"]["taskInstances"]["sleeper"]
@@ -228,7 +219,7 @@ def test_a_task_pod_passes_pod_security_restricted(
     real_cluster.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
     # No podOverride: the builder's default securityContext is what the namespace admits.
     apply(real_cluster, ns, dag("secure", [bash("locked", "echo locked down; id -u")]))
-    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+    with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
         run = trigger(real_cluster, ns, "secure")
         body = wait_run_finished(real_cluster, ns, run, timeout=120)
     assert ti_states(body) == {"locked": "success"}, body["status"]
@@ -248,7 +239,7 @@ def test_a_pod_pending_past_the_pending_timeout_fails_its_try_with_the_kubelets_
         "retryDelay": "1s",
     }
     apply(real_cluster, ns, dag("pending", [never]))
-    extra = ["--task-image", image(real_cluster), "--pod-pending-timeout", "10"]
+    extra = [*real_pods(real_cluster), "--pod-pending-timeout", "10"]
     with controller(real_cluster, ns, tmp_path, extra=extra):
         run = trigger(real_cluster, ns, "pending")
         body = wait_run_finished(real_cluster, ns, run, timeout=180)
@@ -282,7 +273,7 @@ def test_a_deferred_sensor_s_pod_exits_and_a_new_pod_resumes_it(
     dag_body["spec"]["tasks"][1]["args"]["delta"] = "8s"
     apply(real_cluster, ns, dag_body)
     with (
-        controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]),
+        controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)),
         triggerer(real_cluster, ns, tmp_path),
     ):
         run = trigger(real_cluster, ns, "example-deferrable")
@@ -327,7 +318,7 @@ def test_the_seed_examples_reproduce_airflows_outcomes_as_real_pods(
         if example != "example_bash":
             outcome = next(p.values for p in SEED_EXAMPLES if p.values[0] == example)
             expected[body["metadata"]["name"]] = (outcome[1], outcome[2])
-    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster, examples=True)]):
+    with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster, examples=True)):
         runs = {name: trigger(real_cluster, ns, name) for name in expected}
         results = {name: wait_run_finished(real_cluster, ns, run, timeout=300) for name, run in runs.items()}
     for name, (states, run_state) in expected.items():
@@ -363,7 +354,7 @@ def test_a_pod_deleted_while_its_container_runs_is_a_zombie_retried_in_a_new_pod
             ],
         ),
     )
-    with controller(real_cluster, ns, tmp_path, extra=["--task-image", image(real_cluster)]):
+    with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
         run = trigger(real_cluster, ns, "zombie")
 
         def first_running() -> str | None:
