@@ -122,6 +122,8 @@ class RealNode:
     lock: IO[str] | None = None
     images: list[str] = field(default_factory=list)
     started_seconds: float = 0.0
+    #: What stop() found left on the machine after cleaning, while it held the lock.
+    left_behind: list[str] = field(default_factory=list)
 
     @property
     def socket(self) -> Path:
@@ -160,6 +162,7 @@ class RealNode:
             _terminate(proc)
         self.processes.clear()
         node_cleanup.sweep(self.workdir, self.bridge, self.bin_dir)
+        self.left_behind = machine_leftovers()
         if self.lock is not None:
             node_cleanup.forget()
             self.lock.close()
@@ -220,26 +223,34 @@ def cordon_fake_nodes(kubectl: Callable[..., subprocess.CompletedProcess[str]]) 
         kubectl("cordon", name)
 
 
-def leftovers(workdir: Path, bridge: str) -> list[str]:
-    """What a stopped node left behind: processes, pod processes, mounts, pod network namespaces,
-    its bridge, iptables chains (empty when stop() was clean)."""
+def leftovers(node: RealNode) -> list[str]:
+    """What a stopped node left behind (empty when stop() was clean): processes, mounts and bridge
+    now, and what `stop()` found on the machine while it still held the lock (pod processes, pod
+    network namespaces, iptables chains: after it, they may be the next node's)."""
+    return workdir_leftovers(node.workdir, node.bridge) + node.left_behind
+
+
+def workdir_leftovers(workdir: Path, bridge: str) -> list[str]:
+    """Processes with the work dir in their command line, mounts under it, the node's bridge."""
     found = []
     for pid in node_cleanup.processes_mentioning(str(workdir)):
         with contextlib.suppress(OSError):
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             found.append(f"process {pid}: {command}")
-    found += [f"pod process {pid}" for pid in node_cleanup.pod_processes()]
     found += [f"mount {mount}" for mount in node_cleanup.mounts_under(workdir)]
-    found += [f"network namespace {path}" for path in Path("/run/netns").glob("cni-*")]
     if Path(f"/sys/class/net/{bridge}").exists():
         found.append(f"network interface {bridge}")
+    return found
+
+
+def machine_leftovers() -> list[str]:
+    """Pod processes, pod network namespaces, KUBE-* iptables chains: any node's (hold the lock)."""
+    found = [f"pod process {pid}" for pid in node_cleanup.pod_processes()]
+    found += [f"network namespace {path}" for path in Path("/run/netns").glob("cni-*")]
     for table in ("filter", "nat", "mangle"):
-        rules = subprocess.run(["iptables", "-w", "-t", table, "-S"], capture_output=True, text=True).stdout
-        found += [
-            f"iptables {table} chain {line.split()[1]}"
-            for line in rules.splitlines()
-            if line.startswith("-N KUBE-")
-        ]
+        listed = subprocess.run(["iptables", "-w", "-t", table, "-S"], capture_output=True, text=True)
+        chains = [line.split()[1] for line in listed.stdout.splitlines() if line.startswith("-N KUBE-")]
+        found += [f"iptables {table} chain {chain}" for chain in chains]
     return found
 
 

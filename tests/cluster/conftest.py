@@ -33,7 +33,6 @@ def real_cluster() -> Iterator[Cluster]:
     try:
         yield cluster
     finally:
-        workdir, bridge = node.workdir, node.bridge
         cluster.stop()
-        left = realnode.leftovers(workdir, bridge)
+        left = realnode.leftovers(node)
         assert not left, f"the real node left these behind: {left}"

@@ -57,17 +57,16 @@ def test_the_next_start_cleans_what_a_killed_nodes_owner_left_and_says_so(tmp_pa
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     try:
-        left = realnode.leftovers(workdir, bridge)
-        assert any("kubelet" in item for item in left) and any("pod process" in item for item in left), left
-        assert any(item.startswith("mount ") for item in left) and any("iptables" in item for item in left)
-
         said: list[str] = []
         with realnode.LOCK_FILE.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # what the next start takes first
+            left = realnode.workdir_leftovers(workdir, bridge) + realnode.machine_leftovers()
+            for piece in ("kubelet", "kube-proxy", "pod process", "mount ", "nat chain KUBE-SERVICES"):
+                assert any(piece in item for item in left), (piece, left)
             removed = node_cleanup.clean_after_killed_node(said.append)
+            assert realnode.workdir_leftovers(workdir, bridge) + realnode.machine_leftovers() == []
         assert removed is not None and removed["processes"] > 0 and removed["mounts"] > 0, removed
         assert len(said) == 1 and str(workdir) in said[0] and "was not stopped" in said[0], said
-        assert realnode.leftovers(workdir, bridge) == []
         assert not node_cleanup.STATE_FILE.exists()
     finally:
         # The killed owner's control plane (etcd, apiserver, ...): what `zonda up` cleans by its record.
