@@ -57,9 +57,39 @@ class MappedInstances:
             and all(self.run.tis[key].state is S.NONE for key in keys)
         )
 
-    def upstream_states(self, task: ResolvedTask) -> dict[str, TaskInstanceState]:
-        """Every direct upstream task instance's state, each mapped instance apart (as Airflow counts)."""
-        return {key: self.run.tis[key].state for up in task.upstream for key in self.keys(up)}
+    def upstream_states(self, task: ResolvedTask, key: str | None = None) -> dict[str, TaskInstanceState]:
+        """Every direct upstream task instance's state, each mapped instance apart (as Airflow counts);
+        instance ``i`` of a mapped task group's task counts only instance ``i`` of the group's others."""
+        index = -1 if key is None else mapping.split_key(key)[1]
+        states: dict[str, TaskInstanceState] = {}
+        for up in task.upstream:
+            same = mapping.ti_key(up, index)
+            keys = [same] if index >= 0 and up in task.map_peers and same in self.run.tis else self.keys(up)
+            states.update((each, self.run.tis[each].state) for each in keys)
+        return states
+
+    def expand_in_group(self, task: ResolvedTask) -> list[str] | None:
+        """A mapped task group's task expands as soon as the group's sources succeeded, before its
+        trigger rule (Airflow's `_expand_mapped_task_if_needed`), so each index waits for its own
+        upstream index. Its instances waiting to be decided, or None: not yet (or it cannot expand,
+        which the whole-task path decides and explains once its trigger rule lets it run)."""
+        if task.mapped_group is None or task.expand is None:
+            return None
+        for source in mapping.source_task_ids(task.expand):
+            keys = self.keys(source)
+            if not keys or any(self.run.tis[key].state is not S.SUCCESS for key in keys):
+                return None
+        try:
+            length = mapping.expansion_length(task.expand, self.xcom_length)
+        except mapping.MappingError:
+            return None
+        if length == 0 or mapping.check_length(length, self.max_map_length) is not None:
+            return None
+        if self._revise(task, length):
+            self.run.events.append(
+                RunEvent("TaskExpanded", f"Task {task.task_id} expanded to {length} mapped task instance(s)")
+            )
+        return [key for key in self.keys(task.task_id) if self.run.tis[key].state is S.NONE]
 
     def xcom_length(self, task_id: str, key: str) -> int | None:
         """What Airflow's `TaskMap` holds: the length of a list or dict XCom; for a mapped upstream, how

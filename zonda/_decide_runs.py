@@ -535,8 +535,11 @@ class RunPass:
         for task_id, task in self.dag.tasks.items():
             waiting = [key for key in self.mapped.keys(task_id) if self.tis[key].state is S.NONE]
             if waiting and self.mapped.awaits_expansion(task):
-                self._evaluate_task_instance(task, task_id, expanding=True)
-                continue
+                in_group = self.mapped.expand_in_group(task)
+                if in_group is None:
+                    self._evaluate_task_instance(task, task_id, expanding=True)
+                    continue
+                waiting = in_group
             for key in waiting:
                 self._evaluate_task_instance(task, key)
 
@@ -552,7 +555,7 @@ class RunPass:
                 self._set(each, S.SKIPPED, f"Skipping because of previous XCom result from parent task "
                           f"{parent}: it did not follow this task", end_date=self.now)
             return
-        upstream_states = self.mapped.upstream_states(task)
+        upstream_states = self.mapped.upstream_states(task, None if expanding else key)
         setups = [k for up in task.upstream if up in self.dag.tasks and self.dag.tasks[up].is_setup
                   for k in self.mapped.keys(up)]
         decision = evaluate_trigger_rule(task.trigger_rule, upstream_states, setups)

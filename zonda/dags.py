@@ -22,7 +22,7 @@ import pendulum
 import pydantic
 from pydantic.alias_generators import to_camel
 
-from zonda import mapping, merging, operator_arguments, operator_registry, params
+from zonda import mapped_groups, mapping, merging, operator_arguments, operator_registry, params
 from zonda._dag_errors import MAX_SUGGESTIONS, describe_validation_error, did_you_mean
 from zonda._dag_graph import GraphBuilder
 from zonda.durations import parse_duration
@@ -80,6 +80,8 @@ class ResolvedTask:
     callbacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> import paths
     sla: timedelta | None = None  # Airflow's sla, from the data interval end
     expand: ExpandSpec | None = None  # dynamic task mapping (`zonda.mapping`)
+    mapped_group: str | None = None  # the mapped task group it is in (`zonda.mapped_groups`)
+    map_peers: frozenset[str] = frozenset()  # the other tasks of that group: dependencies per index
 
 
 @dataclass(frozen=True)
@@ -296,13 +298,18 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
             merged["args"] = operator_arguments.apply_default_args(
                 task.operator, defaults=merged.get("args") or {}, own=task.args or {}
             )
+            per_group_index = mapped_groups.marked_arguments(merged["args"])  # typed per index
             arguments = operator_arguments.check_operator_arguments(
-                task.operator, merged["args"], mapping.argument_names(task.expand)
+                task.operator,
+                {name: value for name, value in merged["args"].items() if name not in per_group_index},
+                mapping.argument_names(task.expand) + per_group_index,
             )
             if task.expand is not None and task.expand.kwargs_list is not None and task.expand.into is None:
                 # expand_kwargs: which arguments each instance gets is only known at run time
                 arguments = [problem for problem in arguments if "missing required argument" not in problem]
             errors.extend(f"task {task_id!r}: {problem}" for problem in arguments)
+    group_errors, mapped_group, expand = mapped_groups.task_expansion(graph, task_id, task)
+    errors.extend(group_errors)
     if task.expand is not None:
         errors.extend(f"task {task_id!r}: {problem}" for problem in mapping.check_expand(task.expand))
         outside = sorted(mapping.source_task_ids(task.expand) - set(graph.upstream[task_id]))
@@ -366,7 +373,9 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         variables=tuple(merged.get("variables") or ()),
         callbacks={kind: tuple(paths) for kind in TASK_CALLBACKS if (paths := merged.get(kind))},
         sla=duration("sla"),
-        expand=task.expand if mapping.is_mapped(task.expand) else None,
+        expand=expand,
+        mapped_group=mapped_group,
+        map_peers=mapped_groups.peers(graph, mapped_group, task_id),
     )
     return errors, resolved
 

@@ -243,6 +243,11 @@ class TaskGroupSpec(CrdModel):
         description="Labels of the edges from upstream ids into the group's roots (display only).",
     )
     tooltip: str | None = None
+    expand: ExpandSpec | None = Field(
+        default=None,
+        description="A mapped task group (`@task_group` `.expand`/`.expand_kwargs`): each map index runs "
+        "the group's tasks, which read its arguments through markers (`zonda.mapped_groups`).",
+    )
 
 
 class DagSpec(CrdModel):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import conditions, mapping, params, scheduling, xcoms
+from zonda import conditions, mapped_groups, mapping, params, scheduling, xcoms
 from zonda.dags import DagInvalid, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
@@ -456,6 +456,9 @@ def mapped_container_args(task: ResolvedTask, map_index: int, status: DagRunStat
         )
 
     chosen = mapping.expanded_arguments(task.expand, map_index, pull, no_functions)
+    if mapped_groups.is_group_expansion(task.expand):
+        substituted: dict[str, Any] = mapped_groups.substitute(dict(task.args), chosen)
+        return substituted
     return {**task.args, **chosen}
 
 
@@ -479,6 +482,10 @@ def task_invocation(
     ti = status.task_instances[mapping.ti_key(task.task_id, map_index)]
     assert status.logical_date and status.data_interval_start and status.data_interval_end
     returned, keyed = xcoms.upstream_xcoms(status.task_instances)
+    counts = mapping.instance_counts(status.task_instances)
+    if task.map_peers and map_index >= 0:  # a mapped group's task pulls its peers' same index
+        returned, keyed = mapped_groups.per_index_xcoms(returned, keyed, task.map_peers, map_index)
+        counts = {task_id: count for task_id, count in counts.items() if task_id not in task.map_peers}
     return TaskInvocation(
         dag_name=spec.dag_name,
         run_name=run_name,
@@ -488,7 +495,7 @@ def task_invocation(
         task_id=task.task_id,
         map_index=map_index,
         expand=MappedExpansion.of(task.expand) if map_index >= 0 and task.expand is not None else None,
-        mapped_counts=mapping.instance_counts(status.task_instances),
+        mapped_counts=counts,
         try_number=try_number,
         max_tries=ti.max_tries or 0,
         operator=task.operator,

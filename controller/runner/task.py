@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from controller.runner import callbacks
 from controller.xcom_backends import XComStore
-from zonda import json_values, mapping, operator_registry, task_context, templating, xcoms
+from zonda import json_values, mapped_groups, mapping, operator_registry, task_context, templating, xcoms
 from zonda.authoring import compat
 from zonda.context import Context
 from zonda.exceptions import (
@@ -131,6 +131,11 @@ def unmap(invocation: TaskInvocation, store: XComStore) -> TaskInvocation:
             f"cannot pick the arguments of map index {invocation.map_index}: {_describe(error)}"
         ) from error
     args = dict(invocation.args)
+    if mapped_groups.is_group_expansion(invocation.expand):
+        try:
+            return invocation.replace(args=mapped_groups.substitute(args, chosen))
+        except mapping.MappingError as error:
+            raise OperatorNotCreated(f"map index {invocation.map_index}: {error}") from error
     if invocation.expand.into is not None:
         args[invocation.expand.into] = {**(args.get(invocation.expand.into) or {}), **chosen}
     else:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from zonda import mapping, names, operator_registry
+from zonda import mapped_groups, mapping, names, operator_registry
 from zonda.authoring.relations import Node
 from zonda.authoring.task_groups import TaskGroup
 from zonda.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
@@ -342,6 +342,13 @@ class _Compiler:
             result["into"] = spec["into"]
         return result
 
+    def group_argument(self, value: Any, where: str, task: BaseOperator | None) -> dict[str, str]:
+        """A mapped task group's parameter, used by a task inside that group only."""
+        group = getattr(task, "task_group", None)
+        if task is None or group is None or value.group not in group.chain():
+            self.errors.append(f"{where}: {value!r} is used outside its mapped task group")
+        return mapped_groups.group_argument(value.name)
+
     def map_callable(self, function: Callable[..., Any], where: str, task: BaseOperator | None) -> str | None:
         """An `XComArg.map()` function: `pkg.mod:fn` when importable, else its position among the task's
         `.map()` functions, which the runner finds by importing the DAG file (lambdas too)."""
@@ -385,6 +392,17 @@ class _Compiler:
         defaults = self.defaults(group.default_args, f"task group {group.group_id!r} default_args")
         if defaults:
             body["defaultArgs"] = defaults
+        if group.expand_spec is not None:
+            where = f"task group {group.group_id!r}"
+            if group.expand_spec.get("kwargs") is not None:
+                sources = group.expand_spec["kwargs"].items()
+                body["expand"] = {
+                    "kwargs": {name: self.json(value, f"{where} expand {name}") for name, value in sources}
+                }
+            else:
+                body["expand"] = {
+                    "kwargsList": self.json(group.expand_spec.get("kwargs_list"), f"{where} expand_kwargs")
+                }
         body.update(self.upstream(group, f"task group {group.group_id!r}"))
         return body
 
@@ -430,6 +448,7 @@ class _Compiler:
     def json(self, value: Any, where: str, *, task: BaseOperator | None = None, argument: str = "") -> Any:
         from zonda.authoring.mapped import MapXComArg, ZipXComArg
         from zonda.authoring.params import NOTSET, Param
+        from zonda.authoring.task_groups import MappedArgument
         from zonda.authoring.taskflow import XComArg
 
         if value is None or isinstance(value, bool | int | str):
@@ -446,6 +465,8 @@ class _Compiler:
             return mapping.zip_source(*sources, fillvalue=self.json(value.fillvalue, where), fill=value.fill)
         if isinstance(value, XComArg):
             return value.to_reference()
+        if isinstance(value, MappedArgument):
+            return self.group_argument(value, where, task)
         if isinstance(value, Param):  # task-level params, as DAG-level ones: the checked value
             try:
                 return self.json(value.resolve() if value.value is not NOTSET else None, where)

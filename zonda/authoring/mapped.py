@@ -56,7 +56,7 @@ class ZipXComArg(XComArg):
     leaves = roots
 
 
-def _check_source(value: Any, where: str) -> None:
+def check_source(value: Any, where: str) -> None:
     if isinstance(value, XComArg | list | tuple | dict):
         return
     raise TypeError(f"{where}: cannot map over a {type(value).__name__}: give a list, a dict or an XComArg")
@@ -74,9 +74,9 @@ def attach(
         if not kwargs:
             raise TypeError("expand() needs at least one argument to map over")
         for name, value in kwargs.items():
-            _check_source(value, f"expand {name}")
+            check_source(value, f"expand {name}")
     else:
-        _check_source(kwargs_list, "expand_kwargs")
+        check_source(kwargs_list, "expand_kwargs")
     operator.expand_spec = {
         "kwargs": dict(kwargs) if kwargs is not None else None,
         "kwargs_list": kwargs_list,
@@ -86,7 +86,7 @@ def attach(
     # `.map()` functions by position: the runner, importing the DAG file again, finds them here.
     operator.map_functions = [function for value in values for function in _map_functions(value)]
     for value in values:
-        for root in _roots(value):
+        for root in roots_of(value):
             if root is not operator:
                 operator.set_upstream(root)
 
@@ -99,13 +99,13 @@ def _map_functions(value: Any) -> list[Callable[[Any], Any]]:
     return []
 
 
-def _roots(value: Any) -> list[Any]:
+def roots_of(value: Any) -> list[Any]:
     if isinstance(value, XComArg):
         return value.roots()
     if isinstance(value, Mapping):
-        return [root for item in value.values() for root in _roots(item)]
+        return [root for item in value.values() for root in roots_of(item)]
     if isinstance(value, list | tuple):
-        return [root for item in value for root in _roots(item)]
+        return [root for item in value for root in roots_of(item)]
     return []
 
 

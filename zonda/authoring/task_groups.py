@@ -50,6 +50,7 @@ class TaskGroup(Node):
         elif label in taken:
             raise ValueError(f"TaskGroup id {label!r} has already been added to the DAG {self.dag.dag_id}")
         self.label: str = label
+        self.expand_spec: dict[str, Any] | None = None  # a mapped task group's sources (`GroupFunction`)
         self.dag.task_groups.append(self)
         if self.parent_group is not None:
             self.parent_group.children.append(self)
@@ -93,26 +94,83 @@ class TaskGroup(Node):
         contexts.pop_group(self)
 
 
+class MappedArgument:
+    """A mapped task group function's parameter (Airflow's `MappedArgument`): each map index's value,
+    substituted in the arguments of the tasks that use it when the instance runs."""
+
+    def __init__(self, group: TaskGroup, name: str) -> None:
+        self.group = group
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"MappedArgument({self.group.group_id!r}, {self.name!r})"
+
+
 def task_group(python_callable: Callable[..., Any] | None = None, **group_kwargs: Any) -> Any:
     """Airflow's `@task_group`: each call of the function builds its tasks inside a new `TaskGroup`.
 
     The group id defaults to the function's name (suffixed `__1`, `__2`... on later calls), the tooltip
     to its docstring. The call returns what the function returned if it is a task or an XComArg, else
-    the group, so `start >> my_group() >> end` works either way.
+    the group, so `start >> my_group() >> end` works either way. `.expand(...)`, `.expand_kwargs(...)`
+    and `.partial(...)` build a mapped task group (`GroupFunction`).
     """
 
-    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(function)
-        def build(*args: Any, **kwargs: Any) -> Any:
-            options = {"group_id": function.__name__, "add_suffix_on_collision": True, **group_kwargs}
-            if function.__doc__ and not options.get("tooltip"):
-                options["tooltip"] = inspect.cleandoc(function.__doc__)
-            with TaskGroup(**options) as group:
-                returned = function(*args, **kwargs)
-            from zonda.authoring.relations import DependencyMixin
-
-            return returned if isinstance(returned, DependencyMixin) and returned is not None else group
-
-        return build
+    def decorate(function: Callable[..., Any]) -> GroupFunction:
+        return GroupFunction(function, group_kwargs)
 
     return decorate(python_callable) if python_callable is not None else decorate
+
+
+class GroupFunction:
+    """A `@task_group` function: called, it builds one group; expanded, a mapped task group."""
+
+    def __init__(self, function: Callable[..., Any], group_kwargs: dict[str, Any], fixed: Any = None) -> None:
+        functools.update_wrapper(self, function)
+        self.function = function
+        self.group_kwargs = group_kwargs
+        self.fixed: dict[str, Any] = dict(fixed or {})
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._build(None, args, {**self.fixed, **kwargs})
+
+    def partial(self, **fixed: Any) -> GroupFunction:
+        """The arguments every map index gets alike (Airflow's `.partial` on a task group)."""
+        return GroupFunction(self.function, self.group_kwargs, {**self.fixed, **fixed})
+
+    def expand(self, **mapped: Any) -> Any:
+        """One run of the group per item (or combination of items), Airflow's mapped task group."""
+        overlap = sorted(set(mapped) & set(self.fixed))
+        if overlap:
+            raise TypeError(f"arguments {overlap} are given to both partial() and expand()")
+        if not mapped:
+            raise TypeError("expand() needs at least one argument to map over")
+        return self._build({"kwargs": mapped}, (), dict(self.fixed), names=list(mapped))
+
+    def expand_kwargs(self, source: Any) -> Any:
+        """One run of the group per dict of arguments (its keys: the function's parameters)."""
+        parameters = inspect.signature(self.function).parameters
+        names = [name for name in parameters if name not in self.fixed]
+        return self._build({"kwargs_list": source}, (), dict(self.fixed), names=names)
+
+    def _build(
+        self, expand: dict[str, Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any], names: Any = ()
+    ) -> Any:
+        from zonda.authoring import mapped
+        from zonda.authoring.relations import DependencyMixin
+
+        options = {"group_id": self.function.__name__, "add_suffix_on_collision": True, **self.group_kwargs}
+        if self.function.__doc__ and not options.get("tooltip"):
+            options["tooltip"] = inspect.cleandoc(self.function.__doc__)
+        with TaskGroup(**options) as group:
+            if expand is not None:
+                for value in [*(expand.get("kwargs") or {}).values(), expand.get("kwargs_list")]:
+                    if value is not None:
+                        mapped.check_source(value, "expand")
+                group.expand_spec = {"kwargs": expand.get("kwargs"), "kwargs_list": expand.get("kwargs_list")}
+                kwargs.update({name: MappedArgument(group, name) for name in names})
+            returned = self.function(*args, **kwargs)
+        if expand is not None:  # the group's roots wait for the XComs it maps over
+            for value in [*(expand.get("kwargs") or {}).values(), expand.get("kwargs_list")]:
+                for root in mapped.roots_of(value):
+                    group.set_upstream(root)
+        return returned if isinstance(returned, DependencyMixin) and returned is not None else group
