@@ -66,6 +66,15 @@ class RunIndex:
             del self.awaiting[key]
         return self._store(body)
 
+    def reserve(self, body: Mapping[str, Any]) -> RunSummary | None:
+        """Record the status a pass is about to launch and write, before it does: pool admission
+        counts its launches from now on. Watch events are ignored until the pass `record`s what it
+        wrote (a conflict or an error leaves the reservation, which only over-counts, until the
+        run's next pass records a fresh read). Returns what was known before."""
+        key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        self.awaiting[key] = _RESERVED
+        return self._store(body)
+
     def record(self, body: Mapping[str, Any], written_version: str | None) -> RunSummary | None:
         """Record what a reconcile read and wrote (newer than any watch event still on its way)."""
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
@@ -147,6 +156,8 @@ class RunIndex:
         return runs
 
 
+#: Never a resourceVersion: a reserved run ignores every watch event until the pass records its write.
+_RESERVED = "reserved by a pass in flight"
 _SLOT_STATES = frozenset({"queued", "running", "deferred", "scheduled"})
 
 

@@ -113,14 +113,15 @@ class RunReconciler:
             self._launch_and_write, run, spec, dag, dag_spec, before, callback_tries, old_wire, now
         )
         plan = decide(observed=observation)  # no pool limits: only to learn whether it would launch
-        if not plan.launches:
-            due = await act(plan, observation)
-        else:
+        before_pass = None
+        if plan.launches:
             async with self.admission.lock:  # the critical section: see controller.reconcilers.pools
                 concurrency = await self.admission.concurrency(namespace, name)
                 observation = dataclasses.replace(observation, concurrency=concurrency)
                 plan = decide(observed=observation)
-                due = await act(plan, observation)
+                if plan.launches:  # what it admits counts as held before the lock is released
+                    before_pass = self.index.reserve({**run, "status": plan.status.to_wire()})
+        due = await act(plan, observation, before_pass)
         if due is None:
             return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
         for attempt_name in plan.kills:
@@ -152,10 +153,13 @@ class RunReconciler:
         now: datetime,
         plan: decisions.RunPlan,
         observation: decisions.Observation,
+        before_pass: RunSummary | None,
     ) -> callbacks.CallbackPlan | None:
         """Plan callbacks, create triggers, launch, write the status and record it in the index.
 
-        Returns the callbacks' plan, or None when the write met a conflict."""
+        Returns the callbacks' plan, or None when the write met a conflict. `before_pass` is what
+        the index knew of the run before this pass reserved its admissions (None: nothing reserved).
+        """
         namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
         due = callbacks.plan_callbacks(
             dag,
@@ -186,7 +190,7 @@ class RunReconciler:
             return None
         written = self.writer.written_version(DAGRUNS, namespace, name)
         previous = self.index.record({**run, "status": new_wire}, written if written != version else None)
-        self._wake_after(namespace, name, previous, plan.runs_to_wake)
+        self._wake_after(namespace, name, before_pass or previous, plan.runs_to_wake)
         return due
 
     def _wake_after(

@@ -63,6 +63,18 @@ class SlowExecutor:
         return sum(len(attempts) for attempts in self.attempts.values())
 
 
+class YieldingKube(FakeKube):
+    """Every read yields to the event loop, as a request to the apiserver does."""
+
+    async def list_custom(self, plural: str, namespace: str | None, label_selector: str | None = None) -> Any:
+        await asyncio.sleep(0)
+        return await super().list_custom(plural, namespace, label_selector)
+
+    async def get_custom(self, plural: str, namespace: str, name: str) -> Any:
+        await asyncio.sleep(0)
+        return await super().get_custom(plural, namespace, name)
+
+
 def dag_body(name: str, weight: int) -> dict[str, Any]:
     return {
         "apiVersion": "zonda.dev/v1alpha1",
@@ -114,7 +126,7 @@ async def queued(kube: FakeKube) -> dict[str, list[str]]:
 
 
 def test_concurrent_reconciles_of_three_runs_never_over_admit_and_the_heaviest_goes_first() -> None:
-    kube, executor = FakeKube(), SlowExecutor()
+    kube, executor = YieldingKube(), SlowExecutor()
     woken: list[tuple[str, str, str]] = []
     reconcilers = Reconcilers(kube, executor, enqueue=lambda *key: woken.append(key))
 
@@ -138,7 +150,7 @@ def test_concurrent_reconciles_of_three_runs_never_over_admit_and_the_heaviest_g
 
 def test_runs_starting_at_once_take_no_more_than_the_pool_has() -> None:
     """No task instance waits yet: each pass would admit its own, unless it sees the others' launches."""
-    kube, executor = FakeKube(), SlowExecutor()
+    kube, executor = YieldingKube(), SlowExecutor()
     reconcilers = Reconcilers(kube, executor)
 
     async def scenario() -> None:
@@ -155,7 +167,7 @@ def test_runs_starting_at_once_take_no_more_than_the_pool_has() -> None:
 
 
 def test_a_restarted_controller_rebuilds_occupancy_from_the_runs_statuses() -> None:
-    kube, executor = FakeKube(), SlowExecutor()
+    kube, executor = YieldingKube(), SlowExecutor()
 
     async def scenario() -> None:
         first = Reconcilers(kube, executor)
@@ -171,7 +183,7 @@ def test_a_restarted_controller_rebuilds_occupancy_from_the_runs_statuses() -> N
 
 
 def test_a_finished_task_wakes_the_runs_waiting_for_its_slot() -> None:
-    kube, executor = FakeKube(), SlowExecutor()
+    kube, executor = YieldingKube(), SlowExecutor()
     woken: list[tuple[str, str, str]] = []
     reconcilers = Reconcilers(kube, executor, enqueue=lambda *key: woken.append(key))
 
@@ -197,7 +209,7 @@ def test_a_finished_task_wakes_the_runs_waiting_for_its_slot() -> None:
 
 
 def test_a_watch_event_older_than_our_own_write_does_not_free_slots_in_the_index() -> None:
-    kube, executor = FakeKube(), SlowExecutor()
+    kube, executor = YieldingKube(), SlowExecutor()
     reconcilers = Reconcilers(kube, executor)
 
     async def scenario() -> None:
