@@ -20,17 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from zonda import conditions, mapped_groups, mapping, params, scheduling, xcoms
-from zonda.dags import DagInvalid, ResolvedTask, parse_dag_spec, resolve_dag
+from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
     Observation,
     ObservedAttempt,
     ObservedTrigger,
     RunEvent,
+    RunPlan,
+    decide,
 )
 from zonda.invocations import MappedExpansion, TaskInvocation
 from zonda.models import (
@@ -391,6 +393,49 @@ def observe(
         triggers=current_triggers,
         stray_triggers=tuple(stray_triggers),
         **context,
+    )
+
+
+def observe_run(
+    dag_spec: DagSpec,
+    status: DagRunStatus,
+    attempts: Mapping[str, ObservedAttempt],
+    triggers: Iterable[ObservedTrigger],
+    *,
+    now: datetime,
+    **context: Any,
+) -> Observation:
+    """What a pass over a run observes, as the controller and `DAG.test()` both gather it: `observe`,
+    with the LatestOnly window worked out for `now`; `context` as `observe`'s (previous runs...)."""
+    return observe(
+        status, attempts, triggers, latest_window_end=latest_window_end(dag_spec, status, now), **context
+    )
+
+
+def decide_run(
+    dag: ResolvedDag,
+    status: DagRunStatus,
+    *,
+    observed: Observation,
+    run_name: str,
+    run_type: RunType,
+    now: datetime,
+    pending_timeout: timedelta | None = None,
+    max_map_length: int | None = None,
+) -> RunPlan:
+    """`decisions.decide` for a pass over a run, seeded with the run's own logical date and data
+    interval: one call for the controller and `DAG.test()`."""
+    return decide(
+        dag,
+        run_name=run_name,
+        run_type=run_type,
+        status=status,
+        observed=observed,
+        now=now,
+        logical_date=status.logical_date,
+        data_interval_end=status.data_interval_end,
+        pending_timeout=pending_timeout,
+        max_map_length=max_map_length,
     )
 
 

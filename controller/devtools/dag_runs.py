@@ -1,7 +1,8 @@
 """`zonda dags test FILE` and `dag.test()`: one DAG run in this process, with nothing started.
 
 The DAG is compiled to its manifest and run through exactly what the controller uses: `plans.start_run`
-snapshots it, `decisions.decide` makes every scheduling decision, the task runner (`run_task`) executes
+snapshots it, `plans.observe_run` and `plans.decide_run` (the controller's pass, `decisions.decide`)
+make every scheduling decision, the task runner (`run_task`) executes
 each try in this process, and a deferred task's trigger runs here until its first event. Waits the
 scheduler asks for (retry delays, sensor reschedules) are slept for real, so keep them short.
 """
@@ -119,21 +120,9 @@ def run_dag(
     try:
         while time.monotonic() < deadline:
             now = pendulum.now("UTC")
-            observation = plans.observe(
-                status,
-                attempts,
-                fired.values(),
-                latest_window_end=plans.latest_window_end(dag_spec, status, now),
-            )
-            plan = decisions.decide(
-                resolved,
-                run_name=run_name,
-                run_type=RunType.MANUAL,
-                status=status,
-                observed=observation,
-                now=now,
-                logical_date=status.logical_date,
-                data_interval_end=status.data_interval_end,
+            observation = plans.observe_run(dag_spec, status, attempts, fired.values(), now=now)
+            plan = plans.decide_run(
+                resolved, status, observed=observation, run_name=run_name, run_type=RunType.MANUAL, now=now
             )
             due = callbacks.plan_callbacks(
                 resolved, run_name=run_name, run_type=RunType.MANUAL, before=status, after=plan.status,

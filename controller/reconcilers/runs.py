@@ -98,14 +98,12 @@ class RunReconciler:
         attempts, callback_tries = reconciler_callbacks.split_attempts(await self.executor.observe(run))
         observation = await self._observe(run, spec, status, dag_spec, attempts, now)
         decide = functools.partial(
-            decisions.decide,
+            plans.decide_run,
             dag,
+            status,
             run_name=name,
             run_type=spec.run_type,
-            status=status,
             now=now,
-            logical_date=status.logical_date,
-            data_interval_end=status.data_interval_end,
             pending_timeout=self.pending_timeout,
             max_map_length=self.max_map_length,
         )
@@ -239,7 +237,7 @@ class RunReconciler:
         attempts: Mapping[str, decisions.ObservedAttempt],
         now: datetime,
     ) -> decisions.Observation:
-        """Gather what the triggerer reports; `zonda.plans.observe` sorts it with the attempts."""
+        """Gather what the triggerer reports; `zonda.plans.observe_run` sorts it with the attempts."""
         meta = run["metadata"]
         triggers = [
             trigger_report(trigger)
@@ -248,12 +246,13 @@ class RunReconciler:
             )
         ]
         siblings = self.index.siblings(meta["namespace"], spec.dag_name, meta["name"])
-        return plans.observe(
+        return plans.observe_run(
+            dag_spec,
             status,
             attempts,
             triggers,
+            now=now,
             previous_run_states=previous_states(siblings, status.logical_date),
-            latest_window_end=plans.latest_window_end(dag_spec, status, now),
             running_in_dag=sum(s.running_tasks for s in siblings.values()),
         )
 
