@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from controller.devtools import node_cleanup, realnode
+from controller.devtools import node_cleanup, realnode, task_rbac
 from controller.devtools.devcluster import (
     API_BINARIES,
     NODE_BINARIES,
@@ -333,6 +333,7 @@ def main(
             next(i for i in cluster.real_node.images if "examples" in i),
             "--task-node-selector",
             json.dumps(dict([realnode.NODE_LABEL])),
+            *task_rbac.grant_task_pods(cluster, "default"),
         ]
     assert cluster.workdir is not None
     workdir = cluster.workdir

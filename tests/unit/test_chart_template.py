@@ -56,8 +56,9 @@ def helm() -> Path:
     pytest.skip(found)
 
 
-def run_helm(helm: Path, *args: str, values: dict[str, Any] | None = None,
-             tmp_path: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_helm(
+    helm: Path, *args: str, values: dict[str, Any] | None = None, tmp_path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Runs helm with `values` written to a file (-f keeps their YAML types: "two" stays a string)."""
     command = [str(helm), *args]
     if values is not None:
@@ -65,14 +66,25 @@ def run_helm(helm: Path, *args: str, values: dict[str, Any] | None = None,
         values_file = tmp_path / "values.yaml"
         values_file.write_text(yaml.safe_dump(values))
         command += ["-f", str(values_file)]
-    env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path or "/tmp") + "/.helm-cache",
-               HELM_CONFIG_HOME=str(tmp_path or "/tmp") + "/.helm-config")
+    env = dict(
+        os.environ,
+        HELM_CACHE_HOME=str(tmp_path or "/tmp") + "/.helm-cache",
+        HELM_CONFIG_HOME=str(tmp_path or "/tmp") + "/.helm-config",
+    )
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
 
 def render(helm: Path, tmp_path: Path, values: dict[str, Any] | None = None) -> list[Manifest]:
-    result = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE,
-                      values=values or {}, tmp_path=tmp_path)
+    result = run_helm(
+        helm,
+        "template",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        RELEASE_NAMESPACE,
+        values=values or {},
+        tmp_path=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -103,8 +115,11 @@ def env_of(manifests: Iterable[Manifest], component: str) -> dict[str, Any]:
 
 def grants_of(manifests: list[Manifest], service_account: str, sa_namespace: str) -> set[Grant]:
     """Everything the ServiceAccount may do, from the rendered (Cluster)Roles and their bindings."""
-    roles = {(m["metadata"].get("namespace", "*"), m["kind"], m["metadata"]["name"]): m["rules"]
-             for m in manifests if m["kind"] in ("Role", "ClusterRole")}
+    roles = {
+        (m["metadata"].get("namespace", "*"), m["kind"], m["metadata"]["name"]): m["rules"]
+        for m in manifests
+        if m["kind"] in ("Role", "ClusterRole")
+    }
     grants: set[Grant] = set()
     for binding in manifests:
         if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
@@ -126,8 +141,11 @@ def grants_of(manifests: list[Manifest], service_account: str, sa_namespace: str
 
 def table(namespace: str, rows: dict[tuple[str, str], str]) -> set[Grant]:
     """{(group, resource): "verb verb"} in one namespace, as grants."""
-    return {(namespace, group, resource, verb)
-            for (group, resource), verbs in rows.items() for verb in verbs.split()}
+    return {
+        (namespace, group, resource, verb)
+        for (group, resource), verbs in rows.items()
+        for verb in verbs.split()
+    }
 
 
 CONTROLLER_RULES = {
@@ -247,8 +265,14 @@ RBAC_CASES = [
         {"taskPods": {"rbac": {"dagDependencies": True}}},
         controller_grants([RELEASE_NAMESPACE]),
         triggerer_grants([RELEASE_NAMESPACE]),
-        table(RELEASE_NAMESPACE, {("zonda.dev", "dagruns"): "create get list watch",
-                                  ("zonda.dev", "dags"): "get", ("zonda.dev", "dagruns/status"): "update"})
+        table(
+            RELEASE_NAMESPACE,
+            {
+                ("zonda.dev", "dagruns"): "create get list watch",
+                ("zonda.dev", "dags"): "get",
+                ("zonda.dev", "dagruns/status"): "update",
+            },
+        )
         | table(RELEASE_NAMESPACE, TASK_XCOM),
         id="DAG dependencies let task pods trigger and read DagRuns and nothing else (beyond XComs)",
     ),
@@ -257,8 +281,12 @@ RBAC_CASES = [
 
 @pytest.mark.parametrize(("values", "controller", "triggerer", "task"), RBAC_CASES)
 def test_each_identity_gets_exactly_its_least_privilege_grants(
-    helm: Path, tmp_path: Path, values: dict[str, Any],
-    controller: set[Grant], triggerer: set[Grant], task: set[Grant],
+    helm: Path,
+    tmp_path: Path,
+    values: dict[str, Any],
+    controller: set[Grant],
+    triggerer: set[Grant],
+    task: set[Grant],
 ) -> None:
     manifests = render(helm, tmp_path, values)
     task_namespace = values.get("taskPods", {}).get("namespace") or RELEASE_NAMESPACE
@@ -267,8 +295,9 @@ def test_each_identity_gets_exactly_its_least_privilege_grants(
     assert grants_of(manifests, "zonda-task", task_namespace) == task
 
 
-@pytest.mark.parametrize("values", [case.values[0] for case in RBAC_CASES[:3]],
-                         ids=["default", "namespace list", "cluster-wide"])
+@pytest.mark.parametrize(
+    "values", [case.values[0] for case in RBAC_CASES[:3]], ids=["default", "namespace list", "cluster-wide"]
+)
 def test_no_rule_uses_wildcards_and_secrets_or_configmaps_are_only_listed_by_the_controller(
     helm: Path, tmp_path: Path, values: dict[str, Any]
 ) -> None:
@@ -308,34 +337,60 @@ def test_the_controller_writes_dags_and_dagruns_only_through_their_status(helm: 
 @pytest.mark.parametrize(
     ("values", "scope_args", "task_account_namespaces"),
     [
-        pytest.param({}, [f"--namespace={RELEASE_NAMESPACE}"], [RELEASE_NAMESPACE],
-                     id="by default the components are scoped to the release namespace"),
-        pytest.param({"watch": {"namespaces": ["team-a", "team-b"]}},
-                     ["--namespace=team-a", "--namespace=team-b"], ["team-a", "team-b"],
-                     id="a namespace list scopes to each namespace and puts a task account in each"),
-        pytest.param({"watch": {"clusterWide": True}}, ["--all-namespaces"], [RELEASE_NAMESPACE],
-                     id="cluster-wide mode watches all namespaces with the task account in the release one"),
-        pytest.param({"watch": {"namespaces": ["team-a"]}, "taskPods": {"namespace": "tasks"}},
-                     ["--namespace=team-a"], ["tasks"],
-                     id="a task namespace holds the only task account"),
+        pytest.param(
+            {},
+            [f"--namespace={RELEASE_NAMESPACE}"],
+            [RELEASE_NAMESPACE],
+            id="by default the components are scoped to the release namespace",
+        ),
+        pytest.param(
+            {"watch": {"namespaces": ["team-a", "team-b"]}},
+            ["--namespace=team-a", "--namespace=team-b"],
+            ["team-a", "team-b"],
+            id="a namespace list scopes to each namespace and puts a task account in each",
+        ),
+        pytest.param(
+            {"watch": {"clusterWide": True}},
+            ["--all-namespaces"],
+            [RELEASE_NAMESPACE],
+            id="cluster-wide mode watches all namespaces with the task account in the release one",
+        ),
+        pytest.param(
+            {"watch": {"namespaces": ["team-a"]}, "taskPods": {"namespace": "tasks"}},
+            ["--namespace=team-a"],
+            ["tasks"],
+            id="a task namespace holds the only task account",
+        ),
     ],
 )
 def test_namespace_modes_scope_the_arguments_and_the_task_accounts(
-    helm: Path, tmp_path: Path, values: dict[str, Any], scope_args: list[str],
+    helm: Path,
+    tmp_path: Path,
+    values: dict[str, Any],
+    scope_args: list[str],
     task_account_namespaces: list[str],
 ) -> None:
     manifests = render(helm, tmp_path, values)
     for component in ("controller", "triggerer"):
         args = container(manifests, component)["args"]
         assert [a for a in args if a.startswith(("--namespace", "--all-namespaces"))] == scope_args
-    accounts = [sa["metadata"]["namespace"] for sa in of_kind(manifests, "ServiceAccount")
-                if sa["metadata"]["name"] == "zonda-task"]
+    accounts = [
+        sa["metadata"]["namespace"]
+        for sa in of_kind(manifests, "ServiceAccount")
+        if sa["metadata"]["name"] == "zonda-task"
+    ]
     assert accounts == task_account_namespaces
 
 
 def test_cluster_wide_and_a_namespace_list_are_exclusive(helm: Path, tmp_path: Path) -> None:
-    result = run_helm(helm, "template", RELEASE, str(CHART), tmp_path=tmp_path,
-                      values={"watch": {"clusterWide": True, "namespaces": ["team-a"]}})
+    result = run_helm(
+        helm,
+        "template",
+        RELEASE,
+        str(CHART),
+        tmp_path=tmp_path,
+        values={"watch": {"clusterWide": True, "namespaces": ["team-a"]}},
+    )
     assert result.returncode != 0
     assert "watch" in result.stderr
 
@@ -346,8 +401,12 @@ def test_cluster_wide_and_a_namespace_list_are_exclusive(helm: Path, tmp_path: P
 def test_default_install_renders_every_kind_it_needs(helm: Path, tmp_path: Path) -> None:
     kinds = sorted(m["kind"] for m in render(helm, tmp_path))
     assert {kind: kinds.count(kind) for kind in set(kinds)} == {
-        "Deployment": 3, "ServiceAccount": 4, "Service": 3, "PodDisruptionBudget": 2,
-        "Role": 6, "RoleBinding": 6,
+        "Deployment": 3,
+        "ServiceAccount": 4,
+        "Service": 3,
+        "PodDisruptionBudget": 2,
+        "Role": 6,
+        "RoleBinding": 6,
     }, "a default (namespaced) install has nothing cluster-scoped"
 
 
@@ -355,8 +414,13 @@ def test_the_controller_runs_with_leader_election_probes_and_json_logs(helm: Pat
     controller = container(render(helm, tmp_path), "controller")
     assert controller["image"] == "zonda:0.1.0"
     assert controller["args"][0] == "controller"
-    for arg in ("--executor=kubernetes", "--peering=zonda", "--metrics-port=8080", "--health-port=8081",
-                "--log-format=json"):
+    for arg in (
+        "--executor=kubernetes",
+        "--peering=zonda",
+        "--metrics-port=8080",
+        "--health-port=8081",
+        "--log-format=json",
+    ):
         assert arg in controller["args"]
     assert controller["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert controller["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
@@ -367,15 +431,22 @@ def test_the_controller_runs_with_leader_election_probes_and_json_logs(helm: Pat
     ("values", "controller_replicas", "triggerer_replicas", "triggerer_args"),
     [
         pytest.param({}, 1, 1, ["--shards=1", "--capacity=1000"], id="one replica of each by default"),
-        pytest.param({"controller": {"replicas": 3},
-                      "triggerer": {"replicas": 2, "shards": 8, "capacity": 50}},
-                     3, 2, ["--shards=8", "--capacity=50"],
-                     id="replicas shards and capacity reach the deployments"),
+        pytest.param(
+            {"controller": {"replicas": 3}, "triggerer": {"replicas": 2, "shards": 8, "capacity": 50}},
+            3,
+            2,
+            ["--shards=8", "--capacity=50"],
+            id="replicas shards and capacity reach the deployments",
+        ),
     ],
 )
 def test_replicas_and_triggerer_sharding(
-    helm: Path, tmp_path: Path, values: dict[str, Any], controller_replicas: int,
-    triggerer_replicas: int, triggerer_args: list[str],
+    helm: Path,
+    tmp_path: Path,
+    values: dict[str, Any],
+    controller_replicas: int,
+    triggerer_replicas: int,
+    triggerer_args: list[str],
 ) -> None:
     manifests = render(helm, tmp_path, values)
     assert named(manifests, "Deployment", "zonda-controller")["spec"]["replicas"] == controller_replicas
@@ -393,32 +464,51 @@ DEFAULT_TASK_RESOURCES = '{"limits":{"memory":"512Mi"},"requests":{"cpu":"100m",
     [
         pytest.param(
             {},
-            {"ZONDA_TASK_IMAGE": "zonda:0.1.0", "ZONDA_TASK_SERVICE_ACCOUNT": "zonda-task",
-             "ZONDA_TASK_RESOURCES": DEFAULT_TASK_RESOURCES},
+            {
+                "ZONDA_TASK_IMAGE": "zonda:0.1.0",
+                "ZONDA_TASK_SERVICE_ACCOUNT": "zonda-task",
+                "ZONDA_TASK_RESOURCES": DEFAULT_TASK_RESOURCES,
+            },
             id="task pods default to the controller image and the task account",
         ),
         pytest.param(
-            {"taskPods": {"image": "registry.example/etl:7", "namespace": "tasks",
-                          "serviceAccount": {"name": "etl-runner"},
-                          "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}},
-            {"ZONDA_TASK_IMAGE": "registry.example/etl:7", "ZONDA_TASK_SERVICE_ACCOUNT": "etl-runner",
-             "ZONDA_TASK_RESOURCES": '{"limits":{"memory":"512Mi"},"requests":{"cpu":"2","memory":"4Gi"}}',
-             "ZONDA_TASK_NAMESPACE": "tasks"},
+            {
+                "taskPods": {
+                    "image": "registry.example/etl:7",
+                    "namespace": "tasks",
+                    "serviceAccount": {"name": "etl-runner"},
+                    "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
+                }
+            },
+            {
+                "ZONDA_TASK_IMAGE": "registry.example/etl:7",
+                "ZONDA_TASK_SERVICE_ACCOUNT": "etl-runner",
+                "ZONDA_TASK_RESOURCES": '{"limits":{"memory":"512Mi"},"requests":{"cpu":"2","memory":"4Gi"}}',
+                "ZONDA_TASK_NAMESPACE": "tasks",
+            },
             id="custom task pod values reach the controller merged over the defaults",
         ),
         pytest.param(
-            {"image": {"repository": "registry.example/zonda", "tag": "1.2.3"},
-             "imagePullSecrets": [{"name": "regcred"}]},
-            {"ZONDA_TASK_IMAGE": "registry.example/zonda:1.2.3", "ZONDA_TASK_SERVICE_ACCOUNT": "zonda-task",
-             "ZONDA_TASK_RESOURCES": DEFAULT_TASK_RESOURCES,
-             "ZONDA_TASK_IMAGE_PULL_SECRETS": '[{"name":"regcred"}]'},
+            {
+                "image": {"repository": "registry.example/zonda", "tag": "1.2.3"},
+                "imagePullSecrets": [{"name": "regcred"}],
+            },
+            {
+                "ZONDA_TASK_IMAGE": "registry.example/zonda:1.2.3",
+                "ZONDA_TASK_SERVICE_ACCOUNT": "zonda-task",
+                "ZONDA_TASK_RESOURCES": DEFAULT_TASK_RESOURCES,
+                "ZONDA_TASK_IMAGE_PULL_SECRETS": '[{"name":"regcred"}]',
+            },
             id="the image and its pull secrets are passed on to task pods",
         ),
         pytest.param(
             {"taskPods": {"nodeSelector": {"zonda.dev/node": "real"}}},
-            {"ZONDA_TASK_IMAGE": "zonda:0.1.0", "ZONDA_TASK_SERVICE_ACCOUNT": "zonda-task",
-             "ZONDA_TASK_RESOURCES": DEFAULT_TASK_RESOURCES,
-             "ZONDA_TASK_NODE_SELECTOR": '{"zonda.dev/node":"real"}'},
+            {
+                "ZONDA_TASK_IMAGE": "zonda:0.1.0",
+                "ZONDA_TASK_SERVICE_ACCOUNT": "zonda-task",
+                "ZONDA_TASK_RESOURCES": DEFAULT_TASK_RESOURCES,
+                "ZONDA_TASK_NODE_SELECTOR": '{"zonda.dev/node":"real"}',
+            },
             id="a task node selector reaches the controller as JSON",
         ),
     ],
@@ -433,15 +523,23 @@ def test_task_pod_defaults_reach_the_controller(
 @pytest.mark.parametrize(
     ("values", "expected_env"),
     [
-        pytest.param({}, {"ZONDA_XCOM_BACKEND": "kubernetes", "ZONDA_XCOM_MAX_BYTES": "67108864"},
-                     id="by default XComChunks in the cluster"),
-        pytest.param({"xcom": {"backend": "none"}},
-                     {"ZONDA_XCOM_BACKEND": "none", "ZONDA_XCOM_MAX_BYTES": "67108864"},
-                     id="no backend: large values fail"),
+        pytest.param(
+            {},
+            {"ZONDA_XCOM_BACKEND": "kubernetes", "ZONDA_XCOM_MAX_BYTES": "67108864"},
+            id="by default XComChunks in the cluster",
+        ),
+        pytest.param(
+            {"xcom": {"backend": "none"}},
+            {"ZONDA_XCOM_BACKEND": "none", "ZONDA_XCOM_MAX_BYTES": "67108864"},
+            id="no backend: large values fail",
+        ),
         pytest.param(
             {"xcom": {"backend": "fsspec", "backendUrl": "s3://bucket/xcom", "maxBytes": 1000000}},
-            {"ZONDA_XCOM_BACKEND": "fsspec", "ZONDA_XCOM_BACKEND_URL": "s3://bucket/xcom",
-             "ZONDA_XCOM_MAX_BYTES": "1000000"},
+            {
+                "ZONDA_XCOM_BACKEND": "fsspec",
+                "ZONDA_XCOM_BACKEND_URL": "s3://bucket/xcom",
+                "ZONDA_XCOM_MAX_BYTES": "1000000",
+            },
             id="an object-storage backend and a maximum",
         ),
     ],
@@ -475,8 +573,11 @@ def test_a_custom_task_account_gets_a_token_and_its_xcom_grants_only_for_the_kub
     ("values", "image"),
     [
         pytest.param({"image": {"tag": "9.9.9"}}, "zonda:9.9.9", id="a tag overrides the app version"),
-        pytest.param({"image": {"digest": "sha256:" + "a" * 64}}, "zonda@sha256:" + "a" * 64,
-                     id="a digest pins the image and wins over the tag"),
+        pytest.param(
+            {"image": {"digest": "sha256:" + "a" * 64}},
+            "zonda@sha256:" + "a" * 64,
+            id="a digest pins the image and wins over the tag",
+        ),
     ],
 )
 def test_image_reference(helm: Path, tmp_path: Path, values: dict[str, Any], image: str) -> None:
@@ -486,12 +587,27 @@ def test_image_reference(helm: Path, tmp_path: Path, values: dict[str, Any], ima
 
 def test_scheduling_and_environment_values_pass_through(helm: Path, tmp_path: Path) -> None:
     toleration = {"key": "dedicated", "operator": "Equal", "value": "zonda", "effect": "NoSchedule"}
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["ops"]}]}]}}}
-    component = {"nodeSelector": {"pool": "ops"}, "tolerations": [toleration], "affinity": affinity,
-                 "extraEnv": [{"name": "ZONDA_EXTRA", "value": "1"}], "podAnnotations": {"a": "b"}}
-    manifests = render(helm, tmp_path, {"controller": component, "triggerer": component,
-                                        "imagePullSecrets": [{"name": "regcred"}]})
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["ops"]}]}
+                ]
+            }
+        }
+    }
+    component = {
+        "nodeSelector": {"pool": "ops"},
+        "tolerations": [toleration],
+        "affinity": affinity,
+        "extraEnv": [{"name": "ZONDA_EXTRA", "value": "1"}],
+        "podAnnotations": {"a": "b"},
+    }
+    manifests = render(
+        helm,
+        tmp_path,
+        {"controller": component, "triggerer": component, "imagePullSecrets": [{"name": "regcred"}]},
+    )
     for name in ("controller", "triggerer"):
         pod = named(manifests, "Deployment", f"zonda-{name}")["spec"]["template"]
         assert pod["spec"]["nodeSelector"] == {"pool": "ops"}
@@ -534,16 +650,29 @@ def test_every_object_carries_the_standard_labels(helm: Path, tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("values", "kinds"),
     [
-        pytest.param({"metrics": {"serviceMonitor": {"enabled": True}}}, {"ServiceMonitor": 1, "Service": 3},
-                     id="a ServiceMonitor is rendered only when asked for"),
-        pytest.param({"metrics": {"service": {"enabled": False}}}, {"ServiceMonitor": 0, "Service": 1},
-                     id="the metrics services can be turned off"),
-        pytest.param({"controller": {"podDisruptionBudget": {"enabled": False}},
-                      "triggerer": {"podDisruptionBudget": {"enabled": False}}}, {"PodDisruptionBudget": 0},
-                     id="disruption budgets can be turned off"),
-        pytest.param({"triggerer": {"enabled": False}},
-                     {"Deployment": 2, "PodDisruptionBudget": 1, "Service": 2, "ServiceAccount": 3},
-                     id="a disabled triggerer leaves nothing of itself behind"),
+        pytest.param(
+            {"metrics": {"serviceMonitor": {"enabled": True}}},
+            {"ServiceMonitor": 1, "Service": 3},
+            id="a ServiceMonitor is rendered only when asked for",
+        ),
+        pytest.param(
+            {"metrics": {"service": {"enabled": False}}},
+            {"ServiceMonitor": 0, "Service": 1},
+            id="the metrics services can be turned off",
+        ),
+        pytest.param(
+            {
+                "controller": {"podDisruptionBudget": {"enabled": False}},
+                "triggerer": {"podDisruptionBudget": {"enabled": False}},
+            },
+            {"PodDisruptionBudget": 0},
+            id="disruption budgets can be turned off",
+        ),
+        pytest.param(
+            {"triggerer": {"enabled": False}},
+            {"Deployment": 2, "PodDisruptionBudget": 1, "Service": 2, "ServiceAccount": 3},
+            id="a disabled triggerer leaves nothing of itself behind",
+        ),
     ],
 )
 def test_optional_objects(helm: Path, tmp_path: Path, values: dict[str, Any], kinds: dict[str, int]) -> None:
@@ -573,19 +702,27 @@ def test_service_monitor_selects_both_metrics_services(helm: Path, tmp_path: Pat
         pytest.param({"controller": {"replicas": "two"}}, "replicas", id="replicas must be a number"),
         pytest.param({"controler": {"replicas": 2}}, "controler", id="a misspelt key is refused"),
         pytest.param({"logging": {"format": "xml"}}, "format", id="the log format is json or text"),
-        pytest.param({"controller": {"executor": "celery"}}, "executor",
-                     id="the executor is kubernetes or local"),
+        pytest.param(
+            {"controller": {"executor": "celery"}}, "executor", id="the executor is kubernetes or local"
+        ),
         pytest.param({"triggerer": {"shards": 0}}, "shards", id="there is at least one shard"),
         pytest.param({"watch": {"namespaces": ["Team_A"]}}, "namespaces", id="namespaces are DNS labels"),
-        pytest.param({"securityContext": {"allowPrivilegeEscalation": True,
-                                          "capabilities": {"drop": ["ALL"]}}},
-                     "allowPrivilegeEscalation", id="privilege escalation cannot be turned on"),
-        pytest.param({"podSecurityContext": {"runAsNonRoot": False}}, "runAsNonRoot",
-                     id="pods cannot run as root"),
-        pytest.param({"triggerer": {"extraRules": [{"resources": ["jobs"]}]}}, "verbs",
-                     id="an extra rule needs verbs"),
-        pytest.param({"xcom": {"backend": "fsspec", "backendUrl": "bucket/xcom"}}, "backendUrl",
-                     id="the XCom backend is a URL with its scheme"),
+        pytest.param(
+            {"securityContext": {"allowPrivilegeEscalation": True, "capabilities": {"drop": ["ALL"]}}},
+            "allowPrivilegeEscalation",
+            id="privilege escalation cannot be turned on",
+        ),
+        pytest.param(
+            {"podSecurityContext": {"runAsNonRoot": False}}, "runAsNonRoot", id="pods cannot run as root"
+        ),
+        pytest.param(
+            {"triggerer": {"extraRules": [{"resources": ["jobs"]}]}}, "verbs", id="an extra rule needs verbs"
+        ),
+        pytest.param(
+            {"xcom": {"backend": "fsspec", "backendUrl": "bucket/xcom"}},
+            "backendUrl",
+            id="the XCom backend is a URL with its scheme",
+        ),
         pytest.param({"xcom": {"backend": "etcd"}}, "backend", id="the XCom backend is one Zonda has"),
     ],
 )
@@ -601,11 +738,16 @@ def test_the_schema_refuses_bad_values(
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        pytest.param({"xcom": {"backendUrl": "s3://bucket/xcom"}},
-                     "xcom.backendUrl is set but xcom.backend is kubernetes: set xcom.backend=fsspec",
-                     id="a URL with the Kubernetes backend would be ignored: refused"),
-        pytest.param({"xcom": {"backend": "fsspec"}}, "xcom.backend=fsspec needs xcom.backendUrl",
-                     id="the fsspec backend needs its URL"),
+        pytest.param(
+            {"xcom": {"backendUrl": "s3://bucket/xcom"}},
+            "xcom.backendUrl is set but xcom.backend is kubernetes: set xcom.backend=fsspec",
+            id="a URL with the Kubernetes backend would be ignored: refused",
+        ),
+        pytest.param(
+            {"xcom": {"backend": "fsspec"}},
+            "xcom.backend=fsspec needs xcom.backendUrl",
+            id="the fsspec backend needs its URL",
+        ),
     ],
 )
 def test_the_xcom_backend_and_its_url_go_together(
@@ -623,14 +765,24 @@ def test_the_xcom_backend_and_its_url_go_together(
     [
         pytest.param({}, id="the default values lint clean"),
         pytest.param({"watch": {"namespaces": ["team-a", "team-b"]}}, id="a namespace list lints clean"),
-        pytest.param({"watch": {"clusterWide": True}, "metrics": {"serviceMonitor": {"enabled": True}}},
-                     id="cluster-wide mode with a ServiceMonitor lints clean"),
+        pytest.param(
+            {"watch": {"clusterWide": True}, "metrics": {"serviceMonitor": {"enabled": True}}},
+            id="cluster-wide mode with a ServiceMonitor lints clean",
+        ),
     ],
 )
 @pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
 def test_helm_lint_is_clean(helm: Path, tmp_path: Path, values: dict[str, Any], strict: bool) -> None:
-    result = run_helm(helm, "lint", str(CHART), "--namespace", RELEASE_NAMESPACE,
-                      *(["--strict"] if strict else []), values=values, tmp_path=tmp_path)
+    result = run_helm(
+        helm,
+        "lint",
+        str(CHART),
+        "--namespace",
+        RELEASE_NAMESPACE,
+        *(["--strict"] if strict else []),
+        values=values,
+        tmp_path=tmp_path,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
 
@@ -643,3 +795,19 @@ def test_chart_crds_are_byte_identical_to_the_generated_ones() -> None:
         assert in_chart[name] == content, f"helm/zonda/crds/{name} differs from crds/{name}: copy it again"
     names = {yaml.safe_load(content)["metadata"]["name"] for content in in_chart.values()}
     assert {"dags.zonda.dev", "dagruns.zonda.dev", "triggers.zonda.dev"} <= names
+
+
+def test_zonda_up_grants_task_pods_what_the_chart_grants_them_by_default(helm: Path, tmp_path: Path) -> None:
+    """`zonda up --real-node` applies its own task ServiceAccount (no chart there): the chart's rules."""
+    from controller.devtools import task_rbac
+
+    roles = [
+        role
+        for role in of_kind(render(helm, tmp_path), "Role")
+        if role["metadata"]["name"].endswith("task-xcom")
+    ]
+    assert roles, "the chart renders a task-xcom Role"
+    for role in roles:
+        assert role["rules"] == task_rbac.TASK_RULES
+    kinds = [item["kind"] for item in task_rbac.task_rbac_manifests("default")]
+    assert kinds == ["ServiceAccount", "Role", "RoleBinding"]
