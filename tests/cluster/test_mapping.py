@@ -157,3 +157,30 @@ def test_a_mapped_kubernetes_pod_operator_runs_one_labelled_pod_per_item_on_kwok
         assert pod["metadata"]["labels"]["zonda.dev/map-index"] == str(index)
         assert f"-greet-{index}-1-" in pod["metadata"]["name"] and len(pod["metadata"]["name"]) <= 63
         assert pod["spec"]["containers"][0]["args"] == [word]  # the instance's own item
+
+
+def test_a_mapped_task_group_runs_each_index_on_its_own_with_the_local_executor(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """`words.prepare[1]` only finishes once `words.check[0]` ran: per-index dependencies inside the
+    group (waiting for every `prepare` first would time `prepare[1]` out and fail the run)."""
+    zonda(cluster, "dags", "apply", str(DAG_FOLDER), "-n", namespace)
+    signal_dir = tmp_path / "signals"
+    signal_dir.mkdir()
+    process = local_controller(cluster, namespace, tmp_path).start()
+    try:
+        run = trigger(cluster, namespace, "mapped-group", {"count": 3, "signal_dir": str(signal_dir)})
+        body = wait_run_finished(cluster, namespace, run, timeout=400)
+    finally:
+        process.stop()
+        print(f"--- controller log\n{process.log()[-3000:]}")
+    assert ti_states(body) == {
+        "make_words": "success",
+        **{f"words.{name}[{i}]": "success" for name in ("prepare", "check") for i in range(3)},
+        "collect": "success",
+    }
+    tis = body["status"]["taskInstances"]
+    assert "__zonda_xcom_stored__" in tis["words.prepare[1]"]["xcom"]  # read back per index from the backend
+    assert tis["collect"]["xcom"] == [
+        {"index": i, "head": f"WORD-{i}", "pulled_same": True} for i in range(3)
+    ]  # ti.xcom_pull inside the group read its own index
