@@ -93,6 +93,35 @@ def test_a_group_argument_used_outside_its_group_is_refused() -> None:
         dag_manifest(dag)
 
 
+def test_authoring_refuses_what_airflow_refuses() -> None:
+    @task_group
+    def grp(x: Any, y: Any = 1) -> None:
+        task(plus)(x, y)
+
+    with DAG("refused"):
+        with pytest.raises(TypeError, match=r"unexpected argument\(s\) \['z'\]"):
+            grp.expand(z=[1])
+        with pytest.raises(TypeError, match="both partial\\(\\) and expand\\(\\)"):
+            grp.partial(x=1).expand(x=[1])
+        with pytest.raises(TypeError, match="a previous partial"):
+            grp.partial(y=1).partial(y=2)
+        with pytest.raises(TypeError, match="an XComArg or a list of dicts"):
+            grp.expand_kwargs({"x": 1})
+        with pytest.raises(TypeError, match="needs at least one argument"):
+            grp.expand()
+
+
+def test_override_names_the_mapped_group() -> None:
+    @task_group
+    def grp(x: Any) -> None:
+        task(square)(x)
+
+    with DAG("renamed") as dag:
+        grp.override(group_id="other").expand(x=[1, 2])
+    (group,) = dag_manifest(dag)["spec"]["taskGroups"]
+    assert group["id"] == "other" and group["expand"] == {"kwargs": {"x": [1, 2]}}
+
+
 def group_spec(**extra: Any) -> dict[str, Any]:
     return {
         "taskGroups": [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -133,24 +133,47 @@ class GroupFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._build(None, args, {**self.fixed, **kwargs})
 
+    def override(self, **group_kwargs: Any) -> GroupFunction:
+        """The same function with other `TaskGroup` arguments (e.g. `group_id`), as Airflow's."""
+        return GroupFunction(self.function, {**self.group_kwargs, **group_kwargs}, self.fixed)
+
     def partial(self, **fixed: Any) -> GroupFunction:
         """The arguments every map index gets alike (Airflow's `.partial` on a task group)."""
+        self._check_names("partial", fixed)
+        if duplicated := sorted(set(fixed) & set(self.fixed)):
+            raise TypeError(f"partial() got arguments {duplicated} a previous partial() gave")
         return GroupFunction(self.function, self.group_kwargs, {**self.fixed, **fixed})
 
     def expand(self, **mapped: Any) -> Any:
         """One run of the group per item (or combination of items), Airflow's mapped task group."""
-        overlap = sorted(set(mapped) & set(self.fixed))
-        if overlap:
-            raise TypeError(f"arguments {overlap} are given to both partial() and expand()")
         if not mapped:
             raise TypeError("expand() needs at least one argument to map over")
+        self._check_names("expand", mapped)
+        if overlap := sorted(set(mapped) & set(self.fixed)):
+            raise TypeError(f"arguments {overlap} are given to both partial() and expand()")
         return self._build({"kwargs": mapped}, (), dict(self.fixed), names=list(mapped))
 
     def expand_kwargs(self, source: Any) -> Any:
         """One run of the group per dict of arguments (its keys: the function's parameters)."""
+        from zonda.authoring.taskflow import XComArg
+
+        items = source if isinstance(source, list | tuple) else None
+        if not isinstance(source, XComArg) and (
+            items is None or not all(isinstance(item, XComArg | Mapping) for item in items)
+        ):
+            raise TypeError(f"expand_kwargs() expects an XComArg or a list of dicts, not {source!r}")
         parameters = inspect.signature(self.function).parameters
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters.values()):
+            raise TypeError("expand_kwargs() on a task group function with * or ** is not supported")
         names = [name for name in parameters if name not in self.fixed]
         return self._build({"kwargs_list": source}, (), dict(self.fixed), names=names)
+
+    def _check_names(self, method: str, arguments: Mapping[str, Any]) -> None:
+        parameters = inspect.signature(self.function).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            return
+        if unknown := sorted(set(arguments) - set(parameters)):
+            raise TypeError(f"{method}() got unexpected argument(s) {unknown} for {self.function.__name__}()")
 
     def _build(
         self, expand: dict[str, Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any], names: Any = ()
