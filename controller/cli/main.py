@@ -16,30 +16,24 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
 from controller import logs as zonda_logs
-from controller import run_actions
 from controller.app.settings import DEFAULTS
 from controller.cli import backfills as backfill_commands
 from controller.cli import dags as dags_commands
-from controller.cli import follow, listings
+from controller.cli import listings
 from controller.cli import logs as logs_commands
+from controller.cli import operate as operate_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
 from controller.cli import xcom as xcom_commands
-from controller.cli.common import namespace_or_default, parse_conf, run_kube
-from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
+from controller.cli.common import namespace_or_default, run_kube
+from controller.kube import Kube
 from controller.triggerer.settings import DEFAULTS as TRIGGERER
 from controller.triggerer.settings import TriggererSettings
-from zonda import actions, params
-from zonda.actions import ActionResult
-from zonda.dags import ResolvedDag
-from zonda.models import DagRunStatus, TaskInstanceState, TaskInstanceStatus, manual_dagrun
 
 _namespace, _run = namespace_or_default, run_kube
 
@@ -292,173 +286,9 @@ def up(executor: str, examples: tuple[str, ...], exit_when_done: bool, real_node
     )
 
 
-# ----------------------------------------------------------------------------------- operate
-
-
-@main.command()
-@click.argument("dag")
-@click.option("--namespace", "-n", default=None)
-@click.option("--conf", default="{}", help="JSON object passed as dag_run.conf.")
-@click.option("--logical-date", default=None, help="ISO 8601 (default: now).")
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
-@click.option(
-    "--wait", is_flag=True, help="Follow the run with a progress bar until it ends; exit 1 if it fails."
-)
-def trigger(
-    dag: str, namespace: str | None, conf: str, logical_date: str | None, kubeconfig: str | None, wait: bool
-) -> None:
-    """Create a manual DagRun of DAG (Airflow's `dags trigger`)."""
-    conf_obj = parse_conf(conf)
-    when = datetime.fromisoformat(logical_date) if logical_date else datetime.now(UTC)
-    if when.tzinfo is None:
-        raise click.BadParameter(
-            "needs a timezone, e.g. 2026-01-01T00:00:00+00:00", param_hint="--logical-date"
-        )
-    ns = _namespace(namespace)
-
-    async def create() -> str:
-        from zonda.scheduling import dagrun_name
-
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            dag_object = await kube.get_custom(DAGS, ns, dag)
-            if dag_object is None:
-                raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
-            spec = dag_object.get("spec") or {}
-            errors = params.run_conf_errors(spec, conf_obj)
-            if errors:
-                raise click.ClickException("conf does not match the DAG's params: " + "; ".join(errors))
-            name = dagrun_name(dag, when, "manual")
-            body = manual_dagrun(name, ns, dag, when, conf_obj)
-            try:
-                await kube.create_custom(DAGRUNS, ns, body)
-            except AlreadyExists as exc:
-                raise click.ClickException(
-                    f"a run for {dag} at {when.isoformat()} exists already: {name}"
-                ) from exc
-            return name
-
-    name = _run(create())
-    click.echo(f"dagrun.zonda.dev/{name} created")
-    if wait:
-        follow.follow_run(name, ns, kubeconfig)
-
-
-async def _act_on_run(
-    kube: Kube, namespace: str, run_name: str, act: Callable[[ResolvedDag, DagRunStatus], ActionResult]
-) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
-    """Read the run, apply a pure `zonda.actions` action, write the status back (see `run_actions`)."""
-    try:
-        return await run_actions.act_on_run(kube, namespace, run_name, act, component="zonda-cli")
-    except run_actions.RunActionError as exc:
-        raise click.ClickException(exc.message) from exc
-
-
-def _report(run_name: str, verb: str, outcome: tuple[ActionResult, dict[str, TaskInstanceStatus]]) -> None:
-    result, before = outcome
-    if not result.changed:
-        click.echo(f"{run_name}: nothing to {verb}")
-        return
-    click.echo(f"{run_name}: {len(result.changed)} task instance(s) changed")
-    for line in actions.describe(result, before):
-        click.echo(f"  {line}")
-
-
-@main.command()
-@click.argument("run_name")
-@click.option("--task", "-t", "tasks", multiple=True, help="Task id to clear (default: all).")
-@click.option("--downstream", "-d", is_flag=True, help="Also clear their downstream tasks.")
-@click.option("--upstream", "-u", is_flag=True, help="Also clear their upstream tasks.")
-@click.option("--only-failed", "-f", is_flag=True, help="Only failed and upstream_failed task instances.")
-@click.option(
-    "--exclude-external",
-    "-x",
-    is_flag=True,
-    help="Do not follow ExternalTaskMarkers into other DAGs' runs (Airflow's --exclude-subdags).",
-)
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
-def clear(
-    run_name: str,
-    tasks: tuple[str, ...],
-    downstream: bool,
-    upstream: bool,
-    only_failed: bool,
-    exclude_external: bool,
-    namespace: str | None,
-    kubeconfig: str | None,
-) -> None:
-    """Clear task instances so they run again (Airflow's `tasks clear`); running ones are restarted.
-
-    A cleared ExternalTaskMarker clears its external task (and that task's downstream) in the other
-    DAG's run at the marker's logical date too, as Airflow does, up to the marker's recursion_depth.
-    """
-    ns = _namespace(namespace)
-    first = actions.RunClear(
-        run_name, tuple(tasks) or None, upstream=upstream, downstream=downstream, only_failed=only_failed
-    )
-
-    async def go() -> list[run_actions.RunOutcome]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            try:
-                return await run_actions.clear_across_dags(
-                    kube,
-                    ns,
-                    first,
-                    now=datetime.now(UTC),
-                    who="a user",
-                    follow_markers=not exclude_external,
-                    component="zonda-cli",
-                )
-            except run_actions.RunActionError as exc:
-                raise click.ClickException(exc.message) from exc
-
-    for outcome in _run(go()):
-        if outcome.via:
-            click.echo(f"(through ExternalTaskMarker {outcome.via})")
-        _report(outcome.run_name, "clear", (outcome.result, outcome.before))
-
-
-@main.command()
-@click.argument("run_name")
-@click.argument("task_id")
-@click.argument("state", type=click.Choice(sorted(s.value for s in actions.MARKABLE_STATES)))
-@click.option("--downstream", "-d", is_flag=True, help="Also mark its downstream tasks.")
-@click.option("--upstream", "-u", is_flag=True, help="Also mark its upstream tasks.")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
-def mark(
-    run_name: str,
-    task_id: str,
-    state: str,
-    downstream: bool,
-    upstream: bool,
-    namespace: str | None,
-    kubeconfig: str | None,
-) -> None:
-    """Set a task instance's state by hand (Airflow's "mark success/failed/skipped").
-
-    As in Airflow, failed and upstream_failed task instances downstream of it are cleared to resume.
-    """
-    ns = _namespace(namespace)
-
-    def act(dag: ResolvedDag, status: DagRunStatus) -> ActionResult:
-        return actions.mark(
-            dag,
-            status,
-            task_ids=[task_id],
-            state=TaskInstanceState(state),
-            upstream=upstream,
-            downstream=downstream,
-            now=datetime.now(UTC),
-        )
-
-    async def go() -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
-            return await _act_on_run(kube, ns, run_name, act)
-
-    _report(run_name, "mark", _run(go()))
-
-
+main.add_command(operate_commands.trigger)
+main.add_command(operate_commands.clear)
+main.add_command(operate_commands.mark)
 main.add_command(logs_commands.logs)
 main.add_command(runs_commands.runs)
 main.add_command(xcom_commands.xcom)
