@@ -43,9 +43,9 @@ from zonda.models import (
     TaskInstanceState,
     TaskInstanceStatus,
 )
-from zonda.plans import FINISHED_RUN_STATES, task_invocation
+from zonda.plans import task_invocation
 from zonda.sensors.external_task import DEFAULT_EXECUTION_DATE, DEFAULT_RECURSION_DEPTH
-from zonda.states import check_transition
+from zonda.states import FINISHED_RUN_STATES, check_transition
 
 S = TaskInstanceState
 

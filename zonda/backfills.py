@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from zonda import scheduling
+from zonda.dag_plans import RunRef, timetable_for
 from zonda.models import (
     BackfillSpec,
     BackfillState,
@@ -28,7 +29,7 @@ from zonda.models import (
     ReprocessBehavior,
     RunType,
 )
-from zonda.plans import FINISHED_RUN_STATES, RunRef, timetable_for
+from zonda.states import FINISHED_RUN_STATES
 from zonda.timetables.base import coerce_utc
 
 #: At most this many logical dates per backfill (a typo in a range should not make a million runs).

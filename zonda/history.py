@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from zonda.dag_plans import RunRef
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.models import DagRunState, DagSpec
-from zonda.plans import FINISHED_RUN_STATES, RunRef
+from zonda.states import FINISHED_RUN_STATES
 
 
 def _newest_first(run: RunRef) -> tuple[datetime, str]:

@@ -1,29 +1,26 @@
-"""The decisions the reconcilers used to make inline, as pure functions with `now` passed in.
+"""What the run reconciler decides, as pure functions with `now` passed in.
 
-- `plan_dag`: validate a DAG, the runs its timetable says are due (`zonda.scheduling.catchup_backlog`
-  within `maxActiveRuns`), and its whole new status (Valid and Ready conditions, the next run, the
-  last automated interval) — what `reconcile_dag` writes after creating the runs.
 - `start_run`: snapshot the DAG into a new run and work out its logical date, data interval and run
   id (or say why it cannot start: DAG missing or invalid).
-- `observe`: sort what the executor and the triggerer report into the current attempt of each task
-  instance and the strays to stop or delete (the only place that decides what is a stray).
+- `observe` / `observe_run`: sort what the executor and the triggerer report into the current attempt
+  of each task instance and the strays to stop or delete (the only place that decides what is a
+  stray); `decide_run` then runs `zonda.decisions.decide` over the run.
 - `latest_window_end`: LatestOnlyOperator's window, from the run's timetable.
+- `task_invocation` / `mapped_container_args`: what a launched try gets.
 
-The controller gathers (API reads), calls these, and acts (creates, writes, posts Events).
-
-Over 400 lines on purpose: every decision the reconcilers used to make inline is here, one section
-per reconciler step, so a reader checks "does the controller decide anything?" in one file. Split it
-by reconciler (DAGs / runs) when it grows further.
+The controller gathers (API reads), calls these, and acts (creates, writes, posts Events). The DAG
+reconciler's decisions are in `zonda.dag_plans`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from zonda import conditions, mapped_groups, mapping, params, scheduling, xcoms
+from zonda.dag_plans import timetable_for, utc_interval
 from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
@@ -35,206 +32,14 @@ from zonda.decisions import (
     decide,
 )
 from zonda.invocations import MappedExpansion, TaskInvocation
-from zonda.models import (
-    DagRunSpec,
-    DagRunState,
-    DagRunStatus,
-    DagSpec,
-    DagStatus,
-    RunType,
-    TaskInstanceState,
-    dag_display_fields,
-)
-from zonda.timetables import (
-    DataInterval,
-    TimeRestriction,
-    Timetable,
-    load_timetable,
-    timetable_for_schedule,
-)
+from zonda.models import DagRunSpec, DagRunState, DagRunStatus, DagSpec, RunType, TaskInstanceState
+from zonda.states import FINISHED_RUN_STATES
+from zonda.timetables import TimeRestriction
 from zonda.timetables.base import coerce_utc, pinned_clock
 
 S = TaskInstanceState
-FINISHED_RUN_STATES = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
-#: Run types whose data intervals the timetable continues from (Airflow's "automated" runs).
-_AUTOMATED_RUN_TYPES = frozenset({RunType.SCHEDULED, RunType.BACKFILL})
 #: Attempts the executor still runs: a stray in one of these phases is stopped.
 _ALIVE = frozenset({AttemptPhase.PENDING, AttemptPhase.RUNNING})
-
-
-def timetable_for(spec: DagSpec) -> Timetable:
-    """The DAG's timetable: its custom `timetable`, else its `schedule` (Airflow's `dag.timetable`)."""
-    if spec.timetable is not None:
-        return load_timetable(spec.timetable.class_, dict(spec.timetable.params))
-    return timetable_for_schedule(spec.schedule, spec.timezone)
-
-
-# -------------------------------------------------------------------------------------------- DAGs
-
-
-@dataclass(frozen=True)
-class RunRef:
-    """What the DAG's scheduling needs to know of one of its existing runs."""
-
-    name: str
-    created_at: datetime
-    run_type: RunType | None
-    state: DagRunState | None
-    data_interval: DataInterval | None  # the spec's, for scheduled and backfill runs
-
-
-@dataclass(frozen=True)
-class DagPlan:
-    """The DAG's new status, the runs to create now (oldest first), what to tell the user, when to wake."""
-
-    status: DagStatus
-    runs_to_create: tuple[scheduling.DueRun, ...] = ()
-    events: tuple[RunEvent, ...] = ()
-    wake_at: datetime | None = None
-
-
-def plan_dag(
-    name: str,
-    raw_spec: Mapping[str, Any],
-    *,
-    status: DagStatus,
-    generation: int | None,
-    created_at: datetime,
-    runs: Sequence[RunRef],
-    now: datetime,
-) -> DagPlan:
-    """One scheduling pass over a DAG: Airflow's `DagModel.next_dagrun` bookkeeping, without a database.
-
-    Runs are created oldest first up to `maxActiveRuns` (a timetable's own `active_runs_limit`, e.g.
-    `@continuous`, caps it further); a paused DAG creates none. The status assumes every run listed in
-    `runs_to_create` gets created (an AlreadyExists counts: it was created before).
-    """
-    try:
-        spec = parse_dag_spec(raw_spec)
-        resolve_dag(name, spec)
-        timetable = timetable_for(spec)
-    except (DagInvalid, ValueError, ImportError) as exc:
-        return _invalid_dag(exc, status=status, generation=generation, now=now)
-
-    active = sum(1 for run in runs if run.state not in FINISHED_RUN_STATES)
-    limit = timetable.active_runs_limit
-    max_active_runs = min(spec.max_active_runs, limit) if limit else spec.max_active_runs
-    last_interval = last_automated_interval(status, runs)
-    start_date = spec.start_date or created_at
-    room = 0 if spec.paused else max(max_active_runs - active, 0)
-    due, after = scheduling.catchup_backlog(
-        timetable,
-        last_automated_data_interval=last_interval,
-        start_date=start_date,
-        end_date=spec.end_date,
-        catchup=spec.catchup,
-        now=now,
-        limit=room,
-    )
-    active += len(due)
-    last_interval = due[-1].data_interval if due else last_interval
-    # The run to show as next: the one due now but held back (maxActiveRuns, pause), else the one due
-    # when the trailing decision wakes.
-    upcoming = after.due
-    if upcoming is None and after.wake_at is not None:
-        upcoming = scheduling.decide_next_run(
-            timetable,
-            last_automated_data_interval=last_interval,
-            start_date=start_date,
-            end_date=spec.end_date,
-            catchup=spec.catchup,
-            now=after.wake_at,
-        ).due
-    if spec.paused:
-        ready = ("Paused", False, "paused: no scheduled runs are created (manual runs are accepted)")
-    elif not timetable.can_be_scheduled:
-        ready = ("ManualOnly", True, "no schedule: runs are created manually")
-    elif active >= max_active_runs and after.due is not None:
-        ready = ("MaxActiveRuns", True, f"{active} active runs reached maxActiveRuns")
-    else:
-        ready = ("Scheduled", True, "")
-    conds = conditions.set_condition(
-        status.conditions, type="Valid", status=True, reason="Valid", now=now, generation=generation
-    )
-    conds = conditions.set_condition(
-        conds,
-        type="Ready",
-        status=ready[1],
-        reason=ready[0],
-        message=ready[2],
-        now=now,
-        generation=generation,
-    )
-    latest = max(runs, key=lambda run: run.created_at, default=None)
-    update: dict[str, Any] = {
-        "conditions": conds,
-        "observed_generation": generation,
-        "timetable_summary": timetable.summary,
-        **dag_display_fields(spec, timetable.summary),
-        "active_runs": active,
-        "next_logical_date": upcoming.logical_date if upcoming else None,
-        "next_run_after": upcoming.run_after if upcoming else None,
-        "next_data_interval_start": upcoming.data_interval.start if upcoming else None,
-        "next_data_interval_end": upcoming.data_interval.end if upcoming else None,
-        "last_automated_data_interval_start": last_interval.start if last_interval else None,
-        "last_automated_data_interval_end": last_interval.end if last_interval else None,
-    }
-    if latest is not None:
-        update |= {"last_run": latest.name, "last_run_state": latest.state}
-    return DagPlan(
-        status=status.model_copy(update=update),
-        runs_to_create=tuple(due),
-        wake_at=None if after.due is not None else after.wake_at,
-    )
-
-
-def _invalid_dag(exc: Exception, *, status: DagStatus, generation: int | None, now: datetime) -> DagPlan:
-    message = "; ".join(exc.errors if isinstance(exc, DagInvalid) else [str(exc)])
-    conds = conditions.set_condition(
-        status.conditions,
-        type="Valid",
-        status=False,
-        reason="InvalidSpec",
-        message=message,
-        now=now,
-        generation=generation,
-    )
-    conds = conditions.set_condition(
-        conds,
-        type="Ready",
-        status=False,
-        reason="InvalidSpec",
-        message="the DAG is not scheduled until its spec is valid",
-        now=now,
-        generation=generation,
-    )
-    events: tuple[RunEvent, ...] = ()
-    if conditions.condition_changed(status.conditions, conds, "Valid"):
-        events = (RunEvent("InvalidSpec", message, warning=True),)
-    new = status.model_copy(update={"conditions": conds, "observed_generation": generation})
-    return DagPlan(status=new, events=events)
-
-
-def last_automated_interval(status: DagStatus, runs: Iterable[RunRef]) -> DataInterval | None:
-    """The newest automated data interval: from the DAG's status or its runs, whichever is later.
-
-    Keeping it in status means deleting a run does not make the controller create it again.
-    """
-    best: DataInterval | None = None
-    if status.last_automated_data_interval_start and status.last_automated_data_interval_end:
-        best = _interval(status.last_automated_data_interval_start, status.last_automated_data_interval_end)
-    for run in runs:
-        automated = run.run_type in _AUTOMATED_RUN_TYPES and run.data_interval is not None
-        if automated and run.data_interval is not None and (best is None or run.data_interval.end > best.end):
-            best = _interval(run.data_interval.start, run.data_interval.end)
-    return best
-
-
-def _interval(start: datetime, end: datetime) -> DataInterval:
-    return DataInterval(coerce_utc(start), coerce_utc(end))
-
-
-# -------------------------------------------------------------------------------------------- runs
 
 
 @dataclass(frozen=True)
@@ -289,7 +94,7 @@ def start_run(
             status, "InvalidConf", "conf does not match the DAG's params: " + "; ".join(conf_errors), now
         )
     if spec.data_interval is not None:
-        interval = _interval(spec.data_interval.start, spec.data_interval.end)
+        interval = utc_interval(spec.data_interval.start, spec.data_interval.end)
         logical_date = coerce_utc(spec.logical_date or interval.start)
     else:
         due = scheduling.manual_run(timetable, run_after=spec.logical_date or created_at)
@@ -447,7 +252,9 @@ def latest_window_end(dag_spec: DagSpec, status: DagRunStatus, now: datetime) ->
         timetable = timetable_for(dag_spec)
         with pinned_clock(coerce_utc(now)):
             info = timetable.next_dagrun_info(
-                last_automated_data_interval=_interval(status.data_interval_start, status.data_interval_end),
+                last_automated_data_interval=utc_interval(
+                    status.data_interval_start, status.data_interval_end
+                ),
                 restriction=TimeRestriction(earliest=None, latest=None, catchup=True),
             )
     except Exception:  # a custom timetable that cannot answer: LatestOnly then treats the run as latest
@@ -456,17 +263,15 @@ def latest_window_end(dag_spec: DagSpec, status: DagRunStatus, now: datetime) ->
 
 
 __all__ = [
-    "FINISHED_RUN_STATES",
-    "DagPlan",
     "DagRef",
-    "RunRef",
     "RunStart",
-    "last_automated_interval",
+    "decide_run",
     "latest_window_end",
+    "mapped_container_args",
     "observe",
-    "plan_dag",
+    "observe_run",
     "start_run",
-    "timetable_for",
+    "task_invocation",
 ]
 
 

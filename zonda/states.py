@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from zonda.models import FINISHED_TI_STATES, TaskInstanceState
+from zonda.models import FINISHED_TI_STATES, DagRunState, TaskInstanceState
 
 S = TaskInstanceState
 
@@ -32,6 +32,8 @@ _ATTEMPT_OUTCOMES = frozenset(
 )
 #: States a dagrun timeout skips (Airflow's `State.unfinished`).
 UNFINISHED_TI_STATES = frozenset(set(S) - FINISHED_TI_STATES)
+#: A run in one of these states is over: nothing in it is decided again.
+FINISHED_RUN_STATES = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 
 #: The moves the scheduler (`zonda.decisions.decide`) may make.
 ALLOWED_TRANSITIONS: Mapping[TaskInstanceState, frozenset[TaskInstanceState]] = {
@@ -39,8 +41,9 @@ ALLOWED_TRANSITIONS: Mapping[TaskInstanceState, frozenset[TaskInstanceState]] = 
     # task that cannot expand (nothing to map over, over max_map_length) fails without a try.
     S.NONE: frozenset({S.SCHEDULED, S.SKIPPED, S.UPSTREAM_FAILED, S.REMOVED, S.SUCCESS, S.FAILED}),
     # A resumed try whose execution_timeout ran out before it got a slot fails (or is retried).
-    S.SCHEDULED: frozenset({S.QUEUED, S.NONE, S.SKIPPED, S.UPSTREAM_FAILED, S.REMOVED, S.SUCCESS,
-                            S.FAILED, S.UP_FOR_RETRY}),
+    S.SCHEDULED: frozenset(
+        {S.QUEUED, S.NONE, S.SKIPPED, S.UPSTREAM_FAILED, S.REMOVED, S.SUCCESS, S.FAILED, S.UP_FOR_RETRY}
+    ),
     S.QUEUED: frozenset({S.RUNNING, S.REMOVED} | _ATTEMPT_OUTCOMES),
     S.RUNNING: frozenset({S.REMOVED} | _ATTEMPT_OUTCOMES),
     # A fired trigger resumes the task; a failed or timed-out one fails it (retries apply).
@@ -71,8 +74,14 @@ MANUAL_TRANSITIONS: Mapping[TaskInstanceState, frozenset[TaskInstanceState]] = {
 class IllegalTransition(ValueError):
     """A task instance was asked to move to a state it cannot reach from its current one."""
 
-    def __init__(self, old: TaskInstanceState, new: TaskInstanceState, *, task_id: str | None = None,
-                 manual: bool = False) -> None:
+    def __init__(
+        self,
+        old: TaskInstanceState,
+        new: TaskInstanceState,
+        *,
+        task_id: str | None = None,
+        manual: bool = False,
+    ) -> None:
         who = f"task instance {task_id!r}" if task_id else "a task instance"
         allowed = sorted(s.value for s in allowed_targets(old, manual=manual))
         super().__init__(
@@ -96,14 +105,21 @@ def is_transition_allowed(old: TaskInstanceState, new: TaskInstanceState, *, man
     return old is new or new in allowed_targets(old, manual=manual)
 
 
-def check_transition(old: TaskInstanceState, new: TaskInstanceState, *, task_id: str | None = None,
-                     manual: bool = False) -> None:
+def check_transition(
+    old: TaskInstanceState, new: TaskInstanceState, *, task_id: str | None = None, manual: bool = False
+) -> None:
     """Raise `IllegalTransition` unless `old -> new` is a legal move."""
     if not is_transition_allowed(old, new, manual=manual):
         raise IllegalTransition(old, new, task_id=task_id, manual=manual)
 
 
 __all__ = [
-    "ALLOWED_TRANSITIONS", "MANUAL_TRANSITIONS", "UNFINISHED_TI_STATES", "IllegalTransition",
-    "allowed_targets", "check_transition", "is_transition_allowed",
+    "ALLOWED_TRANSITIONS",
+    "FINISHED_RUN_STATES",
+    "MANUAL_TRANSITIONS",
+    "UNFINISHED_TI_STATES",
+    "IllegalTransition",
+    "allowed_targets",
+    "check_transition",
+    "is_transition_allowed",
 ]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from zonda import scheduling
+from zonda.dag_plans import last_automated_interval, timetable_for
 from zonda.models import DagSpec, DagStatus
-from zonda.plans import last_automated_interval, timetable_for
 from zonda.timetables.base import DataInterval, TimeRestriction, coerce_utc, pinned_clock
 
 

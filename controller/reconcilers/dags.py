@@ -1,4 +1,4 @@
-"""`DagReconciler`: gather a DAG and its runs, `zonda.plans.plan_dag`, create the due runs, write status.
+"""`DagReconciler`: gather a DAG and its runs, `zonda.dag_plans.plan_dag`, create the due runs, write status.
 
 Runs get deterministic names (`zonda.scheduling.dagrun_name`): a restart or a second controller
 gets 409 AlreadyExists instead of a duplicate.
@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
-from zonda import history, plans, scheduling
+from zonda import dag_plans, history, scheduling
 from zonda.models import API_VERSION, DagRunSpec, DagRunState, DagSpec, DagStatus, RunType
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
@@ -44,7 +44,7 @@ class DagReconciler:
             if (r.get("spec") or {}).get("dagName") == name
         ]
         old_status = parse_status(DagStatus, dag.get("status"))
-        plan = plans.plan_dag(
+        plan = dag_plans.plan_dag(
             name,
             dag["spec"],
             status=old_status,
@@ -78,7 +78,9 @@ class DagReconciler:
         message = f"created {run_name} for data interval {interval.start} .. {interval.end}"
         await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
 
-    async def _delete_beyond_history_limits(self, dag: Mapping[str, Any], runs: list[plans.RunRef]) -> None:
+    async def _delete_beyond_history_limits(
+        self, dag: Mapping[str, Any], runs: list[dag_plans.RunRef]
+    ) -> None:
         """Delete finished runs past `successfulRunsHistoryLimit`/`failedRunsHistoryLimit` (their pods
         are owned by them and go with them)."""
         try:
@@ -93,13 +95,13 @@ class DagReconciler:
             await self.kube.emit_event(dag, reason="RunsDeleted", message=message)
 
 
-def run_ref(run: Mapping[str, Any]) -> plans.RunRef:
+def run_ref(run: Mapping[str, Any]) -> dag_plans.RunRef:
     """What the DAG's scheduling needs of one of its runs' bodies."""
     spec, status = run.get("spec") or {}, run.get("status") or {}
     interval = spec.get("dataInterval") or {}
     start, end = parse_time(interval.get("start")), parse_time(interval.get("end"))
     run_type, state = str(spec.get("runType")), str(status.get("state"))
-    return plans.RunRef(
+    return dag_plans.RunRef(
         name=run["metadata"]["name"],
         created_at=parse_time(run["metadata"]["creationTimestamp"]) or utcnow(),
         run_type=RunType(run_type) if run_type in _RUN_TYPES else None,

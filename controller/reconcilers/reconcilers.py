@@ -1,6 +1,6 @@
 """Reconcilers: gather from the API, call the pure core, act once. No scheduling logic lives here.
 
-- `DagReconciler` (dags.py): `zonda.plans.plan_dag` decides which runs are due and the DAG's status.
+- `DagReconciler` (dags.py): `zonda.dag_plans.plan_dag` decides which runs are due and the DAG's status.
 - `RunReconciler` (runs.py): `zonda.plans.start_run` / `observe`, then `zonda.decisions.decide`.
 - `BackfillReconciler` (backfills.py): `zonda.backfills.plan_backfill` decides which backfill runs to create.
 - `PoolReconciler` (pools.py): a Pool's status; pools.py also holds the admission critical section.
@@ -25,7 +25,7 @@ from controller.reconcilers.pools import PoolReconciler
 from controller.reconcilers.runs import RunReconciler
 from zonda import conditions
 from zonda.models import Condition
-from zonda.plans import FINISHED_RUN_STATES
+from zonda.states import FINISHED_RUN_STATES
 
 __all__ = ["FINISHED_RUN_STATES", "Reconcilers"]
 

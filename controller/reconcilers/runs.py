@@ -38,6 +38,7 @@ from zonda.models import (
     DagSpec,
     TriggerSpec,
 )
+from zonda.states import FINISHED_RUN_STATES
 from zonda.wire import LABEL_DAGRUN, LABEL_DAGRUN_UID, LABEL_SHARD, label_value, parse_time
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class RunReconciler:
         if status.dag_spec is None:
             start = await self._start(run, spec, status, now)
             if not start.started:  # failed for good (invalid conf), or the DAG is missing or invalid
-                if start.status.state not in plans.FINISHED_RUN_STATES:
+                if start.status.state not in FINISHED_RUN_STATES:
                     return now + DAG_NOT_FOUND_RETRY
                 if start.status.state != status.state and self.on_run_state_change is not None:
                     self.on_run_state_change(namespace, spec.dag_name, name, start.status.state)

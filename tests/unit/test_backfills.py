@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from zonda.backfills import plan_backfill, run_name
+from zonda.dag_plans import RunRef
 from zonda.models import BackfillSpec, BackfillState, DagRunState, DagSpec, RunType
-from zonda.plans import RunRef
 from zonda.timetables import DataInterval
 
 DAY = timedelta(days=1)

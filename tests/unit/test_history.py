@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from zonda.dag_plans import RunRef
 from zonda.history import runs_beyond_history_limits
 from zonda.models import DagRunState, DagSpec, RunType
-from zonda.plans import RunRef
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

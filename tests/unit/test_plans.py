@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from zonda import plans
+from zonda import dag_plans, plans
 from zonda.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
 from zonda.models import (
     DagRunSpec,
@@ -41,8 +41,8 @@ def day(n: int) -> datetime:
     return datetime(2026, 1, n, tzinfo=UTC)
 
 
-def scheduled_run(n: int, state: DagRunState | None = DagRunState.SUCCESS) -> plans.RunRef:
-    return plans.RunRef(
+def scheduled_run(n: int, state: DagRunState | None = DagRunState.SUCCESS) -> dag_plans.RunRef:
+    return dag_plans.RunRef(
         name=f"d-{n}",
         created_at=day(n + 1),
         run_type=RunType.SCHEDULED,
@@ -52,9 +52,9 @@ def scheduled_run(n: int, state: DagRunState | None = DagRunState.SUCCESS) -> pl
 
 
 def plan(
-    spec: dict[str, Any], runs: tuple[plans.RunRef, ...] = (), status: DagStatus | None = None
-) -> plans.DagPlan:
-    return plans.plan_dag(
+    spec: dict[str, Any], runs: tuple[dag_plans.RunRef, ...] = (), status: DagStatus | None = None
+) -> dag_plans.DagPlan:
+    return dag_plans.plan_dag(
         "d", spec, status=status or DagStatus(), generation=3, created_at=CREATED, runs=runs, now=NOW
     )
 
@@ -90,7 +90,9 @@ def test_max_active_runs_holds_the_backlog_back_and_shows_the_held_run_as_next()
 
 def test_the_newest_automated_run_is_where_the_timetable_continues() -> None:
     runs = [scheduled_run(7), scheduled_run(8, DagRunState.RUNNING)]
-    manual = plans.RunRef("d-manual", day(9) + timedelta(hours=1), RunType.MANUAL, DagRunState.RUNNING, None)
+    manual = dag_plans.RunRef(
+        "d-manual", day(9) + timedelta(hours=1), RunType.MANUAL, DagRunState.RUNNING, None
+    )
     result = plan(dag_spec(schedule="@daily", startDate="2026-01-01T00:00:00Z"), (*runs, manual))
     assert [due.logical_date.day for due in result.runs_to_create] == [9]
     assert result.status.active_runs == 3
@@ -210,8 +212,12 @@ def test_the_latest_only_window_is_the_next_interval() -> None:
 def test_the_run_start_and_plan_read_no_clock() -> None:
     later = NOW + timedelta(days=365)
     spec = dag_spec(schedule="@daily", startDate="2026-01-07T00:00:00Z")
-    one = plans.plan_dag("d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=[], now=later)
-    two = plans.plan_dag("d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=[], now=later)
+    one = dag_plans.plan_dag(
+        "d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=[], now=later
+    )
+    two = dag_plans.plan_dag(
+        "d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=[], now=later
+    )
     assert one == two and len(one.runs_to_create) == 16  # maxActiveRuns' default
 
 
