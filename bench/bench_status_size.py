@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zonda import xcoms
-from zonda.models import DagRunState, DagRunStatus, TaskInstanceState, TaskInstanceStatus
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
+from zonda.models import DagRunState, TaskInstanceState
 
 OBJECT_LIMIT_BYTES = 3 * 512 * 1024  # 1.5 MiB
 

@@ -37,7 +37,8 @@ from controller.kube_rest import KubeRest
 from controller.xcom_backends import XComStore
 from zonda import xcom_chunks, xcoms
 from zonda.invocations import TaskInvocation
-from zonda.models import API_VERSION, GROUP, VERSION, RunType
+from zonda.models import API_VERSION, GROUP, VERSION
+from zonda.run_types import RunType
 
 
 @contextlib.contextmanager

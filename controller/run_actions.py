@@ -19,8 +19,8 @@ import pydantic
 from controller.kube import DAGRUNS, Conflict, KubeApi, KubeError
 from zonda import actions
 from zonda.actions import ActionResult
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag
-from zonda.models import DagRunStatus, TaskInstanceStatus
 from zonda.states import IllegalTransition
 
 Action = Callable[[ResolvedDag, DagRunStatus], ActionResult]

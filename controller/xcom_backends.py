@@ -201,7 +201,8 @@ class XComStore:
 
     def _runs_of(self, namespace: str, dag_name: str) -> list[xcoms.EarlierRun]:
         from controller.kube_rest import KubeRestError
-        from zonda.models import GROUP, VERSION, DagRunStatus  # pydantic: only for include_prior_dates
+        from zonda.dagrun_models import DagRunStatus  # pydantic: only for include_prior_dates
+        from zonda.models import GROUP, VERSION
 
         try:
             bodies = self.kube().list_custom(GROUP, VERSION, namespace, DAGRUNS)

@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from zonda import mapping, xcoms
+from zonda.dagrun_models import TaskInstanceStatus
 from zonda.dags import ResolvedTask
 from zonda.decisions import RunEvent
-from zonda.models import TaskInstanceState, TaskInstanceStatus
+from zonda.models import TaskInstanceState
 
 if TYPE_CHECKING:
     from zonda._decide_runs import RunPass

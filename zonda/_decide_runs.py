@@ -33,6 +33,7 @@ from typing import Any
 from zonda import mapping, operator_registry, pools, run_slots, xcoms
 from zonda._decide_graphs import descendants, group_roots, leaves
 from zonda._decide_mapping import MappedInstances
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag, ResolvedTask, effective_priority_weights
 from zonda.decisions import (
     AttemptPhase,
@@ -45,16 +46,10 @@ from zonda.decisions import (
     TriggerRequest,
 )
 from zonda.invocations import SKIP_EXIT_CODE, TaskOutcome, TaskResult
-from zonda.models import (
-    FINISHED_TI_STATES,
-    DagRunState,
-    DagRunStatus,
-    RunType,
-    TaskInstanceState,
-    TaskInstanceStatus,
-)
+from zonda.models import FINISHED_TI_STATES, DagRunState, TaskInstanceState
 from zonda.names import attempt_name, trigger_name
 from zonda.retries import is_eligible_to_retry, next_retry_datetime
+from zonda.run_types import RunType
 from zonda.states import UNFINISHED_TI_STATES, check_transition
 from zonda.trigger_rules import TriggerRuleOutcome, evaluate_trigger_rule
 
@@ -95,10 +90,20 @@ def _seconds(delta: timedelta) -> str:
 class RunPass:
     """One scheduler pass over one run; `plan()` returns the outcome. Use once."""
 
-    def __init__(self, dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRunStatus,
-                 observed: Observation, now: datetime, logical_date: datetime | None,
-                 data_interval_end: datetime | None, pending_timeout: timedelta | None = None,
-                 max_map_length: int = mapping.DEFAULT_MAX_MAP_LENGTH) -> None:
+    def __init__(
+        self,
+        dag: ResolvedDag,
+        *,
+        run_name: str,
+        run_type: RunType,
+        status: DagRunStatus,
+        observed: Observation,
+        now: datetime,
+        logical_date: datetime | None,
+        data_interval_end: datetime | None,
+        pending_timeout: timedelta | None = None,
+        max_map_length: int = mapping.DEFAULT_MAX_MAP_LENGTH,
+    ) -> None:
         self.dag = dag
         self.run_name = run_name
         self.run_type = run_type
@@ -186,14 +191,16 @@ class RunPass:
             return False
         if all(ti.state in FINISHED_TI_STATES for ti in self.tis.values()):
             return False  # everything finished in time: the leaves decide, not the clock
-        reason = (f"The run exceeded its dagrun_timeout of {_seconds(timeout)} "
-                  f"(started at {start.isoformat()})")
+        reason = (
+            f"The run exceeded its dagrun_timeout of {_seconds(timeout)} (started at {start.isoformat()})"
+        )
         for task_id, ti in list(self.tis.items()):
             if ti.state in UNFINISHED_TI_STATES:
                 self._stop_attempt_of(ti)
                 self._set(task_id, S.SKIPPED, reason, end_date=self.now)
-        self._finish_run(DagRunState.FAILED, "RunTimedOut", f"Run {self.run_name} timed out: {reason}",
-                         warning=True)
+        self._finish_run(
+            DagRunState.FAILED, "RunTimedOut", f"Run {self.run_name} timed out: {reason}", warning=True
+        )
         return True
 
     def _settle_run(self) -> None:
@@ -201,17 +208,23 @@ class RunPass:
         if any(ti.state not in FINISHED_TI_STATES for ti in self.tis.values()):
             return
         leaf_states = {
-            key: self.tis[key].state for task_id in leaves(self.dag) for key in self.mapped.keys(task_id)
+            key: self.tis[key].state
+            for task_id in leaves(self.dag)
+            for key in self.mapped.keys(task_id)
             if self.tis[key].state is not S.REMOVED
         }
         failed = sorted(task_id for task_id, state in leaf_states.items() if state in _FAILED_LEAF_STATES)
         if failed:
-            self._finish_run(DagRunState.FAILED, "RunFailed",
-                             f"Run {self.run_name} failed: leaf task(s) {', '.join(failed)} did not succeed",
-                             warning=True)
+            self._finish_run(
+                DagRunState.FAILED,
+                "RunFailed",
+                f"Run {self.run_name} failed: leaf task(s) {', '.join(failed)} did not succeed",
+                warning=True,
+            )
         elif all(state in _SUCCESS_LEAF_STATES for state in leaf_states.values()):
-            self._finish_run(DagRunState.SUCCESS, "RunSucceeded", f"Run {self.run_name} succeeded",
-                             warning=False)
+            self._finish_run(
+                DagRunState.SUCCESS, "RunSucceeded", f"Run {self.run_name} succeeded", warning=False
+            )
 
     def _next_wake(self) -> datetime | None:
         """The earliest time something in this run changes without anyone reporting it."""
@@ -249,9 +262,11 @@ class RunPass:
         event_reason, warning = _EVENT_REASONS[state]
         if state is S.SCHEDULED:
             self._scheduled_event_at[task_id] = len(self.events)
-        self.events.append(RunEvent(
-            event_reason, f"Task {task_id} ({ti.state.value} -> {state.value}): {reason}", warning=warning
-        ))
+        self.events.append(
+            RunEvent(
+                event_reason, f"Task {task_id} ({ti.state.value} -> {state.value}): {reason}", warning=warning
+            )
+        )
 
     def _update(self, task_id: str, **fields: Any) -> None:
         self.tis[task_id] = self.tis[task_id].model_copy(update=fields)
@@ -280,8 +295,7 @@ class RunPass:
         for task_id, ti in list(self.tis.items()):
             if ti.state is S.RESTARTING and self._in_dag(task_id):
                 self._stop_attempt_of(ti)
-                self._set(task_id, S.NONE, "Cleared while running: its attempt was stopped",
-                          **TRY_RESET)
+                self._set(task_id, S.NONE, "Cleared while running: its attempt was stopped", **TRY_RESET)
 
     # --------------------------------------------------------------------------------- attempts
 
@@ -321,18 +335,28 @@ class RunPass:
         )
         result = attempt.result
         if attempt.phase is AttemptPhase.MISSING:
-            self._fail(task_id, f"Attempt {attempt.name} vanished while the task instance was "
-                       f"{ti.state.value} (its pod was deleted or evicted, or its node was lost); "
-                       "it is handled as a zombie" + _detail(attempt.message))
+            self._fail(
+                task_id,
+                f"Attempt {attempt.name} vanished while the task instance was "
+                f"{ti.state.value} (its pod was deleted or evicted, or its node was lost); "
+                "it is handled as a zombie" + _detail(attempt.message),
+            )
         elif attempt.phase is AttemptPhase.SUCCEEDED and result is None:
             self._succeed(task_id, TaskResult(outcome=TaskOutcome.SUCCESS), attempt)
         elif attempt.phase is AttemptPhase.SUCCEEDED and result is not None:
             self._apply_result(task_id, result, attempt)
         elif attempt.exit_code == SKIP_EXIT_CODE:
-            self._set(task_id, S.SKIPPED, f"Attempt {attempt.name} exited with code {SKIP_EXIT_CODE}: "
-                      "the task skipped itself" + _detail(attempt.message), **_TRY_END)
+            self._set(
+                task_id,
+                S.SKIPPED,
+                f"Attempt {attempt.name} exited with code {SKIP_EXIT_CODE}: "
+                "the task skipped itself" + _detail(attempt.message),
+                **_TRY_END,
+            )
         elif result is not None and result.outcome in (
-            TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY, TaskOutcome.SKIPPED
+            TaskOutcome.FAILED,
+            TaskOutcome.FAILED_NO_RETRY,
+            TaskOutcome.SKIPPED,
         ):
             self._apply_result(task_id, result, attempt)
         else:
@@ -364,17 +388,29 @@ class RunPass:
         follow = None if result.follow_task_ids is None else group_roots(self.dag, result.follow_task_ids)
         if follow is not None and (unknown := sorted(set(follow) - set(self.dag.tasks))):
             # Airflow's SkipMixin raises inside the branch task, which then fails (and may retry).
-            self._fail(task_id, "'branch_task_ids' must contain only valid task_ids. "
-                       f"Invalid tasks found: {unknown}.")
+            self._fail(
+                task_id,
+                f"'branch_task_ids' must contain only valid task_ids. Invalid tasks found: {unknown}.",
+            )
             return
         reason = result.message or f"Attempt {attempt.name} succeeded"
-        self._set(task_id, S.SUCCESS, reason, xcom=result.xcom, **self._pushes(task_id, result),
-                  follow_task_ids=follow, **_TRY_END)
+        self._set(
+            task_id,
+            S.SUCCESS,
+            reason,
+            xcom=result.xcom,
+            **self._pushes(task_id, result),
+            follow_task_ids=follow,
+            **_TRY_END,
+        )
         if follow is not None:
             self._skip_all_except(task_id, follow)
         if result.skip_all_downstream:
-            self._skip_downstream(task_id, sorted(descendants(self.dag, task_id)),
-                                  f"Task {task_id} short-circuited: every downstream task is skipped")
+            self._skip_downstream(
+                task_id,
+                sorted(descendants(self.dag, task_id)),
+                f"Task {task_id} short-circuited: every downstream task is skipped",
+            )
 
     def _fail(self, task_id: str, reason: str, *, retry: bool = True) -> None:
         """Airflow's `handle_failure`: up_for_retry while tries remain, failed otherwise."""
@@ -385,13 +421,22 @@ class RunPass:
         attempts = f"try {ti.try_number} of {max_tries + 1}"
         if retry and task is not None and is_eligible_to_retry(try_number=ti.try_number, max_tries=max_tries):
             retry_at = next_retry_datetime(
-                failed_at=ended, dag_id=self.dag.name, task_id=task_id,
-                logical_date=self.logical_date or self.run_name, next_try_number=ti.try_number + 1,
-                retry_delay=task.retry_delay, exponential_backoff=task.retry_exponential_backoff,
+                failed_at=ended,
+                dag_id=self.dag.name,
+                task_id=task_id,
+                logical_date=self.logical_date or self.run_name,
+                next_try_number=ti.try_number + 1,
+                retry_delay=task.retry_delay,
+                exponential_backoff=task.retry_exponential_backoff,
                 max_retry_delay=task.max_retry_delay,
             )
-            self._set(task_id, S.UP_FOR_RETRY, f"{reason}; {attempts}, retrying at {retry_at.isoformat()}",
-                      end_date=ended, **{**_TRY_END, "next_try_at": retry_at})
+            self._set(
+                task_id,
+                S.UP_FOR_RETRY,
+                f"{reason}; {attempts}, retrying at {retry_at.isoformat()}",
+                end_date=ended,
+                **{**_TRY_END, "next_try_at": retry_at},
+            )
         else:
             self._set(task_id, S.FAILED, f"{reason}; {attempts}", end_date=ended, **_TRY_END)
 
@@ -416,28 +461,50 @@ class RunPass:
             timeouts.append(execution_deadline)
         timeout_at = min(timeouts, default=None)
         name = trigger_name(self.run_name, task_id, ti.try_number, count)
-        self._set(task_id, S.DEFERRED, f"Waiting for trigger {deferral.trigger_classpath} ({name})",
-                  deferral=deferral, deferral_count=count, deferred_at=deferred_at,
-                  trigger_timeout_at=timeout_at, trigger_name=name, next_method=None, next_kwargs=None,
-                  **self._pushes(task_id, result))
+        self._set(
+            task_id,
+            S.DEFERRED,
+            f"Waiting for trigger {deferral.trigger_classpath} ({name})",
+            deferral=deferral,
+            deferral_count=count,
+            deferred_at=deferred_at,
+            trigger_timeout_at=timeout_at,
+            trigger_name=name,
+            next_method=None,
+            next_kwargs=None,
+            **self._pushes(task_id, result),
+        )
         self._request_trigger(task_id)
 
     def _request_trigger(self, task_id: str) -> None:
         ti = self.tis[task_id]
         assert ti.deferral is not None and ti.trigger_name is not None
-        self.triggers_to_create.append(TriggerRequest(
-            name=ti.trigger_name, task_id=task_id, try_number=ti.try_number,
-            deferral_count=ti.deferral_count, deferral=ti.deferral, timeout_at=ti.trigger_timeout_at,
-        ))
+        self.triggers_to_create.append(
+            TriggerRequest(
+                name=ti.trigger_name,
+                task_id=task_id,
+                try_number=ti.try_number,
+                deferral_count=ti.deferral_count,
+                deferral=ti.deferral,
+                timeout_at=ti.trigger_timeout_at,
+            )
+        )
 
     def _reschedule(self, task_id: str, result: TaskResult, at: datetime, attempt: ObservedAttempt) -> None:
         """A sensor in reschedule mode: the same try pokes again at `at` (Airflow keeps the try number).
         The poke's pushes are kept until the next poke starts (Airflow clears them then)."""
         ti = self.tis[task_id]
         first = ti.first_try_start or ti.start_date or attempt.started_at or self.now
-        self._set(task_id, S.UP_FOR_RESCHEDULE, f"The sensor pokes again at {at.isoformat()}",
-                  next_try_at=at, first_try_start=first, next_method=None, next_kwargs=None,
-                  **self._pushes(task_id, result))
+        self._set(
+            task_id,
+            S.UP_FOR_RESCHEDULE,
+            f"The sensor pokes again at {at.isoformat()}",
+            next_try_at=at,
+            first_try_start=first,
+            next_method=None,
+            next_kwargs=None,
+            **self._pushes(task_id, result),
+        )
 
     def _execution_deadline(self, task_id: str) -> datetime | None:
         """Airflow counts `execution_timeout` from the try's start, deferrals included."""
@@ -450,9 +517,15 @@ class RunPass:
     def _pending_deadline(self, task_id: str) -> datetime | None:
         """Airflow's `worker_pods_pending_timeout`, counted from the current attempt's creation."""
         ti, attempt = self.tis.get(task_id), self.observed.attempts.get(task_id)
-        if (self.pending_timeout is None or ti is None or attempt is None or ti.state not in ACTIVE_STATES
-                or attempt.phase is not AttemptPhase.PENDING or attempt.pending_since is None
-                or not self._is_current(ti, attempt)):
+        if (
+            self.pending_timeout is None
+            or ti is None
+            or attempt is None
+            or ti.state not in ACTIVE_STATES
+            or attempt.phase is not AttemptPhase.PENDING
+            or attempt.pending_since is None
+            or not self._is_current(ti, attempt)
+        ):
             return None
         return attempt.pending_since + self.pending_timeout
 
@@ -466,8 +539,11 @@ class RunPass:
             assert self.pending_timeout is not None
             self._stop_attempt_of(ti)
             self._update(task_id, end_date=self.now, message=attempt.message)
-            self._fail(task_id, f"Attempt {attempt.name} was still Pending after the pending timeout of "
-                       f"{_seconds(self.pending_timeout)}" + _detail(attempt.message))
+            self._fail(
+                task_id,
+                f"Attempt {attempt.name} was still Pending after the pending timeout of "
+                f"{_seconds(self.pending_timeout)}" + _detail(attempt.message),
+            )
 
     def _enforce_execution_timeouts(self) -> None:
         for task_id, ti in list(self.tis.items()):
@@ -477,8 +553,11 @@ class RunPass:
                 assert timeout is not None
                 self._stop_attempt_of(ti)
                 self._update(task_id, end_date=self.now)
-                self._fail(task_id, f"Task exceeded its execution_timeout of {_seconds(timeout)} "
-                           f"(try started at {ti.start_date.isoformat() if ti.start_date else '?'})")
+                self._fail(
+                    task_id,
+                    f"Task exceeded its execution_timeout of {_seconds(timeout)} "
+                    f"(try started at {ti.start_date.isoformat() if ti.start_date else '?'})",
+                )
 
     # --------------------------------------------------------------------------------- triggers
 
@@ -486,8 +565,11 @@ class RunPass:
         trigger = self.observed.triggers.get(task_id)
         if trigger is None or ti.state is not S.DEFERRED:
             return None
-        current = (trigger.name == ti.trigger_name if ti.trigger_name
-                   else (trigger.try_number, trigger.deferral_count) == (ti.try_number, ti.deferral_count))
+        current = (
+            trigger.name == ti.trigger_name
+            if ti.trigger_name
+            else (trigger.try_number, trigger.deferral_count) == (ti.try_number, ti.deferral_count)
+        )
         return trigger if current else None
 
     def _apply_triggers(self) -> None:
@@ -516,9 +598,16 @@ class RunPass:
         assert ti.deferral is not None
         self.triggers_to_delete.append(trigger.name)
         method = ti.deferral.method_name
-        self._set(task_id, S.SCHEDULED, f"Trigger {trigger.name} fired: resuming {method}",
-                  next_method=method, next_kwargs={**ti.deferral.kwargs, "event": trigger.event},
-                  deferral=None, trigger_timeout_at=None, trigger_name=None)
+        self._set(
+            task_id,
+            S.SCHEDULED,
+            f"Trigger {trigger.name} fired: resuming {method}",
+            next_method=method,
+            next_kwargs={**ti.deferral.kwargs, "event": trigger.event},
+            deferral=None,
+            trigger_timeout_at=None,
+            trigger_name=None,
+        )
 
     # ------------------------------------------------------------------------------- readiness
 
@@ -552,12 +641,21 @@ class RunPass:
         if (parent := self._skipping_parent(task)) is not None:
             # Airflow's NotPreviouslySkippedDep: a cleared task stays skipped while the decision stands.
             for each in keys:
-                self._set(each, S.SKIPPED, f"Skipping because of previous XCom result from parent task "
-                          f"{parent}: it did not follow this task", end_date=self.now)
+                self._set(
+                    each,
+                    S.SKIPPED,
+                    f"Skipping because of previous XCom result from parent task "
+                    f"{parent}: it did not follow this task",
+                    end_date=self.now,
+                )
             return
         upstream_states = self.mapped.upstream_states(task, None if expanding else key)
-        setups = [k for up in task.upstream if up in self.dag.tasks and self.dag.tasks[up].is_setup
-                  for k in self.mapped.keys(up)]
+        setups = [
+            k
+            for up in task.upstream
+            if up in self.dag.tasks and self.dag.tasks[up].is_setup
+            for k in self.mapped.keys(up)
+        ]
         decision = evaluate_trigger_rule(task.trigger_rule, upstream_states, setups)
         past_problem = self._past_problem(task, key)
         if decision.outcome is TriggerRuleOutcome.UPSTREAM_FAILED:
@@ -576,9 +674,15 @@ class RunPass:
             self.mapped.expand(task, decision.reason)
         elif task.operator in operator_registry.EMPTY_OPERATORS:
             # Airflow's `schedule_tis` counts the try it did not need to launch: try_number + 1.
-            self._set(key, S.SUCCESS, "EmptyOperator: succeeded without running",
-                      start_date=self.now, end_date=self.now, duration_seconds=0.0,
-                      try_number=self.tis[key].try_number + 1)
+            self._set(
+                key,
+                S.SUCCESS,
+                "EmptyOperator: succeeded without running",
+                start_date=self.now,
+                end_date=self.now,
+                duration_seconds=0.0,
+                try_number=self.tis[key].try_number + 1,
+            )
         elif task.operator in operator_registry.LATEST_ONLY_OPERATORS:
             self._run_latest_only(task)
         else:
@@ -603,8 +707,10 @@ class RunPass:
         state = previous.get(key)
         if state is None or state in _PAST_OK_STATES:
             return None
-        return (f"depends_on_past is true for this task, but the previous task instance is in the state "
-                f"'{state.value}' which is not a successful state.")
+        return (
+            f"depends_on_past is true for this task, but the previous task instance is in the state "
+            f"'{state.value}' which is not a successful state."
+        )
 
     def _run_latest_only(self, task: ResolvedTask) -> None:
         """Airflow's LatestOnlyOperator, without a launch: skip direct downstreams unless the latest run."""
@@ -617,12 +723,21 @@ class RunPass:
         elif start < self.now <= end:
             reason, latest = "Latest, allowing execution to proceed.", True
         else:
-            reason = (f"Not latest execution, skipping downstream (now {self.now.isoformat()} is not in "
-                      f"the latest interval ({start.isoformat()}, {end.isoformat()}]).")
+            reason = (
+                f"Not latest execution, skipping downstream (now {self.now.isoformat()} is not in "
+                f"the latest interval ({start.isoformat()}, {end.isoformat()}])."
+            )
         follow = downstream if latest else []
-        self._set(task.task_id, S.SUCCESS, f"LatestOnlyOperator: {reason}", follow_task_ids=follow,
-                  start_date=self.now, end_date=self.now, duration_seconds=0.0,
-                  try_number=self.tis[task.task_id].try_number + 1)
+        self._set(
+            task.task_id,
+            S.SUCCESS,
+            f"LatestOnlyOperator: {reason}",
+            follow_task_ids=follow,
+            start_date=self.now,
+            end_date=self.now,
+            duration_seconds=0.0,
+            try_number=self.tis[task.task_id].try_number + 1,
+        )
         self._skip_all_except(task.task_id, follow)
 
     def _skip_all_except(self, branch_id: str, follow: Iterable[str]) -> None:
@@ -675,13 +790,15 @@ class RunPass:
         (`Observation.concurrency`), so a heavier task instance elsewhere takes a slot first.
         """
         weights = effective_priority_weights(self.dag)
-        mine = [run_slots.candidate(self.dag, self.run_name, key, self.logical_date, weights)
-                for key in ready]
+        mine = [
+            run_slots.candidate(self.dag, self.run_name, key, self.logical_date, weights) for key in ready
+        ]
         own = run_slots.holders(self.dag, self.run_name, {key: ti.state for key, ti in self.tis.items()})
         concurrency = self.observed.concurrency
         if concurrency is None:  # no pool accounting: this DAG's other runs count for max_active_tasks only
-            elsewhere = pools.SlotHolder(run="", dag=self.dag.name, task_id="", pool="", slots=0,
-                                         state=S.RUNNING)
+            elsewhere = pools.SlotHolder(
+                run="", dag=self.dag.name, task_id="", pool="", slots=0, state=S.RUNNING
+            )
             unlimited = {candidate.pool: pools.PoolLimit(pools.UNLIMITED) for candidate in mine}
             return pools.admit(mine, [*own, *[elsewhere] * self.observed.running_in_dag], unlimited)
         return pools.admit([*mine, *concurrency.waiting], [*own, *concurrency.holders], concurrency.pools)
@@ -706,12 +823,24 @@ class RunPass:
         if (index := self._scheduled_event_at.pop(task_id, None)) is not None:
             self.events[index] = None
         max_tries = ti.max_tries if ti.max_tries is not None else self._task(task_id).retries
-        self._set(task_id, S.QUEUED, f"Queued try {try_number} of {max_tries + 1} as {name}",
-                  try_number=try_number, pod_name=name, queued_at=self.now, end_date=None,
-                  duration_seconds=None, exit_code=None, message=None, next_try_at=None, **fields)
+        self._set(
+            task_id,
+            S.QUEUED,
+            f"Queued try {try_number} of {max_tries + 1} as {name}",
+            try_number=try_number,
+            pod_name=name,
+            queued_at=self.now,
+            end_date=None,
+            duration_seconds=None,
+            exit_code=None,
+            message=None,
+            next_try_at=None,
+            **fields,
+        )
         real_id, map_index = mapping.split_key(task_id)
-        self.launches.append(TaskLaunch(task_id=real_id, try_number=try_number, attempt_name=name,
-                                        map_index=map_index))
+        self.launches.append(
+            TaskLaunch(task_id=real_id, try_number=try_number, attempt_name=name, map_index=map_index)
+        )
 
 
 def _not_before(moment: datetime | None, floor: datetime | None) -> datetime | None:
@@ -723,8 +852,13 @@ def _not_before(moment: datetime | None, floor: datetime | None) -> datetime | N
 
 #: What a try's end clears: resume data, wait times, and the sensor's first poke.
 _TRY_END: dict[str, Any] = {
-    "next_method": None, "next_kwargs": None, "deferral": None, "trigger_timeout_at": None,
-    "trigger_name": None, "first_try_start": None, "next_try_at": None,
+    "next_method": None,
+    "next_kwargs": None,
+    "deferral": None,
+    "trigger_timeout_at": None,
+    "trigger_name": None,
+    "first_try_start": None,
+    "next_try_at": None,
 }
 #: A task instance without XComs: before a try that does not resume a deferral, and once cleared.
 _NO_XCOMS: dict[str, Any] = {"xcom": None, "xcoms": None, "xcom_lengths": None}

@@ -32,17 +32,10 @@ from typing import Any
 from zonda import mapping, names, operator_registry, task_context, templating, wire
 from zonda._decide_graphs import ancestors, descendants
 from zonda._decide_runs import TRY_RESET
+from zonda.dagrun_models import DagRunSpec, DagRunStatus, TaskInstanceStatus
 from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, resolve_dag
 from zonda.decisions import RunEvent
-from zonda.models import (
-    FINISHED_TI_STATES,
-    DagRunSpec,
-    DagRunState,
-    DagRunStatus,
-    DagSpec,
-    TaskInstanceState,
-    TaskInstanceStatus,
-)
+from zonda.models import FINISHED_TI_STATES, DagRunState, DagSpec, TaskInstanceState
 from zonda.plans import task_invocation
 from zonda.sensors.external_task import DEFAULT_EXECUTION_DATE, DEFAULT_RECURSION_DEPTH
 from zonda.states import FINISHED_RUN_STATES, check_transition

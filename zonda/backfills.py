@@ -19,16 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from zonda import scheduling
+from zonda.backfill_models import BackfillSpec, BackfillState, BackfillStatus, ReprocessBehavior
 from zonda.dag_plans import RunRef, timetable_for
-from zonda.models import (
-    BackfillSpec,
-    BackfillState,
-    BackfillStatus,
-    DagRunState,
-    DagSpec,
-    ReprocessBehavior,
-    RunType,
-)
+from zonda.models import DagRunState, DagSpec
+from zonda.run_types import RunType
 from zonda.states import FINISHED_RUN_STATES
 from zonda.timetables.base import coerce_utc
 

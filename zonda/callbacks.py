@@ -25,20 +25,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from zonda import mapping
+from zonda.dagrun_models import CallbackRecord, DagRunStatus, SlaMissRecord, TaskInstanceStatus
 from zonda.dags import ResolvedDag, ResolvedTask
 from zonda.decisions import AttemptPhase, Observation, ObservedAttempt, RunEvent
 from zonda.invocations import CallbackRequest, MissedSla, TaskOutcome
-from zonda.models import (
-    CallbackRecord,
-    DagRunState,
-    DagRunStatus,
-    RunType,
-    SlaMissRecord,
-    TaskInstanceState,
-    TaskInstanceStatus,
-)
+from zonda.models import DagRunState, TaskInstanceState
 from zonda.names import callback_name
 from zonda.operator_registry import CONTAINER_OPERATORS
+from zonda.run_types import RunType
 
 S = TaskInstanceState
 

@@ -18,19 +18,11 @@ import yaml
 from pydantic import BaseModel
 
 from zonda import xcom_chunks
-from zonda.models import (
-    GROUP,
-    VERSION,
-    BackfillSpec,
-    BackfillStatus,
-    DagRunSpec,
-    DagRunStatus,
-    DagSpec,
-    DagStatus,
-    TriggerSpec,
-    TriggerStatus,
-)
+from zonda.backfill_models import BackfillSpec, BackfillStatus
+from zonda.dagrun_models import DagRunSpec, DagRunStatus
+from zonda.models import GROUP, VERSION, DagSpec, DagStatus
 from zonda.pools import PoolSpec, PoolStatus
+from zonda.trigger_models import TriggerSpec, TriggerStatus
 
 Schema = dict[str, Any]
 _DROP = {"title", "default", "format_", "examples"}

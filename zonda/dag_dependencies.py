@@ -23,7 +23,9 @@ from datetime import datetime
 from typing import Any
 
 from zonda import names, wire
-from zonda.models import API_VERSION, DagRunSpec, DagRunState, JsonObject, RunType, TaskInstanceState
+from zonda.dagrun_models import DagRunSpec
+from zonda.models import API_VERSION, DagRunState, JsonObject, TaskInstanceState
+from zonda.run_types import RunType
 
 #: Airflow's defaults: wait for success; a failed child run fails a waiting TriggerDagRunOperator.
 DEFAULT_ALLOWED_STATES = (DagRunState.SUCCESS.value,)

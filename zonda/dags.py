@@ -26,13 +26,7 @@ from zonda import mapped_groups, mapping, merging, operator_arguments, operator_
 from zonda._dag_errors import MAX_SUGGESTIONS, describe_validation_error, did_you_mean
 from zonda._dag_graph import GraphBuilder
 from zonda.durations import parse_duration
-from zonda.models import (
-    DagSpec,
-    ExpandSpec,
-    TaskDefaults,
-    TriggerRule,
-    WeightRule,
-)
+from zonda.models import DagSpec, ExpandSpec, TaskDefaults, TriggerRule, WeightRule
 from zonda.pools import DEFAULT_POOL, pool_name_problem
 
 

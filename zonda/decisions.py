@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from zonda.dagrun_models import DagRunStatus, Deferral
 from zonda.dags import ResolvedDag
 from zonda.invocations import TaskResult
-from zonda.models import DagRunStatus, Deferral, RunType, TaskInstanceState
+from zonda.models import TaskInstanceState
 from zonda.pools import Concurrency
+from zonda.run_types import RunType
 
 
 class AttemptPhase(enum.StrEnum):
@@ -112,15 +114,32 @@ class RunPlan:
 
 
 __all__ = [
-    "AttemptPhase", "Observation", "ObservedAttempt", "ObservedTrigger", "RunEvent", "RunPlan",
-    "RunType", "TaskLaunch", "TriggerRequest", "decide",
+    "AttemptPhase",
+    "Observation",
+    "ObservedAttempt",
+    "ObservedTrigger",
+    "RunEvent",
+    "RunPlan",
+    "RunType",
+    "TaskLaunch",
+    "TriggerRequest",
+    "decide",
 ]
 
 
-def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRunStatus,
-           observed: Observation, now: datetime, logical_date: datetime | None = None,
-           data_interval_end: datetime | None = None, pending_timeout: timedelta | None = None,
-           max_map_length: int | None = None) -> RunPlan:
+def decide(
+    dag: ResolvedDag,
+    *,
+    run_name: str,
+    run_type: RunType,
+    status: DagRunStatus,
+    observed: Observation,
+    now: datetime,
+    logical_date: datetime | None = None,
+    data_interval_end: datetime | None = None,
+    pending_timeout: timedelta | None = None,
+    max_map_length: int | None = None,
+) -> RunPlan:
     """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
 
     `status` is the run's current status and `observed` what the executors and the triggerer
@@ -139,7 +158,14 @@ def decide(dag: ResolvedDag, *, run_name: str, run_type: RunType, status: DagRun
     from zonda.mapping import DEFAULT_MAX_MAP_LENGTH
 
     return RunPass(
-        dag, run_name=run_name, run_type=run_type, status=status, observed=observed, now=now,
-        logical_date=logical_date, data_interval_end=data_interval_end, pending_timeout=pending_timeout,
+        dag,
+        run_name=run_name,
+        run_type=run_type,
+        status=status,
+        observed=observed,
+        now=now,
+        logical_date=logical_date,
+        data_interval_end=data_interval_end,
+        pending_timeout=pending_timeout,
         max_map_length=max_map_length or DEFAULT_MAX_MAP_LENGTH,
     ).plan()

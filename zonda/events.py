@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from zonda.dagrun_models import DagRunStatus
 from zonda.decisions import RunEvent
-from zonda.models import DagRunStatus, TaskInstanceState
+from zonda.models import TaskInstanceState
 
 #: Progress a user reads in the status; an Event only as part of a pass's aggregate.
 PROGRESS_REASONS = frozenset({"TaskScheduled", "TaskQueued", "TaskRunning"})

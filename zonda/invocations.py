@@ -23,7 +23,7 @@ import msgspec
 from zonda.run_types import RunType
 
 if TYPE_CHECKING:
-    from zonda import models
+    from zonda import dagrun_models, models
 
 INVOCATION_ENV = "ZONDA_TASK_INVOCATION"
 RESULT_PATH_ENV = "ZONDA_RESULT_PATH"
@@ -79,7 +79,7 @@ class WireStruct(msgspec.Struct, rename="camel", forbid_unknown_fields=True, fro
 
 
 class MissedSla(WireStruct, frozen=True, kw_only=True):
-    """A missed SLA as a callback try gets it: the wire form of `zonda.models.SlaMissRecord`."""
+    """A missed SLA as a callback try gets it: the wire form of `zonda.dagrun_models.SlaMissRecord`."""
 
     task_id: str
     deadline: datetime
@@ -175,7 +175,7 @@ class TaskOutcome(enum.StrEnum):
 
 
 class DeferralRequest(WireStruct, frozen=True, kw_only=True, omit_defaults=True):
-    """What a deferring try asks for: the wire form of the task instance's `zonda.models.Deferral`.
+    """What a deferring try asks for: the wire form of the task instance's `zonda.dagrun_models.Deferral`.
 
     The same fields as that model (a unit test keeps them equal), which the runner cannot import
     cheaply; `to_status` turns it into the model the DagRun's status keeps.
@@ -187,8 +187,8 @@ class DeferralRequest(WireStruct, frozen=True, kw_only=True, omit_defaults=True)
     kwargs: JsonObject = msgspec.field(default_factory=dict)
     timeout_seconds: float | None = None
 
-    def to_status(self) -> models.Deferral:
-        from zonda.models import Deferral  # the controller's side: pydantic is loaded there anyway
+    def to_status(self) -> dagrun_models.Deferral:
+        from zonda.dagrun_models import Deferral  # the controller's side: pydantic is loaded there anyway
 
         return Deferral.model_validate(self.to_wire())
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from zonda import conditions, mapped_groups, mapping, params, scheduling, xcoms
 from zonda.dag_plans import timetable_for, utc_interval
+from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.decisions import (
     AttemptPhase,
@@ -32,7 +33,8 @@ from zonda.decisions import (
     decide,
 )
 from zonda.invocations import MappedExpansion, TaskInvocation
-from zonda.models import DagRunSpec, DagRunState, DagRunStatus, DagSpec, RunType, TaskInstanceState
+from zonda.models import DagRunState, DagSpec, TaskInstanceState
+from zonda.run_types import RunType
 from zonda.states import FINISHED_RUN_STATES
 from zonda.timetables import TimeRestriction
 from zonda.timetables.base import coerce_utc, pinned_clock

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from zonda import operator_registry, plans, task_context, templating
+from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import DagInvalid, resolve_dag
-from zonda.models import DagRunSpec, DagRunStatus, DagSpec
+from zonda.models import DagSpec
 
 
 class RenderingUnavailable(ValueError):

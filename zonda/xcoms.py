@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from zonda.json_values import to_json_safe
 
 if TYPE_CHECKING:  # the task runner serializes XComs without importing the resource models
-    from zonda.models import DagRunStatus, TaskInstanceStatus
+    from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 
 #: The key of a task's return value among its XComs (Airflow's XCOM_RETURN_KEY).
 RETURN_KEY = "return_value"

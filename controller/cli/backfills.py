@@ -20,7 +20,8 @@ from controller.cli import progress
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGS, AlreadyExists, Kube
 from controller.reconcilers.backfills import BACKFILLS
-from zonda.models import API_VERSION, BackfillSpec, BackfillState, ReprocessBehavior
+from zonda.backfill_models import BackfillSpec, BackfillState, ReprocessBehavior
+from zonda.models import API_VERSION
 
 _DONE = frozenset({BackfillState.COMPLETED.value, BackfillState.FAILED.value, BackfillState.DRY_RUN.value})
 

@@ -17,8 +17,9 @@ from controller.cli.common import namespace_or_default, parse_conf, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from zonda import actions, params
 from zonda.actions import ActionResult
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
 from zonda.dags import ResolvedDag
-from zonda.models import DagRunStatus, TaskInstanceState, TaskInstanceStatus, manual_dagrun
+from zonda.models import TaskInstanceState
 
 _namespace, _run = namespace_or_default, run_kube
 

@@ -16,7 +16,8 @@ from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube
 from controller.xcom_backends import XComStore
 from zonda import mapping, xcoms
-from zonda.models import FINISHED_TI_STATES, DagRunStatus
+from zonda.dagrun_models import DagRunStatus
+from zonda.models import FINISHED_TI_STATES
 
 
 def find_xcom(status: DagRunStatus, run_name: str, task_id: str, key: str, map_index: int) -> Any:

@@ -24,10 +24,12 @@ from zonda import callbacks, decisions, plans, triggers
 from zonda.authoring import compat, dag_files, manifests
 from zonda.authoring.dags import DAG
 from zonda.callbacks import CallbackLaunch, callback_task
+from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import parse_dag_spec, resolve_dag
 from zonda.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
 from zonda.invocations import TaskOutcome
-from zonda.models import DagRunSpec, DagRunState, DagRunStatus, RunType
+from zonda.models import DagRunState
+from zonda.run_types import RunType
 
 #: Longest a test run may take (the scheduler's passes plus the waits it asks for).
 TIMEOUT = timedelta(minutes=10)

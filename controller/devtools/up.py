@@ -40,7 +40,7 @@ from controller.devtools.devcluster import (
     log,
     start_local_cluster,
 )
-from zonda.models import manual_dagrun
+from zonda.dagrun_models import manual_dagrun
 from zonda.scheduling import dagrun_name
 from zonda.wire import KUBECONFIG_STATE_DIR_EXTENSION
 

@@ -18,7 +18,10 @@ from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.dags import run_ref
 from zonda import backfills
-from zonda.models import API_VERSION, BackfillSpec, BackfillStatus, DagRunSpec, DagSpec, RunType
+from zonda.backfill_models import BackfillSpec, BackfillStatus
+from zonda.dagrun_models import DagRunSpec
+from zonda.models import API_VERSION, DagSpec
+from zonda.run_types import RunType
 from zonda.wire import LABEL_DAG, LABEL_RUN_TYPE, label_value
 
 BACKFILLS = "backfills"

@@ -15,9 +15,10 @@ from controller.executors.base import Executor
 from controller.reconcilers import metrics
 from zonda import plans
 from zonda.callbacks import CallbackLaunch, callback_task
+from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import ResolvedDag
 from zonda.decisions import ObservedAttempt
-from zonda.models import DagRunSpec, DagRunStatus, DagSpec
+from zonda.models import DagSpec
 from zonda.names import is_callback_name
 
 

@@ -17,7 +17,9 @@ from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from zonda import dag_plans, history, scheduling
-from zonda.models import API_VERSION, DagRunSpec, DagRunState, DagSpec, DagStatus, RunType
+from zonda.dagrun_models import DagRunSpec
+from zonda.models import API_VERSION, DagRunState, DagSpec, DagStatus
+from zonda.run_types import RunType
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
 from zonda.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TYPE, label_value, parse_time

@@ -29,16 +29,12 @@ from controller.reconcilers.index import RunIndex, RunSummary, previous_states, 
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
 from controller.triggerer.shards import shard_for
 from zonda import callbacks, decisions, events, history, mapping, plans
+from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.decisions import ObservedTrigger
-from zonda.models import (
-    API_VERSION,
-    DagRunSpec,
-    DagRunStatus,
-    DagSpec,
-    TriggerSpec,
-)
+from zonda.models import API_VERSION, DagSpec
 from zonda.states import FINISHED_RUN_STATES
+from zonda.trigger_models import TriggerSpec
 from zonda.wire import LABEL_DAGRUN, LABEL_DAGRUN_UID, LABEL_SHARD, label_value, parse_time
 
 logger = logging.getLogger(__name__)

@@ -54,7 +54,7 @@ from controller.triggerer.running import RunningTrigger, TriggerResult, drive_tr
 from controller.triggerer.settings import TriggererSettings
 from controller.triggerer.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
 from controller.triggerer.writes import FINISHED_STATES, Outcome, WriteResult, write_outcome
-from zonda.models import TriggerState, TriggerStatus
+from zonda.trigger_models import TriggerState, TriggerStatus
 from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,9 @@ from controller.ui.access import Viewer
 from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER, require
 from zonda import actions as zonda_actions
 from zonda.actions import ActionResult
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag
-from zonda.models import API_VERSION, DagRunStatus, TaskInstanceState, TaskInstanceStatus
+from zonda.models import API_VERSION, TaskInstanceState
 from zonda.scheduling import dagrun_name
 
 T = TypeVar("T")

@@ -18,7 +18,8 @@ from controller.kube import Kube
 from controller.ui.server import KUBE, STORE, require
 from controller.xcom_backends import XComStore
 from zonda import xcom_chunks, xcoms
-from zonda.models import FINISHED_TI_STATES, TaskInstanceStatus
+from zonda.dagrun_models import TaskInstanceStatus
+from zonda.models import FINISHED_TI_STATES
 
 
 async def read_chunks(kube: Kube, url: str, size: int | None) -> Any:

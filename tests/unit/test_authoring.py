@@ -24,10 +24,10 @@ from zonda.authoring.params import ParamValidationError
 from zonda.authoring.task_groups import task_group
 from zonda.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.invocations import TaskInvocation, TaskOutcome
-from zonda.models import RunType
 from zonda.operators.bash import BashOperator
 from zonda.operators.empty import EmptyOperator
 from zonda.operators.python import PythonOperator
+from zonda.run_types import RunType
 
 START = pendulum.datetime(2021, 1, 1, tz="UTC")
 

@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from zonda.backfill_models import BackfillSpec, BackfillState
 from zonda.backfills import plan_backfill, run_name
 from zonda.dag_plans import RunRef
-from zonda.models import BackfillSpec, BackfillState, DagRunState, DagSpec, RunType
+from zonda.models import DagRunState, DagSpec
+from zonda.run_types import RunType
 from zonda.timetables import DataInterval
 
 DAY = timedelta(days=1)

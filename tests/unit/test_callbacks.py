@@ -20,10 +20,12 @@ from controller.runner.task import run_task
 from zonda import callbacks, decisions
 from zonda.authoring import dag_files, manifests, rendering
 from zonda.callbacks import CallbackLaunch
+from zonda.dagrun_models import DagRunStatus
 from zonda.dags import ResolvedDag, resolve_dag
 from zonda.decisions import AttemptPhase, Observation, ObservedAttempt
 from zonda.invocations import CallbackRequest, MissedSla, TaskInvocation, TaskOutcome, TaskResult
-from zonda.models import DagRunState, DagRunStatus, DagSpec, RunType, TaskInstanceState
+from zonda.models import DagRunState, DagSpec, TaskInstanceState
+from zonda.run_types import RunType
 
 S = TaskInstanceState
 LOGICAL_DATE = datetime(2024, 1, 1, tzinfo=UTC)

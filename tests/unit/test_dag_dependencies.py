@@ -14,7 +14,8 @@ import pytest
 
 from zonda import actions, dag_dependencies, names, wire
 from zonda.dag_dependencies import ExternalRun, ExternalWait, Parent, Verdict, external_verdict
-from zonda.models import DagRunSpec, DagRunState, DagRunStatus, TaskInstanceState, TaskInstanceStatus
+from zonda.dagrun_models import DagRunSpec, DagRunStatus, TaskInstanceStatus
+from zonda.models import DagRunState, TaskInstanceState
 from zonda.sensors.external_task import ExternalTaskMarker
 
 DAY = datetime(2026, 3, 1, tzinfo=UTC)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zonda import plans
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag, ResolvedTask
 from zonda.decisions import (
     AttemptPhase,
@@ -28,17 +29,15 @@ from zonda.invocations import DeferralRequest, TaskOutcome, TaskResult
 from zonda.models import (
     FINISHED_TI_STATES,
     DagRunState,
-    DagRunStatus,
     DagSpec,
-    RunType,
     TaskInstanceState,
-    TaskInstanceStatus,
     TaskSpec,
     TriggerRule,
     WeightRule,
 )
 from zonda.names import attempt_name, trigger_name
 from zonda.retries import MAX_RETRY_DELAY, retry_delay_for
+from zonda.run_types import RunType
 from zonda.states import allowed_targets
 
 S = TaskInstanceState
@@ -51,8 +50,13 @@ RUN_NAME = "etl-20240101"
 # --------------------------------------------------------------------------------------- helpers
 
 
-def make_dag(tasks: dict[str, dict[str, Any]], *, name: str = "etl", max_active_tasks: int = 16,
-             dagrun_timeout: timedelta | None = None) -> ResolvedDag:
+def make_dag(
+    tasks: dict[str, dict[str, Any]],
+    *,
+    name: str = "etl",
+    max_active_tasks: int = 16,
+    dagrun_timeout: timedelta | None = None,
+) -> ResolvedDag:
     """A ResolvedDag from `{task_id: {"upstream": [...], **ResolvedTask fields}}`, topologically ordered."""
     upstream = {task_id: frozenset(spec.get("upstream", ())) for task_id, spec in tasks.items()}
     downstream = {task_id: frozenset(t for t, ups in upstream.items() if task_id in ups) for task_id in tasks}
@@ -61,7 +65,10 @@ def make_dag(tasks: dict[str, dict[str, Any]], *, name: str = "etl", max_active_
         ordered += [t for t in tasks if t not in ordered and upstream[t] <= set(ordered)]
     resolved = {
         task_id: ResolvedTask(
-            task_id=task_id, args={}, upstream=upstream[task_id], downstream=downstream[task_id],
+            task_id=task_id,
+            args={},
+            upstream=upstream[task_id],
+            downstream=downstream[task_id],
             operator=tasks[task_id].get("operator", "BashOperator"),
             **{k: v for k, v in tasks[task_id].items() if k not in ("upstream", "operator")},
         )
@@ -78,9 +85,14 @@ class Run:
     dag: ResolvedDag
     run_type: RunType = RunType.SCHEDULED
     now: datetime = START
-    status: DagRunStatus = field(default_factory=lambda: DagRunStatus(
-        state=DagRunState.QUEUED, logical_date=LOGICAL_DATE, data_interval_start=LOGICAL_DATE,
-        data_interval_end=LOGICAL_DATE + timedelta(days=1)))
+    status: DagRunStatus = field(
+        default_factory=lambda: DagRunStatus(
+            state=DagRunState.QUEUED,
+            logical_date=LOGICAL_DATE,
+            data_interval_start=LOGICAL_DATE,
+            data_interval_end=LOGICAL_DATE + timedelta(days=1),
+        )
+    )
     plans: list[RunPlan] = field(default_factory=list)
     last_observation: Observation = field(default_factory=Observation)
     pending_timeout: timedelta | None = None  # the controller's --pod-pending-timeout
@@ -89,8 +101,9 @@ class Run:
         """Let time pass; reports built afterwards carry the new time."""
         self.now += delta
 
-    def step(self, *reports: ObservedAttempt | ObservedTrigger, after: timedelta = timedelta(0),
-             **observation: Any) -> RunPlan:
+    def step(
+        self, *reports: ObservedAttempt | ObservedTrigger, after: timedelta = timedelta(0), **observation: Any
+    ) -> RunPlan:
         """One pass; `after` lets time pass first (reports given here were built before it)."""
         self.now += after
         observed = Observation(
@@ -99,8 +112,15 @@ class Run:
             **observation,
         )
         self.last_observation = observed
-        plan = decide(self.dag, run_name=RUN_NAME, run_type=self.run_type, status=self.status,
-                      observed=observed, now=self.now, pending_timeout=self.pending_timeout)
+        plan = decide(
+            self.dag,
+            run_name=RUN_NAME,
+            run_type=self.run_type,
+            status=self.status,
+            observed=observed,
+            now=self.now,
+            pending_timeout=self.pending_timeout,
+        )
         self.status = plan.status
         self.plans.append(plan)
         return plan
@@ -111,22 +131,35 @@ class Run:
     def states(self) -> dict[str, str]:
         return {task_id: ti.state.value for task_id, ti in self.status.task_instances.items()}
 
-    def attempt(self, task_id: str, phase: AttemptPhase, result: TaskResult | None = None,
-                exit_code: int | None = None, message: str | None = None,
-                started_at: datetime | None = None) -> ObservedAttempt:
+    def attempt(
+        self,
+        task_id: str,
+        phase: AttemptPhase,
+        result: TaskResult | None = None,
+        exit_code: int | None = None,
+        message: str | None = None,
+        started_at: datetime | None = None,
+    ) -> ObservedAttempt:
         ti = self.ti(task_id)
         assert ti.pod_name is not None, f"{task_id} was never launched"
         finished = phase in (AttemptPhase.SUCCEEDED, AttemptPhase.FAILED)
         return ObservedAttempt(
-            task_id=task_id, try_number=ti.try_number, name=ti.pod_name, phase=phase, result=result,
-            exit_code=exit_code, message=message, started_at=started_at or ti.queued_at,
+            task_id=task_id,
+            try_number=ti.try_number,
+            name=ti.pod_name,
+            phase=phase,
+            result=result,
+            exit_code=exit_code,
+            message=message,
+            started_at=started_at or ti.queued_at,
             finished_at=self.now if finished else None,
         )
 
     def succeeded(self, task_id: str, **result: Any) -> ObservedAttempt:
         outcome = result.pop("outcome", TaskOutcome.SUCCESS)
-        return self.attempt(task_id, AttemptPhase.SUCCEEDED, TaskResult(outcome=outcome, **result),
-                            exit_code=0)
+        return self.attempt(
+            task_id, AttemptPhase.SUCCEEDED, TaskResult(outcome=outcome, **result), exit_code=0
+        )
 
     def failed(self, task_id: str, exit_code: int = 1, message: str | None = None) -> ObservedAttempt:
         return self.attempt(task_id, AttemptPhase.FAILED, exit_code=exit_code, message=message)
@@ -138,12 +171,27 @@ class Run:
         deferral_ = DeferralRequest(trigger_classpath="zonda.triggers.DateTimeTrigger", **deferral)
         return self.succeeded(task_id, outcome=TaskOutcome.DEFERRED, deferral=deferral_)
 
-    def trigger(self, task_id: str, *, fired: bool = False, failed: bool = False, event: Any = None,
-                message: str | None = None) -> ObservedTrigger:
+    def trigger(
+        self,
+        task_id: str,
+        *,
+        fired: bool = False,
+        failed: bool = False,
+        event: Any = None,
+        message: str | None = None,
+    ) -> ObservedTrigger:
         ti = self.ti(task_id)
         assert ti.trigger_name is not None
-        return ObservedTrigger(task_id=task_id, try_number=ti.try_number, deferral_count=ti.deferral_count,
-                               name=ti.trigger_name, fired=fired, failed=failed, event=event, message=message)
+        return ObservedTrigger(
+            task_id=task_id,
+            try_number=ti.try_number,
+            deferral_count=ti.deferral_count,
+            name=ti.trigger_name,
+            fired=fired,
+            failed=failed,
+            event=event,
+            message=message,
+        )
 
     def finish_all(self) -> None:
         """Report every queued or running task instance successful, pass after pass, until none is left."""
@@ -202,15 +250,18 @@ def test_a_linear_dag_succeeds_task_after_task() -> None:
 
 
 def test_a_failure_propagates_upstream_failed_and_fails_the_run() -> None:
-    run = started(make_dag({"extract": {}, "load": {"upstream": ["extract"]},
-                            "report": {"upstream": ["load"]}}))
+    run = started(
+        make_dag({"extract": {}, "load": {"upstream": ["extract"]}, "report": {"upstream": ["load"]}})
+    )
     plan = run.step(run.failed("extract", exit_code=2, message="boom"))
     assert run.states() == {"extract": "failed", "load": "upstream_failed", "report": "upstream_failed"}
     assert run.ti("extract").reason == "Attempt {} failed with exit code 2: boom; try 1 of 1".format(
-        attempt_name(RUN_NAME, "extract", 1))
+        attempt_name(RUN_NAME, "extract", 1)
+    )
     assert (run.ti("load").reason or "").startswith(
         "Task's trigger rule 'all_success' requires all upstream tasks to have succeeded, but found 1 "
-        "non-success(es).")
+        "non-success(es)."
+    )
     assert event_reasons(plan) == ["TaskFailed", "TaskUpstreamFailed", "TaskUpstreamFailed", "RunFailed"]
     assert plan.status.state is DagRunState.FAILED
     assert "report" in (plan.status.message or "")
@@ -223,21 +274,43 @@ def test_a_container_task_that_exits_zero_without_a_result_succeeds() -> None:
 
 
 OUTCOMES = [
-    pytest.param(lambda run: run.failed("task", exit_code=99), "skipped",
-                 id="exit code 99 skips the task, as BashOperator does"),
-    pytest.param(lambda run: run.succeeded("task", outcome=TaskOutcome.SKIPPED, message="no data"), "skipped",
-                 id="AirflowSkipException skips the task"),
-    pytest.param(lambda run: run.succeeded("task", outcome=TaskOutcome.FAILED), "up_for_retry",
-                 id="a failure with retries left is retried"),
-    pytest.param(lambda run: run.succeeded("task", outcome=TaskOutcome.FAILED_NO_RETRY), "failed",
-                 id="AirflowFailException fails the task despite its retries"),
-    pytest.param(lambda run: run.attempt("task", AttemptPhase.FAILED, exit_code=1,
-                                         result=TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY)), "failed",
-                 id="a non-zero exit with a no-retry result is not retried"),
-    pytest.param(lambda run: run.attempt("task", AttemptPhase.MISSING), "up_for_retry",
-                 id="a vanished pod is a zombie and is retried"),
-    pytest.param(lambda run: run.attempt("task", AttemptPhase.PENDING), "queued",
-                 id="a pending pod keeps the task queued"),
+    pytest.param(
+        lambda run: run.failed("task", exit_code=99),
+        "skipped",
+        id="exit code 99 skips the task, as BashOperator does",
+    ),
+    pytest.param(
+        lambda run: run.succeeded("task", outcome=TaskOutcome.SKIPPED, message="no data"),
+        "skipped",
+        id="AirflowSkipException skips the task",
+    ),
+    pytest.param(
+        lambda run: run.succeeded("task", outcome=TaskOutcome.FAILED),
+        "up_for_retry",
+        id="a failure with retries left is retried",
+    ),
+    pytest.param(
+        lambda run: run.succeeded("task", outcome=TaskOutcome.FAILED_NO_RETRY),
+        "failed",
+        id="AirflowFailException fails the task despite its retries",
+    ),
+    pytest.param(
+        lambda run: run.attempt(
+            "task", AttemptPhase.FAILED, exit_code=1, result=TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY)
+        ),
+        "failed",
+        id="a non-zero exit with a no-retry result is not retried",
+    ),
+    pytest.param(
+        lambda run: run.attempt("task", AttemptPhase.MISSING),
+        "up_for_retry",
+        id="a vanished pod is a zombie and is retried",
+    ),
+    pytest.param(
+        lambda run: run.attempt("task", AttemptPhase.PENDING),
+        "queued",
+        id="a pending pod keeps the task queued",
+    ),
 ]
 
 
@@ -275,7 +348,8 @@ def test_a_failing_task_is_retried_exactly_retries_times_then_failed() -> None:
         assert run.step(after=timedelta(minutes=4, seconds=59)).launches == []
         plan = run.step(after=timedelta(seconds=1))
         assert [(launch.task_id, launch.try_number) for launch in plan.launches] == [
-            ("flaky", try_number + 1)]
+            ("flaky", try_number + 1)
+        ]
         names.append(run.ti("flaky").pod_name)
     plan = run.step(run.failed("flaky"))
     assert run.states() == {"flaky": "failed"}
@@ -294,8 +368,9 @@ def _airflow_backoff(next_try: int, delay: timedelta) -> timedelta:
 
 def test_exponential_backoff_follows_airflows_formula() -> None:
     delay = timedelta(minutes=1)
-    run = started(make_dag({"flaky": {"retries": 3, "retry_delay": delay,
-                                      "retry_exponential_backoff": True}}))
+    run = started(
+        make_dag({"flaky": {"retries": 3, "retry_delay": delay, "retry_exponential_backoff": True}})
+    )
     waits = []
     for next_try in (2, 3, 4):
         run.step(run.failed("flaky"))
@@ -307,21 +382,36 @@ def test_exponential_backoff_follows_airflows_formula() -> None:
     assert len(set(waits)) == 3
 
 
-@pytest.mark.parametrize(("max_retry_delay", "expected"), [
-    pytest.param(timedelta(minutes=30), timedelta(minutes=30), id="max_retry_delay caps the backoff"),
-    pytest.param(None, MAX_RETRY_DELAY, id="without max_retry_delay a backoff never exceeds a day"),
-])
+@pytest.mark.parametrize(
+    ("max_retry_delay", "expected"),
+    [
+        pytest.param(timedelta(minutes=30), timedelta(minutes=30), id="max_retry_delay caps the backoff"),
+        pytest.param(None, MAX_RETRY_DELAY, id="without max_retry_delay a backoff never exceeds a day"),
+    ],
+)
 def test_backoff_is_capped(max_retry_delay: timedelta | None, expected: timedelta) -> None:
-    delay = retry_delay_for(dag_id="etl", task_id="flaky", logical_date=LOGICAL_DATE, next_try_number=12,
-                            retry_delay=timedelta(hours=1), exponential_backoff=True,
-                            max_retry_delay=max_retry_delay)
+    delay = retry_delay_for(
+        dag_id="etl",
+        task_id="flaky",
+        logical_date=LOGICAL_DATE,
+        next_try_number=12,
+        retry_delay=timedelta(hours=1),
+        exponential_backoff=True,
+        max_retry_delay=max_retry_delay,
+    )
     assert delay == expected
 
 
 def test_retry_delay_without_backoff_ignores_max_retry_delay() -> None:
     """As Airflow: max_retry_delay only caps exponential backoff."""
-    delay = retry_delay_for(dag_id="etl", task_id="t", logical_date=LOGICAL_DATE, next_try_number=2,
-                            retry_delay=timedelta(hours=2), max_retry_delay=timedelta(hours=1))
+    delay = retry_delay_for(
+        dag_id="etl",
+        task_id="t",
+        logical_date=LOGICAL_DATE,
+        next_try_number=2,
+        retry_delay=timedelta(hours=2),
+        max_retry_delay=timedelta(hours=1),
+    )
     assert delay == timedelta(hours=2)
 
 
@@ -342,14 +432,26 @@ BRANCH_DAG: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize(("join_rule", "expected"), [
-    pytest.param(TR.ALL_SUCCESS, {"path_b": "skipped", "join": "skipped"},
-                 id="an all_success join is skipped when a branch is not followed"),
-    pytest.param(TR.NONE_FAILED_MIN_ONE_SUCCESS, {"path_b": "skipped", "join": "success"},
-                 id="a none_failed_min_one_success join runs after the followed branch"),
-    pytest.param(TR.ONE_SUCCESS, {"path_b": "skipped", "join": "success"},
-                 id="a one_success join runs after the followed branch"),
-])
+@pytest.mark.parametrize(
+    ("join_rule", "expected"),
+    [
+        pytest.param(
+            TR.ALL_SUCCESS,
+            {"path_b": "skipped", "join": "skipped"},
+            id="an all_success join is skipped when a branch is not followed",
+        ),
+        pytest.param(
+            TR.NONE_FAILED_MIN_ONE_SUCCESS,
+            {"path_b": "skipped", "join": "success"},
+            id="a none_failed_min_one_success join runs after the followed branch",
+        ),
+        pytest.param(
+            TR.ONE_SUCCESS,
+            {"path_b": "skipped", "join": "success"},
+            id="a one_success join runs after the followed branch",
+        ),
+    ],
+)
 def test_branch_without_trigger(join_rule: TriggerRule, expected: dict[str, str]) -> None:
     dag = make_dag({**BRANCH_DAG, "join": {"upstream": ["path_a", "path_b"], "trigger_rule": join_rule}})
     run = started(dag)
@@ -364,9 +466,14 @@ def test_branch_without_trigger(join_rule: TriggerRule, expected: dict[str, str]
 
 def test_a_join_directly_downstream_of_the_branch_is_kept_when_a_followed_path_leads_to_it() -> None:
     """Airflow's empty-branch rule: branch >> join and branch >> task1 >> join, following task1."""
-    dag = make_dag({"branch": {}, "task1": {"upstream": ["branch"]}, "other": {"upstream": ["branch"]},
-                    "join": {"upstream": ["branch", "task1"],
-                             "trigger_rule": TR.NONE_FAILED_MIN_ONE_SUCCESS}})
+    dag = make_dag(
+        {
+            "branch": {},
+            "task1": {"upstream": ["branch"]},
+            "other": {"upstream": ["branch"]},
+            "join": {"upstream": ["branch", "task1"], "trigger_rule": TR.NONE_FAILED_MIN_ONE_SUCCESS},
+        }
+    )
     run = started(dag)
     run.step(run.succeeded("branch", follow_task_ids=["task1"]))
     assert run.states() == {"branch": "success", "task1": "queued", "other": "skipped", "join": "none"}
@@ -383,11 +490,15 @@ def test_a_branch_following_nothing_skips_every_direct_downstream() -> None:
 
 def test_a_branch_returning_a_task_group_id_follows_the_groups_roots() -> None:
     """Airflow expands a TaskGroup id among branch_task_ids to the group's root tasks."""
-    dag = make_dag({"branch": {},
-                    "load.a": {"upstream": ["branch"], "group": "load"},
-                    "load.b": {"upstream": ["branch"], "group": "load"},
-                    "load.inner.c": {"upstream": ["load.a"], "group": "load.inner"},
-                    "other": {"upstream": ["branch"]}})
+    dag = make_dag(
+        {
+            "branch": {},
+            "load.a": {"upstream": ["branch"], "group": "load"},
+            "load.b": {"upstream": ["branch"], "group": "load"},
+            "load.inner.c": {"upstream": ["load.a"], "group": "load.inner"},
+            "other": {"upstream": ["branch"]},
+        }
+    )
     run = started(dag)
     plan = run.step(run.succeeded("branch", follow_task_ids=["load"]))
     assert run.ti("branch").follow_task_ids == ["load.a", "load.b"]
@@ -403,17 +514,28 @@ def test_a_branch_naming_an_unknown_task_fails() -> None:
 
 
 def test_short_circuit_skips_every_downstream_task_ignoring_trigger_rules() -> None:
-    dag = make_dag({"check": {}, "a": {"upstream": ["check"]},
-                    "b": {"upstream": ["a"], "trigger_rule": TR.ALL_DONE},
-                    "c": {"upstream": ["b"], "trigger_rule": TR.NONE_FAILED}})
+    dag = make_dag(
+        {
+            "check": {},
+            "a": {"upstream": ["check"]},
+            "b": {"upstream": ["a"], "trigger_rule": TR.ALL_DONE},
+            "c": {"upstream": ["b"], "trigger_rule": TR.NONE_FAILED},
+        }
+    )
     run = started(dag)
     run.step(run.succeeded("check", skip_all_downstream=True))
     assert run.states() == {"check": "success", "a": "skipped", "b": "skipped", "c": "skipped"}
 
 
 def test_a_skip_cascades_through_a_chain_in_one_pass() -> None:
-    dag = make_dag({"a": {}, "b": {"upstream": ["a"]}, "c": {"upstream": ["b"]},
-                    "d": {"upstream": ["c"], "trigger_rule": TR.ALL_DONE}})
+    dag = make_dag(
+        {
+            "a": {},
+            "b": {"upstream": ["a"]},
+            "c": {"upstream": ["b"]},
+            "d": {"upstream": ["c"], "trigger_rule": TR.ALL_DONE},
+        }
+    )
     run = started(dag)
     plan = run.step(run.succeeded("a", outcome=TaskOutcome.SKIPPED))
     assert run.states() == {"a": "skipped", "b": "skipped", "c": "skipped", "d": "queued"}
@@ -442,34 +564,92 @@ INTERVAL_END = LOGICAL_DATE + timedelta(days=1)
 NEXT_END = INTERVAL_END + timedelta(days=1)
 
 
-@pytest.mark.parametrize(("run_type", "now", "latest_window_end", "expected"), [
-    pytest.param(RunType.SCHEDULED, NEXT_END + timedelta(days=3), NEXT_END,
-                 {"latest_only": "success", "task1": "skipped", "task2": "success", "task3": "skipped",
-                  "task4": "success"},
-                 id="an old scheduled run skips task1 and task3, and task4 runs by all_done"),
-    pytest.param(RunType.SCHEDULED, INTERVAL_END + timedelta(hours=1), NEXT_END,
-                 {"latest_only": "success", "task1": "success", "task2": "success", "task3": "success",
-                  "task4": "success"},
-                 id="the latest scheduled run runs everything"),
-    pytest.param(RunType.MANUAL, NEXT_END + timedelta(days=3), NEXT_END,
-                 {"latest_only": "success", "task1": "success", "task2": "success", "task3": "success",
-                  "task4": "success"},
-                 id="a manual run continues whatever the date"),
-    pytest.param(RunType.BACKFILL, NEXT_END + timedelta(days=3), NEXT_END,
-                 {"latest_only": "success", "task1": "skipped", "task2": "success", "task3": "skipped",
-                  "task4": "success"},
-                 id="a backfill run is not the latest"),
-    pytest.param(RunType.SCHEDULED, INTERVAL_END, NEXT_END,
-                 {"latest_only": "success", "task1": "skipped", "task2": "success", "task3": "skipped",
-                  "task4": "success"},
-                 id="the window's start is excluded, as Airflow's left_window < now"),
-    pytest.param(RunType.SCHEDULED, NEXT_END + timedelta(days=3), None,
-                 {"latest_only": "success", "task1": "success", "task2": "success", "task3": "success",
-                  "task4": "success"},
-                 id="the last scheduled run of a DAG proceeds"),
-])
-def test_latest_only_with_trigger(run_type: RunType, now: datetime, latest_window_end: datetime | None,
-                                  expected: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("run_type", "now", "latest_window_end", "expected"),
+    [
+        pytest.param(
+            RunType.SCHEDULED,
+            NEXT_END + timedelta(days=3),
+            NEXT_END,
+            {
+                "latest_only": "success",
+                "task1": "skipped",
+                "task2": "success",
+                "task3": "skipped",
+                "task4": "success",
+            },
+            id="an old scheduled run skips task1 and task3, and task4 runs by all_done",
+        ),
+        pytest.param(
+            RunType.SCHEDULED,
+            INTERVAL_END + timedelta(hours=1),
+            NEXT_END,
+            {
+                "latest_only": "success",
+                "task1": "success",
+                "task2": "success",
+                "task3": "success",
+                "task4": "success",
+            },
+            id="the latest scheduled run runs everything",
+        ),
+        pytest.param(
+            RunType.MANUAL,
+            NEXT_END + timedelta(days=3),
+            NEXT_END,
+            {
+                "latest_only": "success",
+                "task1": "success",
+                "task2": "success",
+                "task3": "success",
+                "task4": "success",
+            },
+            id="a manual run continues whatever the date",
+        ),
+        pytest.param(
+            RunType.BACKFILL,
+            NEXT_END + timedelta(days=3),
+            NEXT_END,
+            {
+                "latest_only": "success",
+                "task1": "skipped",
+                "task2": "success",
+                "task3": "skipped",
+                "task4": "success",
+            },
+            id="a backfill run is not the latest",
+        ),
+        pytest.param(
+            RunType.SCHEDULED,
+            INTERVAL_END,
+            NEXT_END,
+            {
+                "latest_only": "success",
+                "task1": "skipped",
+                "task2": "success",
+                "task3": "skipped",
+                "task4": "success",
+            },
+            id="the window's start is excluded, as Airflow's left_window < now",
+        ),
+        pytest.param(
+            RunType.SCHEDULED,
+            NEXT_END + timedelta(days=3),
+            None,
+            {
+                "latest_only": "success",
+                "task1": "success",
+                "task2": "success",
+                "task3": "success",
+                "task4": "success",
+            },
+            id="the last scheduled run of a DAG proceeds",
+        ),
+    ],
+)
+def test_latest_only_with_trigger(
+    run_type: RunType, now: datetime, latest_window_end: datetime | None, expected: dict[str, str]
+) -> None:
     run = Run(make_dag(LATEST_ONLY_WITH_TRIGGER), run_type=run_type, now=now)
     plan = run.step(latest_window_end=latest_window_end)
     assert run.states() == expected
@@ -558,8 +738,17 @@ def test_the_execution_timeout_bounds_a_deferral() -> None:
 
 
 def test_the_execution_timeout_counts_the_whole_try_across_deferrals() -> None:
-    run = started(make_dag({"wait": {"execution_timeout": timedelta(minutes=10), "retries": 1,
-                                     "retry_delay": timedelta(minutes=1)}}))
+    run = started(
+        make_dag(
+            {
+                "wait": {
+                    "execution_timeout": timedelta(minutes=10),
+                    "retries": 1,
+                    "retry_delay": timedelta(minutes=1),
+                }
+            }
+        )
+    )
     run.step(run.running("wait"))
     run.wait(timedelta(minutes=2))
     run.step(run.deferred("wait"))
@@ -607,8 +796,11 @@ def test_running_seconds_add_up_the_attempts_of_a_try() -> None:
     resumed_at = run.now
     run.step(run.running("wait"))
     run.wait(timedelta(seconds=20))
-    run.step(run.attempt("wait", AttemptPhase.SUCCEEDED, TaskResult(outcome=TaskOutcome.SUCCESS),
-                         started_at=resumed_at))
+    run.step(
+        run.attempt(
+            "wait", AttemptPhase.SUCCEEDED, TaskResult(outcome=TaskOutcome.SUCCESS), started_at=resumed_at
+        )
+    )
     assert run.ti("wait").running_seconds == 50
 
 
@@ -661,14 +853,25 @@ def test_max_active_tasks_caps_the_launches() -> None:
     assert launched(plan) == ["t2"]
 
 
-@pytest.mark.parametrize(("tasks", "order"), [
-    pytest.param({"lonely": {}, "head": {}, "mid": {"upstream": ["head"]}, "tail": {"upstream": ["mid"]}},
-                 ["head", "mid"], id="downstream weight favours the task that unblocks the most"),
-    pytest.param({"b": {}, "a": {}}, ["a", "b"], id="equal weights launch in task id order"),
-    pytest.param({"low": {"priority_weight": 1, "weight_rule": WeightRule.ABSOLUTE},
-                  "high": {"priority_weight": 5, "weight_rule": WeightRule.ABSOLUTE}},
-                 ["high", "low"], id="absolute weights are the tasks' own"),
-])
+@pytest.mark.parametrize(
+    ("tasks", "order"),
+    [
+        pytest.param(
+            {"lonely": {}, "head": {}, "mid": {"upstream": ["head"]}, "tail": {"upstream": ["mid"]}},
+            ["head", "mid"],
+            id="downstream weight favours the task that unblocks the most",
+        ),
+        pytest.param({"b": {}, "a": {}}, ["a", "b"], id="equal weights launch in task id order"),
+        pytest.param(
+            {
+                "low": {"priority_weight": 1, "weight_rule": WeightRule.ABSOLUTE},
+                "high": {"priority_weight": 5, "weight_rule": WeightRule.ABSOLUTE},
+            },
+            ["high", "low"],
+            id="absolute weights are the tasks' own",
+        ),
+    ],
+)
 def test_launch_order_follows_effective_priority(tasks: dict[str, dict[str, Any]], order: list[str]) -> None:
     run = Run(make_dag(tasks, max_active_tasks=1))
     assert launched(run.step()) == order[:1]
@@ -676,8 +879,14 @@ def test_launch_order_follows_effective_priority(tasks: dict[str, dict[str, Any]
 
 
 def test_upstream_weight_adds_the_upstream_tasks_weights() -> None:
-    dag = make_dag({"root": {"priority_weight": 10}, "a": {"weight_rule": WeightRule.UPSTREAM},
-                    "b": {"upstream": ["root"], "weight_rule": WeightRule.UPSTREAM}}, max_active_tasks=1)
+    dag = make_dag(
+        {
+            "root": {"priority_weight": 10},
+            "a": {"weight_rule": WeightRule.UPSTREAM},
+            "b": {"upstream": ["root"], "weight_rule": WeightRule.UPSTREAM},
+        },
+        max_active_tasks=1,
+    )
     run = Run(dag)
     assert launched(run.step()) == ["root"]
     assert launched(run.step(run.succeeded("root"))) == ["b"]
@@ -687,8 +896,10 @@ def test_upstream_weight_adds_the_upstream_tasks_weights() -> None:
 
 
 def test_dagrun_timeout_skips_unfinished_task_instances_and_fails_the_run() -> None:
-    dag = make_dag({"slow": {}, "wait": {}, "later": {"upstream": ["slow"]}, "done": {}},
-                   dagrun_timeout=timedelta(hours=1))
+    dag = make_dag(
+        {"slow": {}, "wait": {}, "later": {"upstream": ["slow"]}, "done": {}},
+        dagrun_timeout=timedelta(hours=1),
+    )
     run = started(dag)
     run.step(run.running("slow"), run.deferred("wait"), run.succeeded("done"))
     assert run.plans[-1].wake_at == START + timedelta(hours=1)
@@ -709,21 +920,37 @@ def test_dagrun_timeout_skips_unfinished_task_instances_and_fails_the_run() -> N
 
 def test_depends_on_past_waits_for_the_previous_run() -> None:
     dag = make_dag({"daily": {"depends_on_past": True}})
-    for previous, state in [(None, "queued"), ({"daily": S.SUCCESS}, "queued"),
-                            ({"daily": S.SKIPPED}, "queued"), ({}, "queued"), ({"daily": S.FAILED}, "none")]:
+    for previous, state in [
+        (None, "queued"),
+        ({"daily": S.SUCCESS}, "queued"),
+        ({"daily": S.SKIPPED}, "queued"),
+        ({}, "queued"),
+        ({"daily": S.FAILED}, "none"),
+    ]:
         run = Run(dag)
         run.step(previous_run_states=previous)
         assert run.states() == {"daily": state}, previous
     assert "previous task instance is in the state 'failed'" in (run.ti("daily").reason or "")
 
 
-@pytest.mark.parametrize(("wait", "expected"), [
-    pytest.param(False, "skipped", id="by default a task its trigger rule skips is skipped at once"),
-    pytest.param(True, "none", id="wait_for_past_depends_before_skipping waits for the past first"),
-])
+@pytest.mark.parametrize(
+    ("wait", "expected"),
+    [
+        pytest.param(False, "skipped", id="by default a task its trigger rule skips is skipped at once"),
+        pytest.param(True, "none", id="wait_for_past_depends_before_skipping waits for the past first"),
+    ],
+)
 def test_wait_for_past_depends_before_skipping(wait: bool, expected: str) -> None:
-    dag = make_dag({"check": {}, "daily": {"upstream": ["check"], "depends_on_past": True,
-                                           "wait_for_past_depends_before_skipping": wait}})
+    dag = make_dag(
+        {
+            "check": {},
+            "daily": {
+                "upstream": ["check"],
+                "depends_on_past": True,
+                "wait_for_past_depends_before_skipping": wait,
+            },
+        }
+    )
     run = Run(dag)
     run.step(previous_run_states={"daily": S.FAILED})
     run.step(run.succeeded("check", outcome=TaskOutcome.SKIPPED), previous_run_states={"daily": S.FAILED})
@@ -731,10 +958,14 @@ def test_wait_for_past_depends_before_skipping(wait: bool, expected: str) -> Non
 
 
 def test_task_instances_whose_task_left_the_dag_are_removed() -> None:
-    status = DagRunStatus(state=DagRunState.RUNNING, start_date=START, task_instances={
-        "gone": TaskInstanceStatus(state=S.RUNNING, try_number=1, pod_name="pod-gone"),
-        "old": TaskInstanceStatus(state=S.SUCCESS, try_number=1),
-    })
+    status = DagRunStatus(
+        state=DagRunState.RUNNING,
+        start_date=START,
+        task_instances={
+            "gone": TaskInstanceStatus(state=S.RUNNING, try_number=1, pod_name="pod-gone"),
+            "old": TaskInstanceStatus(state=S.SUCCESS, try_number=1),
+        },
+    )
     run = Run(make_dag({"kept": {}}), status=status)
     plan = run.step()
     assert run.states() == {"gone": "removed", "old": "removed", "kept": "queued"}
@@ -744,8 +975,11 @@ def test_task_instances_whose_task_left_the_dag_are_removed() -> None:
 
 
 def test_a_removed_task_instance_comes_back_with_its_task() -> None:
-    status = DagRunStatus(state=DagRunState.RUNNING, start_date=START,
-                          task_instances={"back": TaskInstanceStatus(state=S.REMOVED)})
+    status = DagRunStatus(
+        state=DagRunState.RUNNING,
+        start_date=START,
+        task_instances={"back": TaskInstanceStatus(state=S.REMOVED)},
+    )
     run = Run(make_dag({"back": {}}), status=status)
     run.step()
     assert run.states() == {"back": "queued"}
@@ -754,8 +988,9 @@ def test_a_removed_task_instance_comes_back_with_its_task() -> None:
 def test_an_attempt_of_a_task_instance_marked_by_a_user_is_stopped() -> None:
     run = started(make_dag({"task": {}}))
     report = run.running("task")
-    run.status = run.status.model_copy(update={"task_instances": {
-        "task": run.ti("task").model_copy(update={"state": S.SUCCESS})}})
+    run.status = run.status.model_copy(
+        update={"task_instances": {"task": run.ti("task").model_copy(update={"state": S.SUCCESS})}}
+    )
     observed = plans.observe(run.status, {report.name: report}, [])  # as the reconciler gathers
     plan = run.step(**{"stray_attempts": observed.stray_attempts})
     assert plan.kills == [report.name]
@@ -765,8 +1000,9 @@ def test_an_attempt_of_a_task_instance_marked_by_a_user_is_stopped() -> None:
 def test_a_task_instance_cleared_while_running_is_stopped_and_run_again() -> None:
     run = started(make_dag({"task": {}}))
     report = run.running("task")
-    run.status = run.status.model_copy(update={"task_instances": {
-        "task": run.ti("task").model_copy(update={"state": S.RESTARTING})}})
+    run.status = run.status.model_copy(
+        update={"task_instances": {"task": run.ti("task").model_copy(update={"state": S.RESTARTING})}}
+    )
     plan = run.step(report)
     assert report.name in plan.kills
     assert [(launch.task_id, launch.try_number) for launch in plan.launches] == [("task", 2)]
@@ -796,11 +1032,18 @@ def test_every_state_change_is_one_event_with_its_reason() -> None:
     run.step()
     run.step(run.running("a"))
     run.step(run.failed("a"))
-    assert _all_states(run.plans) == ["RunStarted", "TaskQueued", "TaskRunning", "TaskFailed",
-                                      "TaskUpstreamFailed", "RunFailed"]
+    assert _all_states(run.plans) == [
+        "RunStarted",
+        "TaskQueued",
+        "TaskRunning",
+        "TaskFailed",
+        "TaskUpstreamFailed",
+        "RunFailed",
+    ]
     upstream_failed = run.plans[-1].events[1]
     assert upstream_failed.message.startswith(
-        "Task b (none -> upstream_failed): Task's trigger rule 'all_success'")
+        "Task b (none -> upstream_failed): Task's trigger rule 'all_success'"
+    )
     assert upstream_failed.warning
 
 
@@ -823,14 +1066,32 @@ def random_dags(draw: st.DrawFn) -> ResolvedDag:
             "depends_on_past": draw(st.booleans()),
             "weight_rule": draw(st.sampled_from(WeightRule)),
         }
-    return make_dag(tasks, max_active_tasks=draw(st.integers(1, 4)),
-                    dagrun_timeout=draw(st.sampled_from([None, timedelta(minutes=40)])))
+    return make_dag(
+        tasks,
+        max_active_tasks=draw(st.integers(1, 4)),
+        dagrun_timeout=draw(st.sampled_from([None, timedelta(minutes=40)])),
+    )
 
 
 @st.composite
 def random_results(draw: st.DrawFn, run: Run, task_id: str) -> TaskResult | None:
-    kind = draw(st.sampled_from(["none", "success", "branch", "short", "skipped", "failed", "no_retry",
-                                 "deferred", "deferred", "deferred", "reschedule"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "none",
+                "success",
+                "branch",
+                "short",
+                "skipped",
+                "failed",
+                "no_retry",
+                "deferred",
+                "deferred",
+                "deferred",
+                "reschedule",
+            ]
+        )
+    )
     downstream = sorted(run.dag.tasks[task_id].downstream)
     if kind == "none":
         return None
@@ -841,13 +1102,21 @@ def random_results(draw: st.DrawFn, run: Run, task_id: str) -> TaskResult | None
         return TaskResult(outcome=TaskOutcome.SUCCESS, skip_all_downstream=True)
     if kind == "deferred":
         timeout = draw(st.sampled_from([None, 60.0, 600.0]))
-        return TaskResult(outcome=TaskOutcome.DEFERRED, deferral=DeferralRequest(
-            trigger_classpath="zonda.triggers.DateTimeTrigger", timeout_seconds=timeout))
+        return TaskResult(
+            outcome=TaskOutcome.DEFERRED,
+            deferral=DeferralRequest(
+                trigger_classpath="zonda.triggers.DateTimeTrigger", timeout_seconds=timeout
+            ),
+        )
     if kind == "reschedule":
         minutes = draw(st.integers(0, 5))
         return TaskResult(outcome=TaskOutcome.RESCHEDULE, reschedule_at=run.now + timedelta(minutes=minutes))
-    outcome = {"success": TaskOutcome.SUCCESS, "skipped": TaskOutcome.SKIPPED, "failed": TaskOutcome.FAILED,
-               "no_retry": TaskOutcome.FAILED_NO_RETRY}[kind]
+    outcome = {
+        "success": TaskOutcome.SUCCESS,
+        "skipped": TaskOutcome.SKIPPED,
+        "failed": TaskOutcome.FAILED,
+        "no_retry": TaskOutcome.FAILED_NO_RETRY,
+    }[kind]
     return TaskResult(outcome=outcome)
 
 
@@ -857,8 +1126,9 @@ def random_reports(draw: st.DrawFn, run: Run) -> list[ObservedAttempt | Observed
     reports: list[ObservedAttempt | ObservedTrigger] = []
     for task_id, ti in run.status.task_instances.items():
         if ti.state in (S.QUEUED, S.RUNNING):
-            phase = draw(st.sampled_from([None, *AttemptPhase, AttemptPhase.SUCCEEDED,
-                                          AttemptPhase.SUCCEEDED]))
+            phase = draw(
+                st.sampled_from([None, *AttemptPhase, AttemptPhase.SUCCEEDED, AttemptPhase.SUCCEEDED])
+            )
             if phase is None:
                 continue
             result = draw(random_results(run, task_id)) if phase is AttemptPhase.SUCCEEDED else None
@@ -867,8 +1137,9 @@ def random_reports(draw: st.DrawFn, run: Run) -> list[ObservedAttempt | Observed
         elif ti.state is S.DEFERRED:
             kind = draw(st.sampled_from(["none", "pending", "fired", "failed"]))
             if kind != "none":
-                reports.append(run.trigger(task_id, fired=kind == "fired", failed=kind == "failed",
-                                           event={"n": 1}))
+                reports.append(
+                    run.trigger(task_id, fired=kind == "fired", failed=kind == "failed", event={"n": 1})
+                )
     return reports
 
 
@@ -888,15 +1159,20 @@ def test_random_runs_make_only_legal_moves_and_every_pass_is_idempotent(
     dag: ResolvedDag, run_type: RunType, data: st.DataObject
 ) -> None:
     run = Run(dag, run_type=run_type)
-    previous = data.draw(st.one_of(st.none(), st.dictionaries(st.sampled_from(sorted(dag.tasks)),
-                                                              st.sampled_from(S))))
+    previous = data.draw(
+        st.one_of(st.none(), st.dictionaries(st.sampled_from(sorted(dag.tasks)), st.sampled_from(S)))
+    )
     for _ in range(data.draw(st.integers(1, 15))):
         run.wait(timedelta(minutes=data.draw(st.integers(0, 10))))
         before = run.status
         running_elsewhere = data.draw(st.integers(0, 2))
         # decide checks every move it makes with check_transition: an illegal one raises here.
-        plan = run.step(*data.draw(random_reports(run)), running_in_dag=running_elsewhere,
-                        previous_run_states=previous, latest_window_end=NEXT_END)
+        plan = run.step(
+            *data.draw(random_reports(run)),
+            running_in_dag=running_elsewhere,
+            previous_run_states=previous,
+            latest_window_end=NEXT_END,
+        )
         for task_id, ti in plan.status.task_instances.items():
             old = before.task_instances.get(task_id, TaskInstanceStatus()).state
             assert ti.state in _reachable(old), (task_id, old, ti.state)
@@ -906,8 +1182,14 @@ def test_random_runs_make_only_legal_moves_and_every_pass_is_idempotent(
         if plan.status.state in (DagRunState.SUCCESS, DagRunState.FAILED):
             finished = [ti.state in FINISHED_TI_STATES for ti in plan.status.task_instances.values()]
             assert all(finished), run.states()
-        again = decide(dag, run_name=RUN_NAME, run_type=run_type, status=plan.status,
-                       observed=run.last_observation, now=run.now)
+        again = decide(
+            dag,
+            run_name=RUN_NAME,
+            run_type=run_type,
+            status=plan.status,
+            observed=run.last_observation,
+            now=run.now,
+        )
         assert (again.status, again.launches, again.events) == (plan.status, [], [])
     names = [launch.attempt_name for plan in run.plans for launch in plan.launches]
     assert len(names) == len(set(names)), "every attempt has a name of its own"
@@ -921,8 +1203,9 @@ NEVER_PULL = 'ErrImageNeverPull: Container image "missing:1" is not present with
 def pending(run: Run, task_id: str) -> ObservedAttempt:
     """The current attempt's pod, Pending since its launch, with the kubelet's waiting reason."""
     ti = run.ti(task_id)
-    return dataclasses.replace(run.attempt(task_id, AttemptPhase.PENDING, message=NEVER_PULL),
-                               pending_since=ti.queued_at)
+    return dataclasses.replace(
+        run.attempt(task_id, AttemptPhase.PENDING, message=NEVER_PULL), pending_since=ti.queued_at
+    )
 
 
 def test_a_pod_pending_past_the_timeout_fails_its_try_with_the_kubelets_reason_and_retries() -> None:

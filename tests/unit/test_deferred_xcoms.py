@@ -12,10 +12,11 @@ from datetime import timedelta
 
 from tests.unit.test_decisions import Run, make_dag, started
 from zonda import actions, plans, xcoms
+from zonda.dagrun_models import DagRunSpec
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import DeferralRequest, TaskInvocation, TaskOutcome
-from zonda.models import DagRunSpec, TaskInstanceState, TriggerRule
+from zonda.models import TaskInstanceState, TriggerRule
 
 S = TaskInstanceState
 STORED = xcoms.stored_reference("xcomchunks://team-a/etl-20240101-abc?chunks=1", 5000)

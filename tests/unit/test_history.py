@@ -7,7 +7,8 @@ from typing import Any
 
 from zonda.dag_plans import RunRef
 from zonda.history import runs_beyond_history_limits
-from zonda.models import DagRunState, DagSpec, RunType
+from zonda.models import DagRunState, DagSpec
+from zonda.run_types import RunType
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -22,7 +22,7 @@ from controller.executors.local import LocalExecutor
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import TaskInvocation, TaskOutcome
-from zonda.models import RunType
+from zonda.run_types import RunType
 
 REPO = Path(__file__).resolve().parents[2]
 

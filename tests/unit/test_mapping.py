@@ -401,7 +401,7 @@ def test_a_mapped_kubernetes_pod_operator_gets_its_arguments_from_the_controller
     import dataclasses
 
     from zonda import plans
-    from zonda.models import DagRunStatus, TaskInstanceStatus
+    from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 
     kpo = make_dag({
         "make": {},

@@ -13,7 +13,8 @@ import pytest
 from controller.cli import logs
 from controller.cli.listings import task_state_rows
 from controller.cli.xcom import find_xcom
-from zonda.models import DagRunStatus, TaskInstanceState, TaskInstanceStatus
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
+from zonda.models import TaskInstanceState
 
 DONE = TaskInstanceStatus(state=TaskInstanceState.SUCCESS, try_number=1)
 

@@ -15,7 +15,7 @@ from controller.executors import pods
 from zonda.dags import ResolvedDag, ResolvedTask, parse_dag_spec, resolve_dag
 from zonda.invocations import INVOCATION_ENV, TaskInvocation
 from zonda.merging import strategic_merge
-from zonda.models import RunType
+from zonda.run_types import RunType
 
 CASES = [
     pytest.param(

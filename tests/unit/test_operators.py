@@ -26,7 +26,6 @@ from zonda.exceptions import (
 )
 from zonda.imports import import_string
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
 from zonda.operators.base import BaseOperator
 from zonda.operators.bash import BashOperator
 from zonda.operators.empty import EmptyOperator
@@ -38,6 +37,7 @@ from zonda.operators.python import (
     ShortCircuitOperator,
     determine_kwargs,
 )
+from zonda.run_types import RunType
 from zonda.triggers import DateTimeTrigger
 
 

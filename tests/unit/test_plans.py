@@ -13,17 +13,10 @@ from typing import Any
 import pytest
 
 from zonda import dag_plans, plans
+from zonda.dagrun_models import DagRunSpec, DagRunStatus, TaskInstanceStatus
 from zonda.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
-from zonda.models import (
-    DagRunSpec,
-    DagRunState,
-    DagRunStatus,
-    DagSpec,
-    DagStatus,
-    RunType,
-    TaskInstanceState,
-    TaskInstanceStatus,
-)
+from zonda.models import DagRunState, DagSpec, DagStatus, TaskInstanceState
+from zonda.run_types import RunType
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
 

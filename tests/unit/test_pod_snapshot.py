@@ -19,7 +19,7 @@ import yaml
 from controller.executors import pods
 from zonda.dags import ResolvedTask
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
+from zonda.run_types import RunType
 
 GOLDEN = Path(__file__).parent / "golden"
 MOMENT = datetime(2026, 1, 2, tzinfo=UTC)

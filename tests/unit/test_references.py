@@ -21,7 +21,7 @@ from controller.kube import KubeError
 from controller.kube.fake import FakeKube
 from zonda.dags import ResolvedTask
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
+from zonda.run_types import RunType
 from zonda.variables import LABEL_CONNECTIONS, LABEL_VARIABLES
 
 NAMESPACE = "team"

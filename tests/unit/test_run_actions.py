@@ -15,8 +15,9 @@ from controller.kube import DAGRUNS
 from controller.kube.fake import FakeKube
 from controller.run_actions import act_on_run
 from zonda import actions
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag
-from zonda.models import DagRunState, DagRunStatus, DagSpec, TaskInstanceState, TaskInstanceStatus, TaskSpec
+from zonda.models import DagRunState, DagSpec, TaskInstanceState, TaskSpec
 
 S = TaskInstanceState
 NS = "ns"

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
+from zonda.run_types import RunType
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -31,7 +31,7 @@ from zonda.exceptions import (
     TaskDeferred,
 )
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
+from zonda.run_types import RunType
 from zonda.sensors import base as sensors_base
 from zonda.sensors.base import BaseSensorOperator, PokeReturnValue, to_timedelta, utcnow
 from zonda.sensors.filesystem import FileSensor

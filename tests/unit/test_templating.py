@@ -10,7 +10,7 @@ import pendulum
 import pytest
 
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
+from zonda.run_types import RunType
 from zonda.task_context import build_context
 from zonda.templating import TemplateError, render, render_fields
 

@@ -21,9 +21,9 @@ from controller.devtools import dag_runs
 from zonda import DAG
 from zonda.authoring import manifests, rendering
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
 from zonda.operators.bash import BashOperator
 from zonda.operators.python import PythonOperator
+from zonda.run_types import RunType
 from zonda.task_context import build_context
 from zonda.templating import TemplateError, invocation_environment, render
 

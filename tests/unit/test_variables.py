@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from zonda.invocations import TaskInvocation
-from zonda.models import RunType
+from zonda.run_types import RunType
 from zonda.task_context import build_context
 from zonda.templating import TemplateError, render
 from zonda.variables import BaseHook, Connection, ConnectionNotFound, Variable, VariableNotFound

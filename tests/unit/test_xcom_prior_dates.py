@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from zonda import xcoms
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.invocations import TaskInvocation
-from zonda.models import DagRunStatus, RunType, TaskInstanceState, TaskInstanceStatus
+from zonda.models import TaskInstanceState
+from zonda.run_types import RunType
 from zonda.task_context import build_context
 from zonda.templating import render
 

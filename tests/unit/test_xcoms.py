@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 from controller.cli.xcom import find_xcom
 from controller.xcom_backends import XComStore
 from zonda import xcoms
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.invocations import RESULT_LIMIT_BYTES, TaskInvocation, TaskResult
-from zonda.models import DagRunStatus, RunType, TaskInstanceState, TaskInstanceStatus
+from zonda.models import TaskInstanceState
+from zonda.run_types import RunType
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -26,9 +26,9 @@ from controller.providers.kubernetes.sensors import default_namespace
 from zonda import actions, dag_dependencies, names
 from zonda.context import Context
 from zonda.dag_dependencies import ExternalRun, ExternalWait, Parent, Verdict
+from zonda.dagrun_models import DagRunStatus
 from zonda.dags import ResolvedDag
 from zonda.exceptions import AirflowException, AirflowSkipException
-from zonda.models import DagRunStatus
 from zonda.operators.base import BaseOperator
 from zonda.operators.python import resolve_python_callable
 from zonda.sensors import base as sensor_base
