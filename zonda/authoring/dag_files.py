@@ -29,7 +29,7 @@ from typing import Any
 
 import pathspec
 
-from zonda.authoring import contexts, manifests
+from zonda.authoring import contexts, manifest_values
 from zonda.authoring.dags import DAG
 
 #: Where task runners (and `zonda dags test`) find DAG files; `zonda dags render` uses its PATH argument.
@@ -169,7 +169,7 @@ def _load_module(path: Path, folder: Path, name: str, *, zip_path: Path | None =
     result = FileResult(path=path)
     with _on_sys_path(zip_path or folder):
         sys.modules.pop(name, None)
-        manifests.DAG_FILE_MODULES.add(name)
+        manifest_values.DAG_FILE_MODULES.add(name)
         contexts.start_collecting()
         try:
             if zip_path is not None:
