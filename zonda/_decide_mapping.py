@@ -140,7 +140,7 @@ class MappedInstances:
         for key in self.keys(task.task_id):
             if self.run.tis[key].state is not S.NONE:
                 continue
-            if (past_problem := self.run._past_problem(task, key)) is not None:
+            if (past_problem := self.run.readiness.past_problem(task, key)) is not None:
                 self.run._update(key, reason=past_problem)  # waits: the previous run's same index
             else:
                 self.run._set(key, S.SCHEDULED, reason)
