@@ -1,19 +1,12 @@
 """The one place that talks to the Kubernetes API (kopf's watches aside).
 
 `client.Kube` wraps kubernetes_asyncio and returns plain dicts; errors are translated into the small
-`KubeError` family so callers can treat 409 AlreadyExists as "done" and 409 Conflict as "decide again".
+`KubeError` family (`errors.py`) so callers can treat 409 AlreadyExists as "done" and 409 Conflict as
+"decide again".
 """
 
-from controller.kube.client import (
-    DAGRUNS,
-    DAGS,
-    TRIGGERS,
-    AlreadyExists,
-    Conflict,
-    Kube,
-    KubeError,
-    NotFound,
-)
+from controller.kube.client import DAGRUNS, DAGS, TRIGGERS, Kube
+from controller.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from controller.kube.protocol import KubeApi
 
 __all__ = [

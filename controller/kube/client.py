@@ -2,7 +2,8 @@
 
 Everything else in Zonda calls these coroutines with plain dicts and gets plain dicts back, so the
 rest of the code base neither imports `kubernetes_asyncio` nor knows its typed models. Errors the
-callers must act on are translated into three exceptions: `NotFound`, `AlreadyExists`, `Conflict`.
+callers must act on are translated into three exceptions: `NotFound`, `AlreadyExists`, `Conflict`
+(in `errors.py`, which `fake.FakeKube` raises too).
 
 Over 400 lines on purpose: being the only module that calls the API is the point, so every call
 (custom resources, pods, Leases, Events, the UI's access reviews) lives here; `protocol.KubeApi`
@@ -24,6 +25,7 @@ from typing import Any, TypeVar
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from controller.kube.errors import KubeError, NotFound, translate
 from zonda.models import GROUP, VERSION
 from zonda.wire import format_micro_time
 
@@ -48,27 +50,6 @@ def in_cluster_server(environ: Mapping[str, str]) -> str | None:
     return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
 
 
-class KubeError(Exception):
-    """An API call failed; `status` is the HTTP status and `reason` the API's message."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(f"{status}: {reason}")
-        self.status = status
-        self.reason = reason
-
-
-class NotFound(KubeError):
-    pass
-
-
-class AlreadyExists(KubeError):
-    pass
-
-
-class Conflict(KubeError):
-    """The object changed since it was read (resourceVersion precondition failed)."""
-
-
 def _version() -> str:
     try:
         return importlib.metadata.version("zonda")
@@ -76,23 +57,12 @@ def _version() -> str:
         return "dev"
 
 
-def _translate(exc: ApiException) -> KubeError:
-    reason = str(exc.body or exc.reason)
-    if exc.status == 404:
-        return NotFound(404, reason)
-    if exc.status == 409:
-        if "AlreadyExists" in reason or "already exists" in reason:
-            return AlreadyExists(409, reason)
-        return Conflict(409, reason)
-    return KubeError(int(exc.status or 0), reason)
-
-
 async def _call(awaitable: Awaitable[T]) -> T:
     """Await an API call, turning the client's exceptions into ours."""
     try:
         return await awaitable
     except ApiException as exc:
-        raise _translate(exc) from exc
+        raise translate(exc) from exc
 
 
 async def _unless_missing(awaitable: Awaitable[T]) -> T | None:
@@ -151,7 +121,7 @@ class Kube:
         """
         data = await response.read()
         if not 200 <= response.status <= 299:
-            raise _translate(ApiException(status=response.status, reason=data.decode(errors="replace")))
+            raise translate(ApiException(status=response.status, reason=data.decode(errors="replace")))
         result: Body = json.loads(data)
         return result
 
@@ -270,7 +240,7 @@ class Kube:
                 async for event in events:
                     yield event["type"], event["object"]
         except ApiException as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
         finally:
             stream.stop()
 
@@ -377,7 +347,7 @@ class Kube:
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     # -------------------------------------------------------------------------------------- events
 
@@ -425,8 +395,8 @@ class Kube:
             await self.events.create_namespaced_event(meta["namespace"], event)  # type: ignore[arg-type]
         except ApiException as exc:  # events are advisory: never fail a reconcile for one
             if exc.status not in (403, 404, 409, 422):
-                raise _translate(exc) from exc
-            log.warning("Event %s about %s not recorded: %s", reason, meta["name"], _translate(exc).reason)
+                raise translate(exc) from exc
+            log.warning("Event %s about %s not recorded: %s", reason, meta["name"], translate(exc).reason)
 
     # ------------------------------------------------------------ acting as someone else (the UI)
 

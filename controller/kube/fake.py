@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.kube.client import AlreadyExists, Conflict, NotFound
+from controller.kube.errors import AlreadyExists, Conflict, NotFound
 from controller.kube.protocol import Body
 
 _IN = re.compile(r"^\s*([\w./-]+)\s+in\s+\(([^)]*)\)\s*$")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from controller.kube.client import AlreadyExists, Conflict
+from controller.kube.errors import AlreadyExists, Conflict
 from controller.kube.protocol import KubeApi
 from zonda.wire import format_micro_time, parse_time
 

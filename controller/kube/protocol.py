@@ -2,7 +2,7 @@
 
 `client.Kube` is the real implementation; `fake.FakeKube` an in-memory one for adapter unit tests
 (the cluster tier stays the proof that the real one behaves the same). Bodies are plain dicts;
-errors are `controller.kube.client.KubeError` subclasses (404 NotFound, 409 AlreadyExists/Conflict).
+errors are `controller.kube.errors.KubeError` subclasses (404 NotFound, 409 AlreadyExists/Conflict).
 """
 
 from __future__ import annotations
