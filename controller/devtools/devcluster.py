@@ -2,19 +2,21 @@
 kube-controller-manager, kube-scheduler and kwok (fake nodes whose pods follow our Stages).
 
 The binaries are built from Go modules by `hack/build-cluster-binaries.sh` (cached outside the repo:
-`make binaries`). `binaries_dir()` only finds them: with an empty cache it fails at once and names
-the command that builds them (7-23 minutes on 2 cores), unless called with `build=True` (`zonda up`).
-Everything listens on 127.0.0.1 on free ports, lives in one work directory, and is torn down on
-`stop()` (process groups are killed, so nothing is left behind). `start_local_cluster(nodes=False)`
-starts etcd and the apiserver only: enough for the local executor, which runs no pods.
+`make binaries`). `control_plane_files.binaries_dir()` only finds them: with an empty cache it fails
+at once and names the command that builds them (7-23 minutes on 2 cores), unless called with
+`build=True` (`zonda up`). Everything listens on 127.0.0.1 on free ports, lives in one work directory,
+and is torn down on `stop()` (process groups are killed, so nothing is left behind).
+`start_local_cluster(nodes=False)` starts etcd and the apiserver only: enough for the local executor,
+which runs no pods.
 
 Which cluster is used (`connect_cluster(mode)`): an existing one only when asked explicitly
 (`mode="existing"` or `ZONDA_TEST_CLUSTER=existing`: the current `KUBECONFIG` context), kind when
 asked (`"kind"`, needs Docker), else the local control plane. Tests never touch a user's cluster by
 accident.
 
-Longer than 400 lines on purpose: one control plane's life (binaries, start, readiness, stop, which
-cluster) reads top to bottom in one place.
+Longer than 400 lines on purpose: one control plane's life (start, readiness, stop, which cluster)
+reads top to bottom in one place; what it is made of (binaries, certificates, kubeconfig, kwok's Nodes)
+is in `control_plane_files.py`.
 
     python -m controller.devtools.devcluster up --kubeconfig-out /tmp/zonda.kubeconfig   # until Ctrl-C
     python -m controller.devtools.devcluster build [etcd kube-apiserver ...]           # build, print dir
@@ -26,7 +28,6 @@ import argparse
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import signal
 import socket
@@ -41,60 +42,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.devtools import realnode
+from controller.devtools.control_plane_files import (
+    ALL_BINARIES,
+    API_BINARIES,
+    NODE_BINARIES,
+    SERVICE_CIDR,
+    ClusterError,
+    binaries_dir,
+    kwok_node_manifest,
+    serving_certificate,
+    write_kubeconfig,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ADMIN_TOKEN = "zonda-local-admin-token"
 NODE_COUNT = 2
-#: What the main job's first screen needs (the local executor runs tasks as processes, not pods).
-API_BINARIES = ("etcd", "kube-apiserver", "kubectl")
-#: What pods need on top: scheduling, kwok's simulated kubelets, service accounts and GC.
-NODE_BINARIES = ("kube-controller-manager", "kube-scheduler", "kwok")
-#: Every binary: the tests also render the chart with helm.
-ALL_BINARIES = (*API_BINARIES, *NODE_BINARIES, "helm")
-BUILD_SCRIPT = REPO_ROOT / "hack" / "build-cluster-binaries.sh"
-
-
-class ClusterError(RuntimeError):
-    """The control plane could not be built, started or reached; the message says which part."""
 
 
 def log(message: str) -> None:
     print(f"[devcluster] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
-
-def binaries_dir(required: Sequence[str] = ALL_BINARIES, *, build: bool = False) -> Path:
-    """The directory holding the `required` Go-built binaries: `$ZONDA_BIN_DIR`, else the build cache.
-
-    Cached only unless `build`: a missing binary raises at once with the command that builds it, so
-    nothing starts a many-minute build behind a test's or a tool's back. With `build=True` the hack
-    script builds what is missing, printing its progress on stderr.
-    """
-    if env := os.environ.get("ZONDA_BIN_DIR"):
-        found = Path(env)
-        _require(found, required, "$ZONDA_BIN_DIR")
-        return found
-    if not BUILD_SCRIPT.exists():
-        raise ClusterError("set ZONDA_BIN_DIR: hack/build-cluster-binaries.sh is not next to this package")
-    if not build:
-        cached = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-dir"], stdout=subprocess.PIPE, text=True)
-        found = Path(cached.stdout.strip())
-        _require(found, required, "the build cache")
-        return found
-    result = subprocess.run(["bash", str(BUILD_SCRIPT), *required], stdout=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise ClusterError(f"building the control-plane binaries failed (exit {result.returncode})")
-    return Path(result.stdout.strip().splitlines()[-1])
-
-
-def _require(directory: Path, required: Sequence[str], where: str) -> None:
-    missing = [name for name in required if not (directory / name).is_file()]
-    if missing:
-        raise ClusterError(
-            f"control-plane binaries not built: {', '.join(missing)} missing in {where} ({directory}). "
-            f"Build them once with `bash hack/build-cluster-binaries.sh {' '.join(missing)}` "
-            "(`make binaries` builds all seven): 7-23 minutes on 2 cores from empty Go caches, then cached."
-        )
 
 
 def free_port() -> int:
@@ -191,23 +158,6 @@ class Cluster:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _write_kubeconfig(path: Path, server: str, ca_file: Path | None, token: str) -> None:
-    cluster: dict[str, object] = {"server": server}
-    if ca_file is not None:
-        cluster["certificate-authority"] = str(ca_file)
-    else:
-        cluster["insecure-skip-tls-verify"] = True
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "zonda-local", "cluster": cluster}],
-        "users": [{"name": "zonda-admin", "user": {"token": token}}],
-        "contexts": [{"name": "zonda-local", "context": {"cluster": "zonda-local", "user": "zonda-admin"}}],
-        "current-context": "zonda-local",
-    }
-    path.write_text(json.dumps(config, indent=2))
-
-
 def _wait_healthy(
     url: str, ca_file: Path, token: str, process: subprocess.Popen[bytes], log_file: Path, timeout: float = 90
 ) -> None:
@@ -240,77 +190,6 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "(no log)"
 
 
-SERVICE_CIDR = "10.96.0.0/16"
-#: The `kubernetes` Service's ClusterIP: the first address of SERVICE_CIDR.
-KUBERNETES_SERVICE_IP = "10.96.0.1"
-
-
-def _serving_certificate(certs: Path, advertise: str) -> tuple[Path, tuple[Path, Path]]:
-    """A CA and the apiserver's serving certificate signed by it: (CA file, (cert, key)).
-
-    Its names are every way a client reaches the apiserver: loopback (kubeconfigs), the advertised
-    host address, and the `kubernetes` Service (ClusterIP and DNS names) that in-cluster clients use.
-    The apiserver's own self-signed fallback would name only one address.
-    """
-    ca_key, ca_crt, key, csr, crt = (
-        certs / n for n in ("ca.key", "ca.crt", "apiserver.key", "apiserver.csr", "apiserver.crt")
-    )
-    names = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"]
-    names.append("kubernetes.default.svc.cluster.local")
-    addresses = sorted({"127.0.0.1", advertise, KUBERNETES_SERVICE_IP})
-    san = ",".join([*(f"DNS:{n}" for n in names), *(f"IP:{a}" for a in addresses)])
-    extensions = certs / "apiserver.ext"
-    extensions.write_text(
-        f"subjectAltName={san}\nbasicConstraints=critical,CA:FALSE\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
-        "authorityKeyIdentifier=keyid\nsubjectKeyIdentifier=hash\n"
-    )
-    q = {name: shlex.quote(str(path)) for name, path in locals().items() if isinstance(path, Path)}
-    for command in (
-        f"req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=zonda-local-ca -keyout {q['ca_key']}"
-        f" -out {q['ca_crt']}",
-        f"req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver -keyout {q['key']} -out {q['csr']}",
-        f"x509 -req -CAcreateserial -days 3650 -CA {q['ca_crt']} -CAkey {q['ca_key']} -in {q['csr']}"
-        f" -out {q['crt']} -extfile {q['extensions']}",
-    ):
-        subprocess.run(["openssl", *shlex.split(command)], check=True, capture_output=True)
-    return ca_crt, (crt, key)
-
-
-def _node_manifest(name: str) -> dict[str, object]:
-    resources = {"cpu": "64", "memory": "256Gi", "pods": "1000", "ephemeral-storage": "1Ti"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "type": "kwok",
-            },
-        },
-        "status": {
-            "allocatable": resources,
-            "capacity": resources,
-            "nodeInfo": {
-                "architecture": "amd64",
-                "operatingSystem": "linux",
-                "kubeletVersion": "fake",
-                "kernelVersion": "",
-                "osImage": "",
-                "containerRuntimeVersion": "",
-                "kubeProxyVersion": "",
-                "bootID": "",
-                "machineID": "",
-                "systemUUID": "",
-            },
-        },
-    }
-
-
 def start_local_cluster(
     workdir: Path | None = None,
     *,
@@ -340,7 +219,7 @@ def start_local_cluster(
     # With a real node, pods reach the apiserver on the host's address (through kube-proxy's
     # `kubernetes` Service); without one, nothing but this machine's processes does.
     advertise = realnode.host_ip() if real_node else "127.0.0.1"
-    ca_file, serving = _serving_certificate(certs, advertise)
+    ca_file, serving = serving_certificate(certs, advertise)
 
     cluster = Cluster(kubeconfig=workdir / "kubeconfig", bin_dir=bin_dir, kind="local", workdir=workdir)
 
@@ -406,7 +285,7 @@ def start_local_cluster(
             ],
         )
         _wait_healthy(server, ca_file, ADMIN_TOKEN, apiserver, workdir / "kube-apiserver.log")
-        _write_kubeconfig(cluster.kubeconfig, server, ca_file, ADMIN_TOKEN)
+        write_kubeconfig(cluster.kubeconfig, server, ca_file, ADMIN_TOKEN)
         kubeconfig = str(cluster.kubeconfig)
 
         def component_args() -> list[str]:
@@ -452,7 +331,7 @@ def start_local_cluster(
                     "--cidr=10.244.0.0/16",
                 ],
             )
-            fake_nodes = [_node_manifest(f"kwok-node-{i}") for i in range(NODE_COUNT)]
+            fake_nodes = [kwok_node_manifest(f"kwok-node-{i}") for i in range(NODE_COUNT)]
             cluster.kubectl(
                 "apply",
                 "-f",

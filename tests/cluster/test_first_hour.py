@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from controller.devtools import up
+from controller.devtools import up, up_leftovers
 from controller.devtools.devcluster import REPO_ROOT, Cluster
 from tests.cluster.zonda_processes import (
     apply,
@@ -282,7 +282,7 @@ def zonda_up_running_a_long_task(tmp_path: Path) -> Iterator[tuple[subprocess.Po
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        for pid in up._processes_mentioning(str(workdir)):
+        for pid in up_leftovers.processes_mentioning(str(workdir)):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -303,11 +303,11 @@ def test_after_a_killed_zonda_up_the_next_one_stops_what_it_left(tmp_path: Path)
         process.kill()  # kill -9: no chance to clean up
         process.wait()
         time.sleep(0.5)
-        left = up._processes_mentioning(str(workdir))
+        left = up_leftovers.processes_mentioning(str(workdir))
         assert len(left) >= 4 and live_processes_with(marker), "etcd, apiserver, controller, triggerer, task"
         assert set(left) <= set(
-            up.clean_after_previous_up(tmp_path / "up.json")
+            up_leftovers.clean_after_previous_up(tmp_path / "up.json")
         )  # what `zonda up` does first
         time.sleep(0.5)
-        assert up._processes_mentioning(str(workdir)) == [] and live_processes_with(marker) == []
+        assert up_leftovers.processes_mentioning(str(workdir)) == [] and live_processes_with(marker) == []
         assert not workdir.exists()

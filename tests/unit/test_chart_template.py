@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.devtools.devcluster import ClusterError, binaries_dir
+from controller.devtools.control_plane_files import ClusterError, binaries_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "zonda"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from controller.cli import logs, runs
-from controller.devtools import up
+from controller.devtools import up, up_leftovers
 from zonda.models import DagSpec, dag_display_fields
 
 
@@ -120,8 +120,8 @@ def test_up_stops_task_process_groups_it_finds_in_the_state_dir(tmp_path: Path) 
         recycled.write_text(str(stranger.pid))
         an_hour_ago = time.time() - 3600
         os.utime(recycled, (an_hour_ago, an_hour_ago))  # written long before this pid was reused
-        assert up.task_process_groups(tmp_path) == [process.pid]
-        assert up.stop_task_processes(tmp_path) == [process.pid]
+        assert up_leftovers.task_process_groups(tmp_path) == [process.pid]
+        assert up_leftovers.stop_task_processes(tmp_path) == [process.pid]
         assert process.wait(timeout=5) == -signal.SIGTERM
         time.sleep(0.1)
         assert stranger.poll() is None
@@ -195,10 +195,10 @@ def test_a_rerun_stops_what_a_killed_up_left_behind_and_leaves_a_live_up_alone(t
             assert time.monotonic() < deadline, "the leftover process never started"
             time.sleep(0.05)  # between fork and exec the child still shows our command line
         record.write_text(json.dumps({"pid": os.getpid(), "workdir": str(workdir)}))
-        assert up.clean_after_previous_up(record) == [], "that up is alive: not ours to stop"
+        assert up_leftovers.clean_after_previous_up(record) == [], "that up is alive: not ours to stop"
         assert leftover.poll() is None and workdir.exists()
         record.write_text(json.dumps({"pid": dead.pid, "workdir": str(workdir)}))
-        assert up.clean_after_previous_up(record) == [leftover.pid]
+        assert up_leftovers.clean_after_previous_up(record) == [leftover.pid]
         assert leftover.wait(timeout=5) == -signal.SIGKILL
         assert not workdir.exists() and not record.exists()
     finally:

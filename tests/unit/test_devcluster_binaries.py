@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.devtools.devcluster import API_BINARIES, ClusterError, binaries_dir
+from controller.devtools.control_plane_files import API_BINARIES, ClusterError, binaries_dir
 
 
 def test_an_empty_cache_fails_at_once_with_the_command_that_builds(
