@@ -6,6 +6,7 @@ namespaces, its bridge, the kubelet's cgroups and kube-proxy's and the kubelet's
 and containers keep running, with their mounts. The running node therefore records its work dir in
 `STATE_FILE` while it holds the real-node lock; the next start (which holds the lock, so that node's
 owner is gone) finds the record and cleans by that work dir (`clean_after_killed_node`).
+`workdir_leftovers()` and `machine_leftovers()` list what is left, for the tests that assert nothing is.
 """
 
 from __future__ import annotations
@@ -188,3 +189,27 @@ def clean_after_killed_node(say: Callable[[str], None], *, lock: Path | None = N
         )
         return removed
     return None
+
+
+def workdir_leftovers(workdir: Path, bridge: str) -> list[str]:
+    """Processes with the work dir in their command line, mounts under it, the node's bridge."""
+    found = []
+    for pid in processes_mentioning(str(workdir)):
+        with contextlib.suppress(OSError):
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"process {pid}: {command}")
+    found += [f"mount {mount}" for mount in mounts_under(workdir)]
+    if Path(f"/sys/class/net/{bridge}").exists():
+        found.append(f"network interface {bridge}")
+    return found
+
+
+def machine_leftovers() -> list[str]:
+    """Pod processes, pod network namespaces, KUBE-* iptables chains: any node's (hold the lock)."""
+    found = [f"pod process {pid}" for pid in pod_processes()]
+    found += [f"network namespace {path}" for path in Path("/run/netns").glob("cni-*")]
+    for table in ("filter", "nat", "mangle"):
+        listed = subprocess.run(["iptables", "-w", "-t", table, "-S"], capture_output=True, text=True)
+        chains = [line.split()[1] for line in listed.stdout.splitlines() if line.startswith("-N KUBE-")]
+        found += [f"iptables {table} chain {chain}" for chain in chains]
+    return found

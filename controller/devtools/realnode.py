@@ -14,7 +14,8 @@ host (CNI bridge, no masquerade).
 One real node per machine at a time (the kubelet owns the `kubepods` cgroups, kube-proxy the KUBE-*
 iptables chains): a lock file serialises starts. `stop()` removes every pod sandbox (tasks, netns,
 mounts), then node_cleanup.sweep() whatever is left (bridge, cgroups, iptables chains), so nothing
-is left behind; a node whose owner was killed is cleaned by the next start (node_cleanup.py).
+is left behind; a node whose owner was killed is cleaned by the next start (node_cleanup.py, which
+also lists what is left).
 Configuration files: node_configs.py.
 """
 
@@ -162,7 +163,7 @@ class RealNode:
             _terminate(proc)
         self.processes.clear()
         node_cleanup.sweep(self.workdir, self.bridge, self.bin_dir)
-        self.left_behind = machine_leftovers()
+        self.left_behind = node_cleanup.machine_leftovers()
         if self.lock is not None:
             node_cleanup.forget()
             self.lock.close()
@@ -192,31 +193,6 @@ class RealNode:
                 os.unlink(path)
 
 
-def runnable_dags(paths: Sequence[Path], images: Sequence[str], say: Callable[[str], None]) -> list[Path]:
-    """The DAG files whose container tasks use only images loaded on the node; says why others are
-    left out. No registry is reachable here, and a pod whose image cannot be pulled stays Pending."""
-    import yaml
-
-    def loaded(image: str) -> bool:
-        short = image.removeprefix("docker.io/").removeprefix("library/")
-        return image in images or any(i.removeprefix("docker.io/library/") == short for i in images)
-
-    kept = []
-    for path in paths:
-        dag = yaml.safe_load(path.read_text()) if path.suffix in (".yaml", ".yml") else None
-        tasks = (dag or {}).get("spec", {}).get("tasks", [])
-        images_used = {(task.get("container") or {}).get("image") for task in tasks}
-        missing = sorted(image for image in images_used if image and not loaded(image))
-        if missing:
-            say(
-                f"left out {path.name}: its container tasks need {', '.join(missing)}, which no registry "
-                "here can provide (the pod would stay Pending: there is no pending timeout yet)"
-            )
-        else:
-            kept.append(path)
-    return kept
-
-
 def cordon_fake_nodes(kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> None:
     """Mark the kwok nodes unschedulable, so every new pod lands on the real node."""
     for name in kubectl("get", "nodes", "-l", "type=kwok", "-o", "name").stdout.split():
@@ -227,31 +203,7 @@ def leftovers(node: RealNode) -> list[str]:
     """What a stopped node left behind (empty when stop() was clean): processes, mounts and bridge
     now, and what `stop()` found on the machine while it still held the lock (pod processes, pod
     network namespaces, iptables chains: after it, they may be the next node's)."""
-    return workdir_leftovers(node.workdir, node.bridge) + node.left_behind
-
-
-def workdir_leftovers(workdir: Path, bridge: str) -> list[str]:
-    """Processes with the work dir in their command line, mounts under it, the node's bridge."""
-    found = []
-    for pid in node_cleanup.processes_mentioning(str(workdir)):
-        with contextlib.suppress(OSError):
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            found.append(f"process {pid}: {command}")
-    found += [f"mount {mount}" for mount in node_cleanup.mounts_under(workdir)]
-    if Path(f"/sys/class/net/{bridge}").exists():
-        found.append(f"network interface {bridge}")
-    return found
-
-
-def machine_leftovers() -> list[str]:
-    """Pod processes, pod network namespaces, KUBE-* iptables chains: any node's (hold the lock)."""
-    found = [f"pod process {pid}" for pid in node_cleanup.pod_processes()]
-    found += [f"network namespace {path}" for path in Path("/run/netns").glob("cni-*")]
-    for table in ("filter", "nat", "mangle"):
-        listed = subprocess.run(["iptables", "-w", "-t", table, "-S"], capture_output=True, text=True)
-        chains = [line.split()[1] for line in listed.stdout.splitlines() if line.startswith("-N KUBE-")]
-        found += [f"iptables {table} chain {chain}" for chain in chains]
-    return found
+    return node_cleanup.workdir_leftovers(node.workdir, node.bridge) + node.left_behind
 
 
 def _terminate(proc: subprocess.Popen[bytes], grace: float = 10) -> None:

@@ -60,11 +60,11 @@ def test_the_next_start_cleans_what_a_killed_nodes_owner_left_and_says_so(tmp_pa
         said: list[str] = []
         with realnode.LOCK_FILE.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # what the next start takes first
-            left = realnode.workdir_leftovers(workdir, bridge) + realnode.machine_leftovers()
+            left = node_cleanup.workdir_leftovers(workdir, bridge) + node_cleanup.machine_leftovers()
             for piece in ("kubelet", "kube-proxy", "pod process", "mount ", "nat chain KUBE-SERVICES"):
                 assert any(piece in item for item in left), (piece, left)
             removed = node_cleanup.clean_after_killed_node(said.append)
-            assert realnode.workdir_leftovers(workdir, bridge) + realnode.machine_leftovers() == []
+            assert node_cleanup.workdir_leftovers(workdir, bridge) + node_cleanup.machine_leftovers() == []
         assert removed is not None and removed["processes"] > 0 and removed["mounts"] > 0, removed
         assert len(said) == 1 and str(workdir) in said[0] and "was not stopped" in said[0], said
         assert not node_cleanup.STATE_FILE.exists()

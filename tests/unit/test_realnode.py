@@ -8,7 +8,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from controller.devtools import realnode
+from controller.devtools import up
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def test_dags_whose_container_images_are_not_on_the_node_are_left_out_with_the_r
     loaded = _dag(tmp_path / "loaded.yaml", "localhost/zonda:dev", "busybox")
     missing = _dag(tmp_path / "missing.yaml", "alpine:3.20")
     said: list[str] = []
-    kept = realnode.runnable_dags(
+    kept = up.runnable_dags(
         [operators_only, loaded, missing],
         ["localhost/zonda:dev", "docker.io/library/busybox:latest", "busybox"],
         said.append,
