@@ -19,6 +19,7 @@ import pydantic
 from controller.kube import DAGRUNS, Conflict, KubeApi, KubeError
 from zonda import actions
 from zonda.actions import ActionResult
+from zonda.clear_across_dags import RunClear, RunView, plan_clear_across_dags
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag
 from zonda.states import IllegalTransition
@@ -89,7 +90,7 @@ class RunOutcome:
 async def clear_across_dags(
     kube: KubeApi,
     namespace: str,
-    first: actions.RunClear,
+    first: RunClear,
     *,
     now: datetime,
     who: str,
@@ -98,7 +99,7 @@ async def clear_across_dags(
 ) -> list[RunOutcome]:
     """Clear, then follow `ExternalTaskMarker`s into the other DAGs' runs (Airflow's `DAG.clear`).
 
-    The plan is `zonda.actions.plan_clear_across_dags` over the namespace's runs as read now; each
+    The plan is `zonda.clear_across_dags.plan_clear_across_dags` over the namespace's runs as read now; each
     run is then cleared on its own with its resourceVersion (`act_on_run`), the first run first, so
     an error in the plan (a marker chain deeper than its `recursion_depth`) changes nothing.
     """
@@ -110,17 +111,15 @@ async def clear_across_dags(
         views = []
         for body in await kube.list_custom(DAGRUNS, namespace):
             with contextlib.suppress(pydantic.ValidationError, KeyError):  # a run too broken to follow
-                views.append(actions.RunView.from_body(body))
+                views.append(RunView.from_body(body))
         try:
-            plan = actions.plan_clear_across_dags(
-                actions.RunView.from_body(start), views, first, now=now, who=who
-            )
+            plan = plan_clear_across_dags(RunView.from_body(start), views, first, now=now, who=who)
         except (actions.ActionError, IllegalTransition) as exc:
             raise RunActionError(409, str(exc)) from exc
     outcomes = []
     for part in plan:
 
-        def act(dag: ResolvedDag, status: DagRunStatus, part: actions.RunClear = part) -> ActionResult:
+        def act(dag: ResolvedDag, status: DagRunStatus, part: RunClear = part) -> ActionResult:
             return part.apply(dag, status, now=now, who=who)
 
         result, before = await act_on_run(kube, namespace, part.run_name, act, component=component)

@@ -11,7 +11,7 @@ Airflow has two ways for one DAG to depend on another, and Zonda keeps both name
 
 The operators that read and write the API live in `controller.providers.kubernetes.dag_dependencies`;
 `ExternalTaskMarker` and the clear that follows it into other DAGs are in
-`zonda.sensors.external_task` and `zonda.actions.plan_clear_across_dags`.
+`zonda.sensors.external_task` and `zonda.clear_across_dags.plan_clear_across_dags`.
 """
 
 from __future__ import annotations

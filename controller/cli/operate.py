@@ -15,7 +15,7 @@ from controller import run_actions
 from controller.cli import follow
 from controller.cli.common import namespace_or_default, parse_conf, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
-from zonda import actions, params
+from zonda import actions, clear_across_dags, params
 from zonda.actions import ActionResult
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
 from zonda.dags import ResolvedDag
@@ -122,7 +122,7 @@ def clear(
     DAG's run at the marker's logical date too, as Airflow does, up to the marker's recursion_depth.
     """
     ns = _namespace(namespace)
-    first = actions.RunClear(
+    first = clear_across_dags.RunClear(
         run_name, tuple(tasks) or None, upstream=upstream, downstream=downstream, only_failed=only_failed
     )
 

@@ -21,6 +21,7 @@ from controller.ui import views
 from controller.ui.access import Viewer
 from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER, require
 from zonda import actions as zonda_actions
+from zonda import clear_across_dags
 from zonda.actions import ActionResult
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag
@@ -164,7 +165,7 @@ async def clear(request: web.Request) -> web.Response:
         except run_actions.RunActionError as exc:
             raise ActionRefused(exc.status, exc.message) from exc
         return web.json_response({"tasks": list(result.changed), "dry_run": True})
-    first = zonda_actions.RunClear(
+    first = clear_across_dags.RunClear(
         run_name,
         tuple(task_ids) if task_ids is not None else None,
         upstream=flags["upstream"],

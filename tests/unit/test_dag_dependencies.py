@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from zonda import actions, dag_dependencies, names, wire
+from zonda.clear_across_dags import RunClear, RunView, plan_clear_across_dags
 from zonda.dag_dependencies import ExternalRun, ExternalWait, Parent, Verdict, external_verdict
 from zonda.dagrun_models import DagRunSpec, DagRunStatus, TaskInstanceStatus
 from zonda.models import DagRunState, TaskInstanceState
@@ -200,10 +201,10 @@ def test_an_external_task_marker_checks_its_arguments_as_airflow_does() -> None:
 
 def finished_run(
     name: str, dag_name: str, tasks: dict[str, dict[str, Any]], day: datetime = DAY, **states: str
-) -> actions.RunView:
+) -> RunView:
     """A finished run of a DAG whose tasks are `{id: {"operator", "args", "dependsOn"}}`."""
     dag_spec = {"schedule": None, "tasks": [{"id": task_id, **task} for task_id, task in tasks.items()]}
-    return actions.RunView(
+    return RunView(
         name=name,
         spec=DagRunSpec(dag_name=dag_name, logical_date=day),
         status=DagRunStatus(
@@ -233,7 +234,7 @@ EMPTY = {"operator": "EmptyOperator"}
 SENSOR = {"operator": "ExternalTaskSensor", "args": {"external_dag_id": "parent", "external_task_id": "mark"}}
 
 
-def parent_run(day: datetime = DAY, **marker_args: Any) -> actions.RunView:
+def parent_run(day: datetime = DAY, **marker_args: Any) -> RunView:
     return finished_run(
         f"parent-{day:%d}",
         "parent",
@@ -242,7 +243,7 @@ def parent_run(day: datetime = DAY, **marker_args: Any) -> actions.RunView:
     )
 
 
-def child_run(day: datetime = DAY, name: str | None = None) -> actions.RunView:
+def child_run(day: datetime = DAY, name: str | None = None) -> RunView:
     return finished_run(
         name or f"child-{day:%d}",
         "child-dag",
@@ -253,11 +254,11 @@ def child_run(day: datetime = DAY, name: str | None = None) -> actions.RunView:
 
 def test_clearing_a_marker_clears_the_external_task_and_its_downstream_in_the_run_of_that_date() -> None:
     parent, child, other_day = parent_run(), child_run(), child_run(DAY + timedelta(days=1))
-    first = actions.RunClear(parent.name, ("start",), downstream=True)
-    plan = actions.plan_clear_across_dags(parent, [parent, child, other_day], first, now=NOW)
+    first = RunClear(parent.name, ("start",), downstream=True)
+    plan = plan_clear_across_dags(parent, [parent, child, other_day], first, now=NOW)
     assert plan == [
         first,
-        actions.RunClear(child.name, ("wait",), downstream=True, via=f"{parent.name}/mark"),
+        RunClear(child.name, ("wait",), downstream=True, via=f"{parent.name}/mark"),
     ]
     dag = actions.dag_of_run(child.spec.dag_name, child.status)
     result = plan[1].apply(dag, child.status, now=NOW, who="a user")
@@ -268,29 +269,25 @@ def test_clearing_a_marker_clears_the_external_task_and_its_downstream_in_the_ru
 def test_a_templated_execution_date_picks_the_external_run() -> None:
     parent = parent_run(execution_date="{{ (logical_date - macros.timedelta(days=1)).isoformat() }}")
     yesterday, today = child_run(DAY - timedelta(days=1)), child_run(DAY)
-    plan = actions.plan_clear_across_dags(
-        parent, [yesterday, today], actions.RunClear(parent.name, None), now=NOW
-    )
+    plan = plan_clear_across_dags(parent, [yesterday, today], RunClear(parent.name, None), now=NOW)
     assert [part.run_name for part in plan] == [parent.name, yesterday.name]
 
 
 def test_no_external_run_at_that_date_means_only_the_own_run_is_cleared() -> None:
     parent = parent_run()
-    plan = actions.plan_clear_across_dags(
-        parent, [child_run(DAY + timedelta(days=3))], actions.RunClear(parent.name, None), now=NOW
+    plan = plan_clear_across_dags(
+        parent, [child_run(DAY + timedelta(days=3))], RunClear(parent.name, None), now=NOW
     )
     assert [part.run_name for part in plan] == [parent.name]
 
 
 def test_a_marker_that_is_not_cleared_is_not_followed() -> None:
     parent = parent_run()
-    plan = actions.plan_clear_across_dags(
-        parent, [child_run()], actions.RunClear(parent.name, ("start",)), now=NOW
-    )
+    plan = plan_clear_across_dags(parent, [child_run()], RunClear(parent.name, ("start",)), now=NOW)
     assert [part.run_name for part in plan] == [parent.name], "mark is downstream of start, not cleared"
 
 
-def chain_of_runs(length: int, recursion_depth: int) -> list[actions.RunView]:
+def chain_of_runs(length: int, recursion_depth: int) -> list[RunView]:
     """d0.mark -> d1.mark -> ... -> d<length>.end, each at the same logical date."""
     runs = []
     for index in range(length):
@@ -307,19 +304,19 @@ def chain_of_runs(length: int, recursion_depth: int) -> list[actions.RunView]:
 
 def test_markers_are_followed_from_run_to_run_up_to_the_first_markers_recursion_depth() -> None:
     runs = chain_of_runs(3, recursion_depth=3)
-    plan = actions.plan_clear_across_dags(runs[0], runs, actions.RunClear("d0-run", None), now=NOW)
+    plan = plan_clear_across_dags(runs[0], runs, RunClear("d0-run", None), now=NOW)
     assert [part.run_name for part in plan] == ["d0-run", "d1-run", "d2-run", "d3-run"]
     too_deep = chain_of_runs(3, recursion_depth=2)
     with pytest.raises(
         actions.ActionError, match="Maximum recursion depth 2 reached for ExternalTaskMarker mark"
     ):
-        actions.plan_clear_across_dags(too_deep[0], too_deep, actions.RunClear("d0-run", None), now=NOW)
+        plan_clear_across_dags(too_deep[0], too_deep, RunClear("d0-run", None), now=NOW)
 
 
 def test_a_cycle_of_markers_clears_each_run_once_as_airflow_remembers_the_markers_it_followed() -> None:
     a = finished_run("a-run", "a", {"mark": marker("b", "mark", recursion_depth=4)})
     b = finished_run("b-run", "b", {"mark": marker("a", "mark", recursion_depth=4)})
-    plan = actions.plan_clear_across_dags(a, [a, b], actions.RunClear("a-run", None), now=NOW)
+    plan = plan_clear_across_dags(a, [a, b], RunClear("a-run", None), now=NOW)
     assert [part.run_name for part in plan] == ["a-run", "b-run", "a-run"]
     assert plan[2].via == "b-run/mark", "back into a once; a's marker is not followed a second time"
 
@@ -329,9 +326,7 @@ def test_only_failed_carries_into_the_external_run() -> None:
     child = finished_run(
         "c", "child-dag", {"wait": SENSOR, "after": {**EMPTY, "dependsOn": ["wait"]}}, after="failed"
     )
-    plan = actions.plan_clear_across_dags(
-        parent, [child], actions.RunClear("p", None, only_failed=True), now=NOW
-    )
+    plan = plan_clear_across_dags(parent, [child], RunClear("p", None, only_failed=True), now=NOW)
     assert plan[1].only_failed
     dag = actions.dag_of_run("child-dag", child.status)
     assert plan[1].apply(dag, child.status, now=NOW, who="u").changed == ("after",)
