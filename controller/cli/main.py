@@ -246,7 +246,7 @@ def triggerer(
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run_task(args: tuple[str, ...]) -> None:
     """Execute one task-instance try (what task pods run; reads ZONDA_TASK_INVOCATION)."""
-    from controller.runner import task as runner
+    from controller.runner import process as runner
 
     sys.exit(runner.main(list(args)))
 

@@ -4,6 +4,6 @@ from datetime import UTC, datetime
 
 started_at = datetime.now(UTC)  # before the imports: the try starts with the process
 
-from controller.runner.task import leave, main  # noqa: E402
+from controller.runner.process import leave, main  # noqa: E402
 
 leave(main(started_at=started_at))

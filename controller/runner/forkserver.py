@@ -15,7 +15,7 @@ Each child is as isolated as a fresh process: its own session and process group 
 kills it and everything it started with one `killpg`), the try's environment and working directory,
 stdin from /dev/null, stdout and stderr appended to the try's log, default signal handlers, and a
 fresh import of the user's code (only Zonda's modules are pre-imported). A child never returns into
-the server's loop: it leaves through `task.leave` (threads joined, atexit run, `os._exit`).
+the server's loop: it leaves through `process.leave` (threads joined, atexit run, `os._exit`).
 
 When its stdin closes (the controller stopped) the server exits and leaves running children alone:
 they belong to their own sessions, and a restarted controller adopts them from their state files.
@@ -34,7 +34,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from controller.runner import task
+from controller.runner import process
 from zonda import operator_registry
 from zonda.imports import import_string
 
@@ -82,7 +82,7 @@ def run_child(
     except BaseException:
         traceback.print_exc()
     finally:
-        task.leave(code)
+        process.leave(code)
 
 
 class Server:
@@ -161,7 +161,7 @@ def main() -> int:
     os.dup2(null, 0)
     os.dup2(2, 1)
     os.close(null)
-    server = Server(requests_fd, replies_fd, task.main)
+    server = Server(requests_fd, replies_fd, process.main)
     server.reply({"ready": True})
     server.serve()
     return 0

@@ -1,40 +1,29 @@
 """The task runner: executes one try of one task instance, in its Pod or as a local process.
 
-`python -m controller.runner` reads a `TaskInvocation` (JSON in `$ZONDA_TASK_INVOCATION`, or
-`--invocation-file`), builds the operator from the task's args, renders its template fields against
-the context, calls `execute` — or `resume_execution` after a deferral — and writes a `TaskResult` to
-`$ZONDA_RESULT_PATH` (the container's termination message by default). The outcome maps Airflow's
-exceptions: a skip, a failure without retry, a deferral, a reschedule. What the task prints on stdout
-is its log; tracebacks go to stderr.
-
-Exit code: 0 for success, skipped, deferred and reschedule; 1 for a failure. The result is written
-either way, within `RESULT_LIMIT_BYTES` (Kubernetes caps termination messages at 4096 bytes).
+`run_task` builds the operator from the `TaskInvocation`'s task args, renders its template fields
+against the context, calls `execute` — or `resume_execution` after a deferral — and returns a
+`TaskResult`. The outcome maps Airflow's exceptions: a skip, a failure without retry, a deferral, a
+reschedule. What the task prints on stdout is its log; tracebacks go to stderr. The process around
+it (reading the invocation from `$ZONDA_TASK_INVOCATION` or `--invocation-file`, writing the result
+to `$ZONDA_RESULT_PATH` within `RESULT_LIMIT_BYTES`, the exit code) is `controller.runner.process`.
 """
 
 from __future__ import annotations
 
-import argparse
-import atexit
 import contextlib
 import dataclasses
-import io
-import json
 import logging
-import os
 import signal
 import sys
 import threading
 import traceback
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any
 
 from controller.runner import callbacks
 from controller.xcom_backends import XComStore
 from zonda import json_values, mapped_groups, mapping, operator_registry, task_context, templating, xcoms
-from zonda.authoring import compat
 from zonda.context import Context
 from zonda.exceptions import (
     AirflowFailException,
@@ -46,10 +35,6 @@ from zonda.exceptions import (
 )
 from zonda.imports import import_string
 from zonda.invocations import (
-    DEFAULT_RESULT_PATH,
-    INVOCATION_ENV,
-    RESULT_LIMIT_BYTES,
-    RESULT_PATH_ENV,
     DeferralRequest,
     TaskInvocation,
     TaskOutcome,
@@ -184,9 +169,9 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
         invocation = unmap(invocation, store)
         operator = build_operator(invocation)
     except OperatorNotCreated as error:
-        _print_traceback(error)
+        print_traceback(error)
         tried.error = error
-        return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(str(error)))
+        return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=shorten(str(error)))
     try:
         with _terminate_on_sigterm(operator):
             context = tried.context = build_operator_context(invocation, operator, store)
@@ -206,15 +191,15 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
         return _with_pushes(result, operator, invocation, store, tried.context)
     except AirflowSkipException as skip:
         log.info("Skipping the task: %s", skip)
-        return TaskResult(outcome=TaskOutcome.SKIPPED, message=_shorten(str(skip)) or None)
+        return TaskResult(outcome=TaskOutcome.SKIPPED, message=shorten(str(skip)) or None)
     except (AirflowFailException, AirflowSensorTimeout) as error:
-        _print_traceback(error)
+        print_traceback(error)
         tried.error = error
-        return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=_shorten(_describe(error)))
+        return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=shorten(_describe(error)))
     except (Exception, SystemExit, AirflowTaskTerminated) as error:
-        _print_traceback(error)
+        print_traceback(error)
         tried.error = error
-        return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(_describe(error)))
+        return TaskResult(outcome=TaskOutcome.FAILED, message=shorten(_describe(error)))
     return _success_result(operator, value, invocation, store, context["ti"].pushed)
 
 
@@ -268,10 +253,10 @@ def _xcom_failure(operator: BaseOperator, error: xcoms.XComError | OSError) -> T
     """The try fails: a value cannot be an XCom, or the XCom backend could not store it."""
     if isinstance(error, xcoms.XComError):
         log.error("%s", error)
-        return TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(f"{operator.task_type}: {error}"))
-    _print_traceback(error)
+        return TaskResult(outcome=TaskOutcome.FAILED, message=shorten(f"{operator.task_type}: {error}"))
+    print_traceback(error)
     return TaskResult(
-        outcome=TaskOutcome.FAILED, message=_shorten(f"cannot write to the XCom backend: {_describe(error)}")
+        outcome=TaskOutcome.FAILED, message=shorten(f"cannot write to the XCom backend: {_describe(error)}")
     )
 
 
@@ -288,124 +273,13 @@ def _deferred_result(deferred: TaskDeferred) -> TaskResult:
             timeout_seconds=deferred.timeout.total_seconds() if deferred.timeout is not None else None,
         )
     except Exception as error:
-        _print_traceback(error)
+        print_traceback(error)
         return TaskResult(
             outcome=TaskOutcome.FAILED,
-            message=_shorten(f"cannot serialize the deferral to {deferred.trigger!r}: {_describe(error)}"),
+            message=shorten(f"cannot serialize the deferral to {deferred.trigger!r}: {_describe(error)}"),
         )
     log.info("Deferring the task to %s, resuming in %s", trigger_classpath, deferred.method_name)
     return TaskResult(outcome=TaskOutcome.DEFERRED, deferral=deferral)
-
-
-def encode_result(result: TaskResult) -> bytes:
-    """The result as the compact JSON the controller parses."""
-    return result.encode()
-
-
-def fit_result(result: TaskResult) -> TaskResult:
-    """The result, or a failure saying why when its JSON exceeds the termination message's limit."""
-    payload = encode_result(result)
-    if len(payload) <= RESULT_LIMIT_BYTES:
-        return result
-    if result.xcom is not None:
-        size = len(json.dumps(result.xcom, separators=(",", ":"), ensure_ascii=False).encode())
-        message = (
-            f"XCom return value is {size} bytes; the limit is {RESULT_LIMIT_BYTES} (termination message); "
-            "return less or write to external storage"
-        )
-    else:
-        message = (
-            f"The task's result is {len(payload)} bytes; the limit is {RESULT_LIMIT_BYTES} "
-            f"(termination message); its {result.outcome.value} outcome was lost"
-        )
-    print(message, file=sys.stderr)
-    return TaskResult(
-        outcome=TaskOutcome.FAILED, message=message, started_at=result.started_at, ended_at=result.ended_at
-    )
-
-
-def exit_code(outcome: TaskOutcome) -> int:
-    return 1 if outcome in FAILED_OUTCOMES else 0
-
-
-def load_invocation(invocation_file: Path | None) -> TaskInvocation:
-    if invocation_file is not None:
-        return TaskInvocation.decode(invocation_file.read_bytes())
-    text = os.environ.get(INVOCATION_ENV)
-    if not text:
-        raise ValueError(f"no invocation: set ${INVOCATION_ENV} or pass --invocation-file")
-    return TaskInvocation.decode(text)
-
-
-def configure_logging() -> None:
-    """Task logs go to stdout as bare lines: the controller collects and timestamps them."""
-    if isinstance(sys.stdout, io.TextIOWrapper):
-        sys.stdout.reconfigure(line_buffering=True)  # interleave with the output of child processes
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
-
-
-def add_dags_folder_to_path() -> None:
-    """Operators and helpers next to DAG files import as in Airflow: the DAGs folder is on sys.path."""
-    folder = os.environ.get("ZONDA_DAGS_FOLDER")
-    if folder and folder not in sys.path:
-        sys.path.append(folder)
-        compat.install_unless_airflow_is_installed()  # DAG files' `airflow` imports, as when rendered
-
-
-def main(argv: list[str] | None = None, *, started_at: datetime | None = None) -> int:
-    """Run the try and write its result; `started_at` is when the process began (default: now)."""
-    started_at = started_at or datetime.now(UTC)
-    parser = argparse.ArgumentParser(prog="python -m controller.runner", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--invocation-file", type=Path, help=f"read the invocation here rather than in ${INVOCATION_ENV}"
-    )
-    arguments = parser.parse_args(argv)
-    configure_logging()
-    add_dags_folder_to_path()
-    result_path = os.environ.get(RESULT_PATH_ENV) or DEFAULT_RESULT_PATH
-    try:
-        invocation = load_invocation(arguments.invocation_file)
-    except (OSError, ValueError) as error:
-        _print_traceback(error)
-        result = TaskResult(outcome=TaskOutcome.FAILED, message=_shorten(f"invalid invocation: {error}"))
-    else:
-        log.info(
-            "Running %s, try %s of task %s in %s",
-            invocation.operator,
-            invocation.try_number,
-            invocation.task_id,
-            invocation.run_name,
-        )
-        result = run_task(invocation)
-    result = fit_result(result.replace(started_at=started_at, ended_at=datetime.now(UTC)))
-    try:
-        Path(result_path).write_bytes(encode_result(result))
-    except OSError as error:
-        print(f"cannot write the task's result to {result_path}: {error}", file=sys.stderr)
-        return 1
-    log.info("Task finished: %s", result.outcome.value)
-    return exit_code(result.outcome)
-
-
-def leave(code: int) -> NoReturn:
-    """End the process once the result is written, skipping the interpreter's teardown.
-
-    Tearing down every module and object a try imported costs about a fifth of a `true` try's CPU
-    and delays the exit that reports the result (a pod's termination message is read after it). What
-    a normal exit does that matters still happens: the task's non-daemon threads are waited for,
-    `atexit` handlers run (logging's flush among them), and stdout and stderr are flushed.
-    """
-    try:
-        for thread in threading.enumerate():
-            if thread is not threading.main_thread() and not thread.daemon:
-                thread.join()
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(code)
 
 
 @contextlib.contextmanager
@@ -432,13 +306,9 @@ def _describe(error: BaseException) -> str:
     return "".join(traceback.format_exception_only(error)).strip()
 
 
-def _print_traceback(error: BaseException) -> None:
+def print_traceback(error: BaseException) -> None:
     traceback.print_exception(error, file=sys.stderr)
 
 
-def _shorten(message: str) -> str:
+def shorten(message: str) -> str:
     return message if len(message) <= MESSAGE_LIMIT_CHARS else message[: MESSAGE_LIMIT_CHARS - 1] + "…"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.runner.task import encode_result, exit_code, fit_result
+from controller.runner.process import encode_result, exit_code, fit_result
 from zonda.dagrun_models import Deferral
 from zonda.invocations import RESULT_LIMIT_BYTES, DeferralRequest, TaskInvocation, TaskOutcome, TaskResult
 from zonda.run_types import RunType

@@ -1,7 +1,7 @@
 """The runner leaves without the interpreter's teardown, but still as a normal exit would matter.
 
 Real: `python -m controller.runner` as a task pod runs it, and a try forked by the local executor's
-fork server (both end through `controller.runner.task.leave`).
+fork server (both end through `controller.runner.process.leave`).
 """
 
 from __future__ import annotations
