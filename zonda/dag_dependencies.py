@@ -9,9 +9,9 @@ Airflow has two ways for one DAG to depend on another, and Zonda keeps both name
   DAG's run at a logical date. `external_verdict` is Airflow's `ExternalTaskSensor.poke` counting,
   over the runs as read from the API (`ExternalRun.from_body`).
 
-The operators that read and write the API live in `controller.providers.kubernetes.dag_dependencies`;
-`ExternalTaskMarker` and the clear that follows it into other DAGs are in
-`zonda.sensors.external_task` and `zonda.clear_across_dags.plan_clear_across_dags`.
+The operators that read and write the API live in `controller.providers.kubernetes.trigger_dagrun`
+and `controller.providers.kubernetes.external_task`; `ExternalTaskMarker` and the clear that follows
+it into other DAGs are in `zonda.sensors.external_task` and `zonda.clear_across_dags`.
 """
 
 from __future__ import annotations

@@ -14,13 +14,13 @@ import pytest
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
 from controller.providers.kubernetes import triggers as kube_triggers
-from controller.providers.kubernetes.dag_dependencies import (
+from controller.providers.kubernetes.dagrun_triggers import DagStateTrigger, WorkflowTrigger
+from controller.providers.kubernetes.external_task import ExternalTaskSensor
+from controller.providers.kubernetes.trigger_dagrun import (
     DagNotFound,
     DagRunAlreadyExists,
-    ExternalTaskSensor,
     TriggerDagRunOperator,
 )
-from controller.providers.kubernetes.dagrun_triggers import DagStateTrigger, WorkflowTrigger
 from zonda.authoring.compat import airflow_imports
 from zonda.dag_dependencies import Parent
 from zonda.exceptions import AirflowException, AirflowSkipException
@@ -166,6 +166,15 @@ def test_airflow_dag_files_import_the_cross_dag_operators_unchanged() -> None:
     assert AirflowTrigger is TriggerDagRunOperator
     assert AirflowSensor is ExternalTaskSensor
     assert ExternalTaskMarker.__module__ == "zonda.sensors.external_task"
+
+
+def test_the_documented_import_path_names_the_same_operators() -> None:
+    from controller.providers.kubernetes import dag_dependencies
+
+    assert dag_dependencies.TriggerDagRunOperator is TriggerDagRunOperator
+    assert dag_dependencies.ExternalTaskSensor is ExternalTaskSensor
+    assert dag_dependencies.DagRunAlreadyExists is DagRunAlreadyExists
+    assert dag_dependencies.ExternalTaskMarker.__module__ == "zonda.sensors.external_task"
 
 
 # ------------------------------------------------------------------- creating the child run

@@ -31,6 +31,11 @@ def default_namespace() -> str:
         return "default"
 
 
+def run_namespace(context: Context) -> str:
+    """The namespace of the task's DagRun (from its context), else the one this task runs in."""
+    return getattr(context.get("dag_run"), "namespace", None) or default_namespace()
+
+
 class WaitForObjectSensor(BaseSensorOperator):
     """Wait until an object has `condition` True, or its `field_path` equals `value`.
 
