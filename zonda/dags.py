@@ -4,26 +4,24 @@
 id prefixes, group dependencies, and validates (cycles, unknown/duplicate ids, schedule vs timetable,
 operators and their arguments, timezones...), collecting every problem into one `DagInvalid` so a user
 fixes them all at once. The graph itself (groups, edges, order, cycles) is built in `zonda._dag_graph`, the
-messages for a spec that does not parse in `zonda._dag_errors`.
+DAG-level checks (settings, timezone, timetable, durations) are in `zonda._dag_checks`, the messages
+for a spec that does not parse in `zonda._dag_errors`.
 
 INTERFACE FILE: the fields below are the contract the scheduler core and the controller rely on.
 """
 
 from __future__ import annotations
 
-import difflib
-import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
-import pendulum
 import pydantic
-from pydantic.alias_generators import to_camel
 
-from zonda import mapped_groups, mapping, merging, operator_arguments, operator_registry, params
-from zonda._dag_errors import MAX_SUGGESTIONS, describe_validation_error, did_you_mean
+from zonda import mapped_groups, mapping, merging, operator_arguments, operator_registry
+from zonda._dag_checks import check_dag_settings, check_defaults_durations
+from zonda._dag_errors import describe_validation_error
 from zonda._dag_graph import GraphBuilder
 from zonda.durations import parse_duration
 from zonda.models import DagSpec, ExpandSpec, TaskDefaults, TriggerRule, WeightRule
@@ -99,7 +97,6 @@ TASK_CALLBACKS = (
 #: Operators' default owner in Airflow (`[operators] default_owner`).
 DEFAULT_OWNER = "airflow"
 
-_DURATION_FIELDS = ("retry_delay", "max_retry_delay", "execution_timeout", "sla")
 #: `TaskDefaults` fields holding Kubernetes objects: merged by `zonda.merging.strategic_merge`.
 _DEEP_MERGED_FIELDS = ("container", "pod_override")
 
@@ -118,11 +115,11 @@ def parse_dag_spec(raw: Mapping[str, Any]) -> DagSpec:
 
 def resolve_dag(name: str, spec: DagSpec) -> ResolvedDag:
     """Apply defaults and task groups, and validate; raises `DagInvalid` listing every problem found."""
-    errors = _check_dag_settings(spec)
+    errors = check_dag_settings(spec)
     graph = GraphBuilder(spec)
     order = graph.topological_order()  # reports cycles into graph.errors
     errors.extend(graph.errors)
-    errors.extend(_check_defaults_durations(spec, graph))
+    errors.extend(check_defaults_durations(spec, graph))
 
     resolved: dict[str, ResolvedTask] = {}
     for task_id in order:
@@ -173,104 +170,6 @@ def effective_priority_weights(dag: ResolvedDag) -> dict[str, int]:
         else:
             result[task_id] = task.priority_weight
     return result
-
-
-# ------------------------------------------------------------------------------ DAG-level checks
-
-
-def _check_dag_settings(spec: DagSpec) -> list[str]:
-    errors: list[str] = []
-    timezone_error = _check_timezone(spec.timezone)
-    if timezone_error:
-        errors.append(timezone_error)
-    elif spec.start_date and spec.end_date:
-        start, end = (_aware(d, spec.timezone) for d in (spec.start_date, spec.end_date))
-        if end < start:
-            errors.append(
-                f"endDate {spec.end_date.isoformat()} is before startDate {spec.start_date.isoformat()}"
-            )
-    if spec.schedule is not None and spec.timetable is not None:
-        errors.append("set either schedule or timetable, not both")
-    errors.extend(_check_timetable(spec, spec.timezone if timezone_error is None else "UTC"))
-    if spec.dagrun_timeout is not None:
-        errors.extend(_check_duration("dagrunTimeout", spec.dagrun_timeout, positive=True))
-    scheduled = spec.schedule is not None or spec.timetable is not None
-    errors.extend(params.schema_errors(spec.params_schema, spec.params, scheduled=scheduled))
-    for task in spec.tasks:  # Airflow's task-level Params: the task's defaults over the DAG's
-        defaults = {**spec.params, **((task.args or {}).get("params") or {})}
-        found = params.schema_errors(task.params_schema, defaults, scheduled=scheduled)
-        errors.extend(f"task {task.id!r}: {error}" for error in found)
-    return errors
-
-
-def _check_timezone(name: str) -> str | None:
-    try:
-        pendulum.timezone(name)
-    except Exception:  # pendulum raises InvalidTimezone, zoneinfo ValueError for malformed keys
-        close = difflib.get_close_matches(name, sorted(zoneinfo.available_timezones()), MAX_SUGGESTIONS)
-        return f"unknown timezone {name!r}{did_you_mean(close)}: use an IANA name such as 'Europe/Paris'"
-    return None
-
-
-def _check_timetable(spec: DagSpec, timezone: str) -> list[str]:
-    """Build the timetable as the scheduler will, so a DAG that resolves can be scheduled.
-
-    The timetables package is imported here, not at module level: it imports the user's timetable
-    classes, which only DAG resolution needs, and `zonda.dags` is imported everywhere.
-    """
-    from zonda.timetables import load_timetable, timetable_for_schedule
-
-    errors: list[str] = []
-    if spec.schedule is not None:
-        try:
-            timetable_for_schedule(spec.schedule, timezone)
-        except Exception as exc:  # croniter and the timetables raise ValueError subclasses and others
-            errors.append(f"schedule {spec.schedule!r}: {exc}")
-    if spec.timetable is not None:
-        try:
-            load_timetable(spec.timetable.class_, spec.timetable.params)
-        except Exception as exc:  # a user class: anything it raises makes the DAG unschedulable
-            errors.append(f"timetable {spec.timetable.class_!r} cannot be used: {exc}")
-    return errors
-
-
-def _check_duration(where: str, text: str, *, positive: bool = False) -> list[str]:
-    try:
-        duration = parse_duration(text)
-    except ValueError as exc:
-        return [f"{where}: {exc}"]
-    if duration < timedelta(0):
-        return [f"{where}: duration {text!r} is negative"]
-    if positive and duration == timedelta(0):
-        return [f"{where}: duration {text!r} must be longer than 0s"]
-    return []
-
-
-def _aware(moment: datetime, timezone: str) -> datetime:
-    """Naive dates are wall-clock times in the DAG's timezone, as Airflow reads them."""
-    return moment if moment.tzinfo else pendulum.instance(moment, tz=pendulum.timezone(timezone))
-
-
-# ------------------------------------------------------------------------------------- defaults
-
-
-def _check_defaults_durations(spec: DagSpec, graph: GraphBuilder) -> list[str]:
-    """Check each `defaultArgs` block once, so one bad DAG default is one error, not one per task."""
-    sources: list[tuple[str, TaskDefaults | None]] = [("defaultArgs", spec.default_args)]
-    sources += [
-        (f"task group {group_id!r} defaultArgs", group.default_args)
-        for group_id, group in graph.groups.items()
-    ]
-    sources += [(f"task {task_id!r}", task) for task_id, task in graph.tasks.items()]
-    errors: list[str] = []
-    for where, defaults in sources:
-        if defaults is None:
-            continue
-        for field_name in _DURATION_FIELDS:
-            value = getattr(defaults, field_name)
-            if value is not None:
-                errors.extend(_check_duration(f"{where}: {to_camel(field_name)}", value))
-    return errors
 
 
 def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[list[str], ResolvedTask]:
@@ -329,7 +228,7 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         try:
             return parse_duration(value) if value is not None else None
         except ValueError:
-            return None  # reported once by _check_defaults_durations
+            return None  # reported once by check_defaults_durations
 
     resolved = ResolvedTask(
         task_id=task_id,
