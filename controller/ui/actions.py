@@ -17,7 +17,7 @@ from aiohttp import web
 
 from controller import run_actions
 from controller.kube import DAGRUNS, DAGS, Kube, KubeError
-from controller.ui import views
+from controller.ui import params_form
 from controller.ui.access import Viewer
 from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER, require
 from zonda import actions as zonda_actions
@@ -89,7 +89,7 @@ async def trigger(request: web.Request) -> web.Response:
     dag = request.app[STORE].dags.get((namespace, name))
     if dag is None:
         raise ActionRefused(404, f"DAG {name} not found in namespace {namespace}")
-    errors = views.conf_errors(dag.get("spec") or {}, conf)
+    errors = params_form.conf_errors(dag.get("spec") or {}, conf)
     if errors:
         raise ActionRefused(422, "conf does not match the DAG's params: " + "; ".join(errors))
     when = datetime.now(UTC)

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from controller.cli import logs as task_logs
 from controller.kube import KubeError
-from controller.ui import graphs, log_stream, tries, views
+from controller.ui import graphs, log_stream, params_form, tries, views
 from controller.ui.markup import render_markdown
 from controller.ui.server import KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token, require
 from zonda.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
@@ -203,8 +203,8 @@ async def trigger_form(request: web.Request) -> web.Response:
         request,
         "trigger.html",
         dag=dag,
-        fields=views.param_fields(spec),
-        schema=views.params_schema(spec),
+        fields=params_form.param_fields(spec),
+        schema=params_form.params_schema(spec),
     )
 
 

@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from controller.ui import graphs, views
+from controller.ui import graphs, params_form, views
 from controller.ui.markup import render_markdown
 
 
@@ -169,7 +169,7 @@ def test_params_become_typed_form_fields_and_conf_is_checked_against_the_params_
             "required": ["who"],
         },
     }
-    fields = {f.name: f for f in views.param_fields(spec)}
+    fields = {f.name: f for f in params_form.param_fields(spec)}
     assert {n: f.kind for n, f in fields.items()} == {
         "greeting": "string",
         "count": "integer",
@@ -181,15 +181,15 @@ def test_params_become_typed_form_fields_and_conf_is_checked_against_the_params_
     assert fields["mode"].default == "fast" and fields["mode"].description == "how"
     assert fields["mode"].schema == {"type": "string", "enum": ["fast", "slow"]}
     assert fields["who"].default is None and not fields["who"].has_default and fields["count"].has_default
-    assert views.params_schema(spec) == spec["paramsSchema"]
-    assert views.conf_errors(spec, {"who": "ann", "count": 4, "mode": "slow", "other": [1]}) == []
-    assert views.conf_errors(spec, {"count": "four", "mode": "medium"}) == [
+    assert params_form.params_schema(spec) == spec["paramsSchema"]
+    assert params_form.conf_errors(spec, {"who": "ann", "count": 4, "mode": "slow", "other": [1]}) == []
+    assert params_form.conf_errors(spec, {"count": "four", "mode": "medium"}) == [
         "param 'count': 'four' is not of type 'integer'",
         "param 'mode': 'medium' is not one of ['fast', 'slow']",
         "param 'who': no value given and it has no default",
     ]
     # Without a schema any conf goes, as Airflow accepts any value for a plain param.
-    assert views.conf_errors({"params": {"count": 3}}, {"count": "four"}) == []
+    assert params_form.conf_errors({"params": {"count": 3}}, {"count": "four"}) == []
 
 
 def test_doc_md_with_script_or_event_handlers_stays_inert() -> None:
