@@ -27,15 +27,13 @@ from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
-from controller.triggerer.shards import shard_for
+from controller.reconcilers.trigger_resources import trigger_body, trigger_report
 from zonda import callbacks, decisions, events, history, mapping, plans
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
-from zonda.decisions import ObservedTrigger
-from zonda.models import API_VERSION, DagSpec
+from zonda.models import DagSpec
 from zonda.states import FINISHED_RUN_STATES
-from zonda.trigger_models import TriggerSpec
-from zonda.wire import LABEL_DAGRUN, LABEL_DAGRUN_UID, LABEL_SHARD, label_value, parse_time
+from zonda.wire import LABEL_DAGRUN_UID, parse_time
 
 logger = logging.getLogger(__name__)
 
@@ -315,43 +313,9 @@ class RunReconciler:
             metrics.SCHEDULING_DELAY.labels("upstream_done_to_pod_created").observe(max(0.0, gap))
 
     async def _create_trigger(self, run: Mapping[str, Any], request: decisions.TriggerRequest) -> None:
-        meta = run["metadata"]
-        shard = shard_for(request.name, self.trigger_shards)
-        spec = TriggerSpec(
-            classpath=request.deferral.trigger_classpath,
-            kwargs=dict(request.deferral.trigger_kwargs),
-            dag_run=meta["name"],
-            task_id=request.task_id,
-            try_number=request.try_number,
-            deferral_count=request.deferral_count,
-            timeout_at=request.timeout_at,
-            shard=shard,
-        )
-        body = {
-            "apiVersion": API_VERSION,
-            "kind": "Trigger",
-            "metadata": {
-                "name": request.name,
-                "namespace": meta["namespace"],
-                "labels": {
-                    LABEL_SHARD: str(shard),
-                    LABEL_DAGRUN_UID: meta["uid"],
-                    LABEL_DAGRUN: label_value(meta["name"]),
-                },
-                "ownerReferences": [
-                    {
-                        "apiVersion": API_VERSION,
-                        "kind": "DagRun",
-                        "name": meta["name"],
-                        "uid": meta["uid"],
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": spec.to_wire(),
-        }
+        body = trigger_body(run["metadata"], request, self.trigger_shards)
         with contextlib.suppress(AlreadyExists):
-            await self.kube.create_custom(TRIGGERS, meta["namespace"], body)
+            await self.kube.create_custom(TRIGGERS, run["metadata"]["namespace"], body)
 
 
 def log_state_changes(namespace: str, dag: str, run: str, old: DagRunStatus, new: DagRunStatus) -> None:
@@ -381,18 +345,3 @@ def log_state_changes(namespace: str, dag: str, run: str, old: DagRunStatus, new
                 change.reason or "",
                 extra=fields,
             )
-
-
-def trigger_report(trigger: Mapping[str, Any]) -> ObservedTrigger:
-    """What a Trigger resource says of its deferred try."""
-    spec, status = trigger.get("spec") or {}, trigger.get("status") or {}
-    return ObservedTrigger(
-        task_id=spec.get("taskId", ""),
-        try_number=spec.get("tryNumber", 0),
-        deferral_count=spec.get("deferralCount", 1),
-        name=trigger["metadata"]["name"],
-        fired=status.get("state") == "fired",
-        failed=status.get("state") == "failed",
-        event=status.get("event"),
-        message=status.get("message"),
-    )
