@@ -33,6 +33,7 @@ from zonda.models import DagRunState, TaskInstanceState
 from zonda.names import callback_name
 from zonda.operator_registry import CONTAINER_OPERATORS
 from zonda.run_types import RunType
+from zonda.states import FINISHED_RUN_STATES
 
 S = TaskInstanceState
 
@@ -47,7 +48,6 @@ _FAILED_STATES = frozenset({S.FAILED, S.UP_FOR_RETRY})
 _REPORTED_FAILURES = frozenset({TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY})
 #: Task instances that met their SLA if they got there by the deadline (Airflow's manage_slas).
 _SLA_DONE_STATES = frozenset({S.SUCCESS, S.SKIPPED})
-_FINISHED_RUN_STATES = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ class _Planner:
     def dag_callbacks(self) -> None:
         """Airflow's `handle_dag_callback`: once per finished run, with the last task instance's context."""
         state = self.after.state
-        if state not in _FINISHED_RUN_STATES or self.before.state in _FINISHED_RUN_STATES:
+        if state not in FINISHED_RUN_STATES or self.before.state in FINISHED_RUN_STATES:
             return
         spec = self.dag.spec
         callables = spec.on_success_callback if state is DagRunState.SUCCESS else spec.on_failure_callback
