@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -625,6 +626,11 @@ def test_sigterm_stops_the_command_and_fails_the_try_with_a_result(helpers_dir: 
     result = json.loads(result_path.read_text())
     assert (process.returncode, result["outcome"]) == (1, "failed")
     assert "Task received SIGTERM signal" in result["message"]
+    # The group's SIGTERM is delivered asynchronously: on a loaded machine `sleep` may take a moment to
+    # die after the runner exits. It would live 60 s if the runner had not signalled it.
+    deadline = time.monotonic() + 15
+    while is_running(sleep_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not is_running(sleep_pid), "the command's children outlived the try"
 
 
