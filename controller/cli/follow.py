@@ -14,9 +14,7 @@ import click
 from controller.cli import progress
 from controller.kube import DAGRUNS
 from zonda.models import FINISHED_TI_STATES, DagRunState, TaskInstanceState
-
-_FINISHED_TI = frozenset(state.value for state in FINISHED_TI_STATES)
-_FINISHED_RUN = frozenset({DagRunState.SUCCESS.value, DagRunState.FAILED.value})
+from zonda.states import FINISHED_RUN_STATES
 
 
 def run_progress(name: str, run: Mapping[str, Any]) -> progress.Step:
@@ -29,10 +27,10 @@ def run_progress(name: str, run: Mapping[str, Any]) -> progress.Step:
     running = sum(1 for s in states if s == TaskInstanceState.RUNNING.value)
     state = status.get("state") or "queued"
     return progress.Step(
-        finished=sum(1 for s in states if s in _FINISHED_TI),
+        finished=sum(1 for s in states if s in FINISHED_TI_STATES),
         total=total,
         description=f"{name}: {state}, {running} running",
-        done=state in _FINISHED_RUN,
+        done=state in FINISHED_RUN_STATES,
     )
 
 

@@ -36,9 +36,9 @@ from controller.devtools.devcluster import REPO_ROOT, Cluster, log, start_local_
 from controller.devtools.up_leftovers import clean_after_previous_up, last_up_record, stop_task_processes
 from zonda.dagrun_models import manual_dagrun
 from zonda.scheduling import dagrun_name
+from zonda.states import FINISHED_RUN_STATES
 from zonda.wire import KUBECONFIG_STATE_DIR_EXTENSION
 
-FINISHED = ("success", "failed")
 EXAMPLES_DIR = REPO_ROOT / "examples" / "dags"
 #: Where `zonda logs` finds the local executor's state dir: a kubeconfig context extension.
 STATE_DIR_EXTENSION = KUBECONFIG_STATE_DIR_EXTENSION
@@ -151,12 +151,13 @@ def scheduled_run_line(run: dict[str, Any]) -> str:
 def first_runs_done(runs: list[dict[str, Any]], manual: list[str], scheduled_dags: list[str]) -> bool:
     """The triggered runs have finished and every scheduled DAG has a finished run."""
     states = {r["metadata"]["name"]: (r.get("status") or {}).get("state") for r in runs}
-    if any(states.get(name) not in FINISHED for name in manual):
+    if any(states.get(name) not in FINISHED_RUN_STATES for name in manual):
         return False
     finished_dags = {
         r["spec"]["dagName"]
         for r in runs
-        if r["spec"].get("runType") == "scheduled" and (r.get("status") or {}).get("state") in FINISHED
+        if r["spec"].get("runType") == "scheduled"
+        and (r.get("status") or {}).get("state") in FINISHED_RUN_STATES
     }
     return all(dag in finished_dags for dag in scheduled_dags)
 
@@ -193,7 +194,7 @@ class RunsScreen:
         if self.done or not first_runs_done(runs, self.manual, self.scheduled_dags):
             return False
         self.done = True
-        self.ok = all(state == "success" for state in self.states.values() if state in FINISHED)
+        self.ok = all(state == "success" for state in self.states.values() if state in FINISHED_RUN_STATES)
         print(f"$ kubectl get dags\n{self.cluster.kubectl('get', 'dags').stdout}", flush=True)
         return True
 
