@@ -177,7 +177,8 @@ class Attempts:
             reason,
             xcom=result.xcom,
             **self._pushes(task_id, result),
-            follow_task_ids=follow,
+            # a short-circuit follows none of its direct downstreams: recorded for the re-skip on clear
+            follow_task_ids=[] if follow is None and result.skip_all_downstream else follow,
             **TRY_END,
         )
         if follow is not None:
@@ -185,7 +186,7 @@ class Attempts:
         if result.skip_all_downstream:
             self.run.readiness.skip_downstream(
                 task_id,
-                sorted(descendants(self.run.dag, task_id)),
+                sorted(descendants(self.run.dag, self.run._task(task_id).task_id)),
                 f"Task {task_id} short-circuited: every downstream task is skipped",
             )
 

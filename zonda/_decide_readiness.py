@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from zonda import operator_registry
+from zonda import operator_registry, skips
 from zonda._decide_graphs import descendants
 from zonda.dags import ResolvedTask
 from zonda.models import TaskInstanceState
@@ -63,8 +63,12 @@ class Readiness:
         keys = [key]
         if expanding:
             keys = [k for k in self.run.mapped.keys(task.task_id) if self.run.tis[k].state is S.NONE]
-        if (parent := self._skipping_parent(task)) is not None:
+        if (parent := self._skipping_parent(task, key)) is not None:
             # Airflow's NotPreviouslySkippedDep: a cleared task stays skipped while the decision stands.
+            if task.wait_for_past_depends_before_skipping and self.past_problem(task, key) is not None:
+                for each in keys:
+                    self.run._update(each, reason="Task should be skipped but the past depends are not met")
+                return
             for each in keys:
                 self.run._set(
                     each,
@@ -113,14 +117,16 @@ class Readiness:
         else:
             self.run._set(key, S.SCHEDULED, decision.reason)
 
-    def _skipping_parent(self, task: ResolvedTask) -> str | None:
-        """A direct upstream branch (or LatestOnly) that succeeded without following this task."""
+    def _skipping_parent(self, task: ResolvedTask, key: str) -> str | None:
+        """The instance of a direct upstream branch (or LatestOnly) that succeeded without following
+        this task: the upstream's instance of the same map index, or its unmapped one (`zonda.skips`)."""
         for up in sorted(task.upstream):
-            parent = self.run.tis.get(up)
+            decider = skips.deciding_instance(up, key, self.run.tis)
+            parent = None if decider is None else self.run.tis[decider]
             if parent is None or parent.state is not S.SUCCESS or parent.follow_task_ids is None:
                 continue
             if task.task_id not in self._on_followed_paths(parent.follow_task_ids):
-                return up
+                return decider
         return None
 
     def past_problem(self, task: ResolvedTask, key: str) -> str | None:
@@ -165,24 +171,25 @@ class Readiness:
         )
         self.skip_all_except(task.task_id, follow)
 
-    def skip_all_except(self, branch_id: str, follow: Iterable[str]) -> None:
-        """Airflow's `SkipMixin.skip_all_except`: skip direct downstreams not on a followed path.
+    def skip_all_except(self, branch_key: str, follow: Iterable[str]) -> None:
+        """Airflow's `SkipMixin.skip_all_except`: skip direct downstreams not on a followed path, at the
+        branch instance's own map index (`zonda.skips`).
 
         A direct downstream that is also downstream of a followed task (the join of an empty
         branch) is not skipped: its trigger rule decides.
         """
         followed = set(follow)
-        to_skip = sorted(set(self.run._task(branch_id).downstream) - self._on_followed_paths(followed))
-        reason = f"Branch {branch_id} followed {sorted(followed)}: this task is not on a followed path"
-        self.skip_downstream(branch_id, to_skip, reason)
+        to_skip = sorted(set(self.run._task(branch_key).downstream) - self._on_followed_paths(followed))
+        reason = f"Branch {branch_key} followed {sorted(followed)}: this task is not on a followed path"
+        self.skip_downstream(branch_key, to_skip, reason)
 
     def _on_followed_paths(self, follow: Iterable[str]) -> set[str]:
         """The followed tasks and everything downstream of them: what a branch does not skip."""
         followed = {task_id for task_id in follow if task_id in self.run.dag.tasks}
         return followed.union(*(descendants(self.run.dag, task_id) for task_id in followed))
 
-    def skip_downstream(self, task_id: str, to_skip: list[str], reason: str) -> None:
-        for downstream_id in to_skip:
-            for key in self.run.mapped.keys(downstream_id):
-                if self.run.tis[key].state in (S.NONE, S.SCHEDULED):
-                    self.run._set(key, S.SKIPPED, reason, start_date=self.run.now, end_date=self.run.now)
+    def skip_downstream(self, decider_key: str, to_skip: list[str], reason: str) -> None:
+        """Skip the instances of `to_skip` the decision of task instance `decider_key` binds."""
+        for key in skips.instances_to_skip(decider_key, to_skip, self.run.mapped.keys):
+            if self.run.tis[key].state in (S.NONE, S.SCHEDULED):
+                self.run._set(key, S.SKIPPED, reason, start_date=self.run.now, end_date=self.run.now)

@@ -184,3 +184,32 @@ def test_a_mapped_task_group_runs_each_index_on_its_own_with_the_local_executor(
     assert tis["collect"]["xcom"] == [
         {"index": i, "head": f"WORD-{i}", "pulled_same": True} for i in range(3)
     ]  # ti.xcom_pull inside the group read its own index
+
+
+def test_a_branch_in_a_mapped_task_group_decides_per_index_with_the_local_executor(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Index i's branch skips only the path it did not choose at index i; index 0's short-circuit
+    skips index 0's report only; `collect` (all_done, outside the group) gets the reports that ran."""
+    zonda(cluster, "dags", "apply", str(DAG_FOLDER), "-n", namespace)
+    process = local_controller(cluster, namespace, tmp_path).start()
+    try:
+        run = trigger(cluster, namespace, "mapped-branches", {"count": 4})
+        body = wait_run_finished(cluster, namespace, run, timeout=400)
+    finally:
+        process.stop()
+        print(f"--- controller log\n{process.log()[-3000:]}")
+    even, odd = ["success", "skipped", "success", "skipped"], ["skipped", "success", "skipped", "success"]
+    assert ti_states(body) == {
+        "make_numbers": "success",
+        **{f"per_number.choose[{i}]": "success" for i in range(4)},
+        **{f"per_number.even[{i}]": even[i] for i in range(4)},
+        **{f"per_number.odd[{i}]": odd[i] for i in range(4)},
+        **{f"per_number.not_zero[{i}]": "success" for i in range(4)},
+        "per_number.report[0]": "skipped",
+        **{f"per_number.report[{i}]": "success" for i in range(1, 4)},
+        "collect": "success",
+    }
+    tis = body["status"]["taskInstances"]
+    assert tis["per_number.choose[1]"]["followTaskIds"] == ["per_number.odd"]
+    assert tis["collect"]["xcom"] == [{"index": i, "number": i} for i in range(1, 4)]
