@@ -4,6 +4,7 @@ zonda up                       the main job on a local control plane (see the RE
 zonda controller / triggerer   the two long-running components (what the Helm chart runs)
 zonda trigger DAG              start a manual run
 zonda clear RUN / mark RUN TASK STATE / logs RUN TASK / runs describe RUN
+zonda pools list|get|set|delete  Airflow's pools, as Pool resources
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from controller.cli import dags as dags_commands
 from controller.cli import listings
 from controller.cli import logs as logs_commands
 from controller.cli import operate as operate_commands
+from controller.cli import pools as pools_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
 from controller.cli import xcom as xcom_commands
@@ -295,6 +297,7 @@ main.add_command(xcom_commands.xcom)
 main.add_command(dags_commands.dags)
 main.add_command(backfill_commands.backfill)
 main.add_command(backfill_commands.backfills)
+main.add_command(pools_commands.pools_group)
 listings.register(main, dags_commands.dags, runs_commands.runs)
 ui_cli.register(main)
 

@@ -5,13 +5,14 @@
 "decide again".
 """
 
-from controller.kube.client import DAGRUNS, DAGS, TRIGGERS, Kube
+from controller.kube.client import DAGRUNS, DAGS, POOLS, TRIGGERS, Kube
 from controller.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from controller.kube.protocol import KubeApi
 
 __all__ = [
     "DAGRUNS",
     "DAGS",
+    "POOLS",
     "TRIGGERS",
     "AlreadyExists",
     "Conflict",

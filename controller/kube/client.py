@@ -35,6 +35,7 @@ JSON_PATCH = "application/json-patch+json"
 DAGS = "dags"
 DAGRUNS = "dagruns"
 TRIGGERS = "triggers"
+POOLS = "pools"
 
 Body = dict[str, Any]
 T = TypeVar("T")

@@ -20,14 +20,14 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from controller.kube import DAGRUNS, KubeApi
+from controller.kube import DAGRUNS, POOLS, KubeApi
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter
 from controller.reconcilers.index import RunIndex, RunSummary
 from zonda import pools
 from zonda.pools import Concurrency, PoolLimit, PoolSpec
 
-POOLS = "pools"
+__all__ = ["POOLS", "PoolAdmission", "PoolReconciler", "runs_to_wake"]
 
 
 @dataclass
