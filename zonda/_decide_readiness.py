@@ -113,7 +113,7 @@ class Readiness:
                 try_number=self.run.tis[key].try_number + 1,
             )
         elif task.operator in operator_registry.LATEST_ONLY_OPERATORS:
-            self._run_latest_only(task)
+            self._run_latest_only(task, key)
         else:
             self.run._set(key, S.SCHEDULED, decision.reason)
 
@@ -143,8 +143,9 @@ class Readiness:
             f"'{state.value}' which is not a successful state."
         )
 
-    def _run_latest_only(self, task: ResolvedTask) -> None:
-        """Airflow's LatestOnlyOperator, without a launch: skip direct downstreams unless the latest run."""
+    def _run_latest_only(self, task: ResolvedTask, key: str) -> None:
+        """Airflow's LatestOnlyOperator, without a launch: skip direct downstreams unless the latest run
+        (`key`: the instance deciding, inside a mapped group for its own index)."""
         downstream = sorted(task.downstream)
         start, end, latest = self.run.data_interval_end, self.run.observed.latest_window_end, None
         if self.run.run_type is RunType.MANUAL:
@@ -160,16 +161,16 @@ class Readiness:
             )
         follow = downstream if latest else []
         self.run._set(
-            task.task_id,
+            key,
             S.SUCCESS,
             f"LatestOnlyOperator: {reason}",
             follow_task_ids=follow,
             start_date=self.run.now,
             end_date=self.run.now,
             duration_seconds=0.0,
-            try_number=self.run.tis[task.task_id].try_number + 1,
+            try_number=self.run.tis[key].try_number + 1,
         )
-        self.skip_all_except(task.task_id, follow)
+        self.skip_all_except(key, follow)
 
     def skip_all_except(self, branch_key: str, follow: Iterable[str]) -> None:
         """Airflow's `SkipMixin.skip_all_except`: skip direct downstreams not on a followed path, at the

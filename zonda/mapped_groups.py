@@ -99,10 +99,15 @@ def task_expansion(
         return [], None, own
     errors: list[str] = []
     if len(mapped) > 1:
-        errors.append(f"task {task_id!r}: mapped task groups inside mapped task groups are not supported")
+        errors.append(
+            f"task {task_id!r}: mapped task groups inside mapped task groups are not supported "
+            f"({mapped[0]!r} inside {mapped[-1]!r}): make the inner one a plain TaskGroup, which runs once "
+            f"per index of the outer one, or map it from a task outside {mapped[-1]!r}"
+        )
     if own is not None:
         errors.append(
-            f"task {task_id!r}: a mapped task inside the mapped task group {mapped[0]!r} is not supported"
+            f"task {task_id!r}: a mapped task inside the mapped task group {mapped[0]!r} is not supported: "
+            f"make it a plain task of the group, which runs once per index, or map it outside the group"
         )
     group_expand = graph.groups[mapped[0]].expand
     assert group_expand is not None

@@ -135,16 +135,24 @@ def group_spec(**extra: Any) -> dict[str, Any]:
     }
 
 
-def test_a_nested_mapped_group_is_refused() -> None:
-    with pytest.raises(DagInvalid, match="mapped task groups inside mapped task groups are not supported"):
+def test_a_nested_mapped_group_is_refused_with_what_to_do_instead() -> None:
+    """Airflow 2 accepts it when parsing but cannot run it (the inner group fails to expand,
+    apache/airflow#29339): Zonda refuses it when the DAG is validated (docs/decisions.md)."""
+    with pytest.raises(
+        DagInvalid, match="mapped task groups inside mapped task groups are not supported"
+    ) as error:
         resolve_dag("bad", parse_dag_spec(group_spec(expand={"kwargs": {"y": [1]}})))
+    assert "('inner' inside 'g'): make the inner one a plain TaskGroup" in str(error.value)
 
 
-def test_a_mapped_task_inside_a_mapped_group_is_refused() -> None:
+def test_a_mapped_task_inside_a_mapped_group_is_refused_with_what_to_do_instead() -> None:
     spec = group_spec()
     spec["tasks"][1]["expand"] = {"kwargs": {"bash_command": ["echo"]}}
-    with pytest.raises(DagInvalid, match="a mapped task inside the mapped task group 'g' is not supported"):
+    with pytest.raises(
+        DagInvalid, match="a mapped task inside the mapped task group 'g' is not supported"
+    ) as error:
         resolve_dag("bad", parse_dag_spec(spec))
+    assert "make it a plain task of the group, which runs once per index" in str(error.value)
 
 
 def test_a_plain_group_nested_in_a_mapped_group_is_mapped_with_it() -> None:

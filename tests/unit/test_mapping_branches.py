@@ -293,3 +293,70 @@ with DAG("mapped_branches") as dag:
     reports = [states[f"per_number.report[{i}]"] for i in range(4)]
     assert reports == ["skipped", "success", "success", "success"]  # big[0] short-circuited index 0
     assert outcome.state == "success"
+
+
+def test_a_latest_only_inside_a_mapped_group_decides_for_its_own_index() -> None:
+    """LatestOnlyOperator runs without a try; inside a mapped group each instance records its own
+    decision (a scheduled run outside the latest interval skips the same index's downstream)."""
+    dag = make_dag(
+        {
+            "make": {},
+            "g.latest": {
+                "upstream": ["make"],
+                "operator": "LatestOnlyOperator",
+                "expand": EXPAND,
+                "mapped_group": "g",
+                "map_peers": frozenset({"g.work"}),
+            },
+            "g.work": {
+                "upstream": ["g.latest"],
+                "expand": EXPAND,
+                "mapped_group": "g",
+                "map_peers": frozenset({"g.latest"}),
+            },
+        }
+    )
+    run = started(dag)
+    window = {"latest_window_end": run.now + timedelta(days=1)}  # this run is not the latest
+    run.step(
+        run.succeeded("make", xcom=[1, 2], xcom_lengths={"return_value": 2}),
+        after=timedelta(days=9),
+        **window,
+    )
+    assert run.states() == {
+        "make": "success",
+        "g.latest[0]": "success",
+        "g.latest[1]": "success",
+        "g.work[0]": "skipped",
+        "g.work[1]": "skipped",
+    }
+    assert run.ti("g.latest[1]").follow_task_ids == []
+
+
+def test_a_branch_in_a_mapped_group_may_follow_a_plain_group_nested_in_it() -> None:
+    """A branch returning a TaskGroup id follows the group's roots, here at its own index only."""
+    inside = {"g.branch": [], "g.inner.a": ["g.branch"], "g.inner.b": ["g.inner.a"], "g.other": ["g.branch"]}
+    tasks: dict[str, dict[str, Any]] = {"make": {}}
+    for task_id, upstream in inside.items():
+        tasks[task_id] = {
+            "upstream": upstream or ["make"],
+            "expand": EXPAND,
+            "mapped_group": "g",
+            "map_peers": frozenset(inside) - {task_id},
+            "group": task_id.rsplit(".", 1)[0],
+        }
+    run = started(make_dag(tasks))
+    run.step(run.succeeded("make", xcom=[1, 2], xcom_lengths={"return_value": 2}))
+    run.step(
+        run.succeeded("g.branch[0]", follow_task_ids=["g.inner"]),
+        run.succeeded("g.branch[1]", follow_task_ids=["g.other"]),
+    )
+    assert run.ti("g.branch[0]").follow_task_ids == ["g.inner.a"]
+    assert group_states(run, "g.inner.a", "g.other") == {
+        "g.inner.a[0]": "queued",
+        "g.inner.a[1]": "skipped",
+        "g.other[0]": "skipped",
+        "g.other[1]": "queued",
+    }
+    run.finish_all()
+    assert group_states(run, "g.inner.b") == {"g.inner.b[0]": "success", "g.inner.b[1]": "skipped"}
