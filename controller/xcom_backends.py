@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from zonda import xcoms
+from zonda import wire, xcoms
 from zonda.invocations import TaskInvocation
 from zonda.task_context import EarlierXComReader, XComReader
 
@@ -170,8 +170,9 @@ class XComStore:
     def earlier_reader(self, invocation: TaskInvocation) -> EarlierXComReader:
         """`include_prior_dates`: the XComs of the DAG's other runs in the namespace, read back.
 
-        The runs are listed once, at the first such pull (the task identity may `list` DagRuns); a
-        try with no cluster (`zonda dags test`) has no other run to see.
+        The runs are listed once, at the first such pull (the task identity may `list` DagRuns), by
+        the DAG's label (`zonda.dagrun_models.dagrun_labels`): a namespace's other DAGs' runs are
+        never read; a try with no cluster (`zonda dags test`) has no other run to see.
         """
         runs: list[xcoms.EarlierRun] = []
         listed: list[bool] = []
@@ -204,14 +205,15 @@ class XComStore:
         from zonda.dagrun_models import DagRunStatus  # pydantic: only for include_prior_dates
         from zonda.models import GROUP, VERSION
 
+        selector = f"{wire.LABEL_DAG}={wire.label_value(dag_name)}"  # the DAG's runs, not the namespace's
         try:
-            bodies = self.kube().list_custom(GROUP, VERSION, namespace, DAGRUNS)
+            bodies = self.kube().list_custom(GROUP, VERSION, namespace, DAGRUNS, label_selector=selector)
         except KubeRestError as error:
             raise xcoms.XComError(f"include_prior_dates: cannot list the DAG's runs: {error}") from error
         runs = []
         for body in bodies:
             if (body.get("spec") or {}).get("dagName") != dag_name:
-                continue
+                continue  # another DAG whose name shares the label value's first 63 characters
             status = DagRunStatus.model_validate(body.get("status") or {})
             if status.logical_date is not None:
                 meta = body["metadata"]

@@ -7,11 +7,13 @@ base (`CrdModel`, the states, `Condition`) is in `zonda.models`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
+from zonda import wire
 from zonda.models import API_VERSION, Condition, CrdModel, DagRunState, JsonObject, TaskInstanceState
 from zonda.run_types import RunType
 
@@ -42,9 +44,27 @@ def manual_dagrun(
     return {
         "apiVersion": API_VERSION,
         "kind": "DagRun",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": dagrun_labels(dag, RunType.MANUAL)},
         "spec": spec.to_wire(),
     }
+
+
+def dagrun_labels(dag: str, run_type: RunType) -> dict[str, str]:
+    """The labels every DagRun Zonda creates carries: its DAG (so a DAG's runs are listed by label
+    selector, as `include_prior_dates` does, not by reading the namespace's) and its run type."""
+    return {wire.LABEL_DAG: wire.label_value(dag), wire.LABEL_RUN_TYPE: run_type.value}
+
+
+def dag_label_problem(metadata: Mapping[str, Any], dag: str) -> str | None:
+    """What a run (made by hand, say) without the DAG label of `dagrun_labels` misses, or None."""
+    label = f"{wire.LABEL_DAG}={wire.label_value(dag)}"
+    if (metadata.get("labels") or {}).get(wire.LABEL_DAG) == wire.label_value(dag):
+        return None
+    return (
+        f"this DagRun lacks the label {label}: the DAG's later runs find their earlier runs by it, so "
+        "their xcom_pull(include_prior_dates=True) will not see this run's XComs (add the label; "
+        "zonda trigger and the UI set it)"
+    )
 
 
 class Deferral(CrdModel):

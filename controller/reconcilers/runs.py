@@ -29,7 +29,7 @@ from controller.reconcilers.index import RunIndex, RunSummary, previous_states, 
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
 from controller.reconcilers.trigger_resources import trigger_body, trigger_report
 from zonda import callbacks, decisions, events, history, mapping, plans
-from zonda.dagrun_models import DagRunSpec, DagRunStatus
+from zonda.dagrun_models import DagRunSpec, DagRunStatus, dag_label_problem
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.models import DagSpec
 from zonda.states import FINISHED_RUN_STATES
@@ -221,6 +221,8 @@ class RunReconciler:
             await self.writer.write_status(
                 DAGRUNS, run, dict(run.get("status") or {}), start.status.to_wire()
             )
+        elif unlabelled := dag_label_problem(meta, spec.dag_name):  # made by hand: said once, at start
+            await self.kube.emit_event(run, reason="MissingDagLabel", message=unlabelled, warning=True)
         return start
 
     async def _observe(

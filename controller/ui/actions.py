@@ -23,9 +23,9 @@ from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER, require
 from zonda import actions as zonda_actions
 from zonda import clear_across_dags
 from zonda.actions import ActionResult
-from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
+from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
 from zonda.dags import ResolvedDag
-from zonda.models import API_VERSION, TaskInstanceState
+from zonda.models import TaskInstanceState
 from zonda.scheduling import dagrun_name
 
 T = TypeVar("T")
@@ -94,12 +94,7 @@ async def trigger(request: web.Request) -> web.Response:
         raise ActionRefused(422, "conf does not match the DAG's params: " + "; ".join(errors))
     when = datetime.now(UTC)
     run_name = dagrun_name(name, when, "manual")
-    run = {
-        "apiVersion": API_VERSION,
-        "kind": "DagRun",
-        "metadata": {"name": run_name, "namespace": namespace},
-        "spec": {"dagName": name, "runType": "manual", "logicalDate": when.isoformat(), "conf": conf},
-    }
+    run = manual_dagrun(run_name, namespace, name, when, conf)
     await as_viewer(request, lambda kube: kube.create_custom(DAGRUNS, namespace, run))
     return web.json_response({"run": run_name, "url": f"/runs/{namespace}/{run_name}"}, status=201)
 

@@ -17,9 +17,11 @@ import pytest
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube, matches
 from controller.reconcilers.reconcilers import Reconcilers
+from zonda.dagrun_models import dagrun_labels
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
 from zonda.invocations import TaskInvocation, TaskOutcome, TaskResult
+from zonda.run_types import RunType
 
 NS = "ns"
 
@@ -85,11 +87,12 @@ def dag_body(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def run_body(name: str, dag: str) -> dict[str, Any]:
+def run_body(name: str, dag: str, *, labelled: bool = True) -> dict[str, Any]:
+    """A manual DagRun as `zonda trigger` creates it (or, not `labelled`, as one made by hand)."""
     return {
         "apiVersion": "zonda.dev/v1alpha1",
         "kind": "DagRun",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": dagrun_labels(dag, RunType.MANUAL) if labelled else {}},
         "spec": {"dagName": dag, "runType": "manual", "logicalDate": "2026-01-01T00:00:00+00:00"},
     }
 
@@ -130,6 +133,27 @@ def test_a_manual_run_goes_from_start_to_success(world: tuple[FakeKube, FakeExec
     assert [e.reason for e in kube.events] == ["RunStarted", "TaskSucceeded", "TaskSucceeded", "RunSucceeded"]
     # three passes, three status writes, nothing else but launches and Events
     assert kube.writes.get("replace-status dagruns") == 3
+
+
+def test_a_run_made_without_the_dag_label_is_warned_about_once_as_it_starts(
+    world: tuple[FakeKube, FakeExecutor, Reconcilers],
+) -> None:
+    """include_prior_dates lists a DAG's runs by label: a run without it would be silently unseen."""
+    kube, executor, reconcilers = world
+
+    async def scenario() -> None:
+        await kube.create_custom(DAGS, NS, dag_body("etl"))
+        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl", labelled=False))
+        await reconcilers.reconcile_run(NS, "etl-1")
+        executor.finish(executor.launched[0])
+        await reconcilers.reconcile_run(NS, "etl-1")
+        await settle()
+
+    asyncio.run(scenario())
+    missing = [e for e in kube.events if e.reason == "MissingDagLabel"]
+    assert len(missing) == 1 and missing[0].warning, kube.events
+    assert "zonda.dev/dag=etl" in missing[0].message and "include_prior_dates" in missing[0].message
+    assert kube.objects[(DAGRUNS, NS, "etl-1")]["metadata"]["labels"] == {}, "the user's object is left as is"
 
 
 def test_a_finished_run_deletes_its_succeeded_pods_once_when_its_dag_says_so(
