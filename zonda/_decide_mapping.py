@@ -138,8 +138,10 @@ class MappedInstances:
                 RunEvent("TaskExpanded", f"Task {task.task_id} expanded to {length} mapped task instance(s)")
             )
         for key in self.keys(task.task_id):
-            if self.run.tis[key].state is not S.NONE:
-                continue
+            if self.run.tis[key].state is not S.NONE or self.run.readiness.skip_if_not_followed(
+                task, key, [key]
+            ):
+                continue  # a mapped branch's instance i did not follow this task: instance i is skipped
             if (past_problem := self.run.readiness.past_problem(task, key)) is not None:
                 self.run._update(key, reason=past_problem)  # waits: the previous run's same index
             else:

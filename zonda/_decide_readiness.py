@@ -63,20 +63,7 @@ class Readiness:
         keys = [key]
         if expanding:
             keys = [k for k in self.run.mapped.keys(task.task_id) if self.run.tis[k].state is S.NONE]
-        if (parent := self._skipping_parent(task, key)) is not None:
-            # Airflow's NotPreviouslySkippedDep: a cleared task stays skipped while the decision stands.
-            if task.wait_for_past_depends_before_skipping and self.past_problem(task, key) is not None:
-                for each in keys:
-                    self.run._update(each, reason="Task should be skipped but the past depends are not met")
-                return
-            for each in keys:
-                self.run._set(
-                    each,
-                    S.SKIPPED,
-                    f"Skipping because of previous XCom result from parent task "
-                    f"{parent}: it did not follow this task",
-                    end_date=self.run.now,
-                )
+        if self.skip_if_not_followed(task, key, keys):
             return
         upstream_states = self.run.mapped.upstream_states(task, None if expanding else key)
         setups = [
@@ -116,6 +103,27 @@ class Readiness:
             self._run_latest_only(task, key)
         else:
             self.run._set(key, S.SCHEDULED, decision.reason)
+
+    def skip_if_not_followed(self, task: ResolvedTask, key: str, keys: list[str]) -> bool:
+        """Airflow's NotPreviouslySkippedDep: a task instance a standing branch decision did not follow
+        is skipped (a cleared one, or one a mapped task's expansion adds after its branch decided).
+        `keys`: the instances `key` decides for. Whether the decision held them back."""
+        parent = self._skipping_parent(task, key)
+        if parent is None:
+            return False
+        if task.wait_for_past_depends_before_skipping and self.past_problem(task, key) is not None:
+            for each in keys:
+                self.run._update(each, reason="Task should be skipped but the past depends are not met")
+            return True
+        for each in keys:
+            self.run._set(
+                each,
+                S.SKIPPED,
+                f"Skipping because of previous XCom result from parent task "
+                f"{parent}: it did not follow this task",
+                end_date=self.run.now,
+            )
+        return True
 
     def _skipping_parent(self, task: ResolvedTask, key: str) -> str | None:
         """The instance of a direct upstream branch (or LatestOnly) that succeeded without following

@@ -7,8 +7,9 @@ A branch (`@task.branch`, `BranchPythonOperator`, `BaseBranchOperator`), a `Shor
 mapped task group, index 0 choosing ``a`` and index 1 choosing ``b`` skips ``b[0]`` and ``a[1]``
 only. An unmapped decider (``map_index=-1``) decides for every instance of its downstream tasks; a
 mapped one never skips an unmapped task (that task has no instance at its index: its trigger rule
-decides). A cleared task instance is skipped again while the decision of the same-index instance
-of its parent stands (or of the unmapped parent).
+decides). A cleared task instance, or one a mapped task's expansion adds after its mapped branch
+decided, is skipped while the decision of its parent's same-index instance stands (or of the
+unmapped parent).
 
 Purely computational: task instances are given as their keys (`zonda.mapping.ti_key`).
 """

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from controller.devtools import dag_runs
 from tests.unit.test_decisions import Run, make_dag, started
@@ -172,6 +174,30 @@ def test_an_unmapped_branch_before_a_mapped_group_decides_for_every_index() -> N
     run = started(dag)
     run.step(run.succeeded("branch", follow_task_ids=["other"]))
     assert run.states() == {"branch": "success", "make": "skipped", "other": "queued", "g.work": "skipped"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    choices=st.lists(st.sets(st.sampled_from(["g.a", "g.b"])), min_size=1, max_size=5),
+    order=st.randoms(use_true_random=False),
+)
+def test_each_index_follows_exactly_its_own_choice_whatever_the_order(
+    choices: list[set[str]], order: Any
+) -> None:
+    """Property: whatever each index chooses and in whatever order the branches finish (several per
+    pass), a[i] and b[i] run exactly when branch i chose them."""
+    run = expanded(len(choices))
+    pending = list(range(len(choices)))
+    order.shuffle(pending)
+    while pending:
+        batch = pending[: order.randint(1, len(pending))]
+        pending = pending[len(batch) :]
+        run.step(*(run.succeeded(f"g.branch[{i}]", follow_task_ids=sorted(choices[i])) for i in batch))
+    run.finish_all()
+    for index, chosen in enumerate(choices):
+        for task_id in ("g.a", "g.b"):
+            expected = "success" if task_id in chosen else "skipped"
+            assert run.states()[f"{task_id}[{index}]"] == expected, (index, chosen)
 
 
 # ----------------------------------------------------------------------------- the re-skip on clear
@@ -360,3 +386,28 @@ def test_a_branch_in_a_mapped_group_may_follow_a_plain_group_nested_in_it() -> N
     }
     run.finish_all()
     assert group_states(run, "g.inner.b") == {"g.inner.b[0]": "success", "g.inner.b[1]": "skipped"}
+
+
+def test_a_mapped_branch_binds_the_same_index_of_a_mapped_task_expanded_after_it() -> None:
+    """`choose.expand(...) >> work.expand(...)`: work expands once every choose[i] finished, and
+    work[i] is skipped when choose[i] did not follow it (NotPreviouslySkippedDep at the same index)."""
+    dag = make_dag(
+        {
+            "choose": {"expand": ExpandSpec(kwargs={"n": [0, 1, 2]})},
+            "work": {"upstream": ["choose"], "expand": ExpandSpec(kwargs={"n": [0, 1, 2]})},
+            "other": {"upstream": ["choose"]},
+        }
+    )
+    run = started(dag)
+    run.step(
+        run.succeeded("choose[0]", follow_task_ids=["work"]),
+        run.succeeded("choose[1]", follow_task_ids=["other"]),
+        run.succeeded("choose[2]", follow_task_ids=["work", "other"]),
+    )
+    assert group_states(run, "work", "other") == {
+        "work[0]": "queued",
+        "work[1]": "skipped",
+        "work[2]": "queued",
+        "other": "queued",  # unmapped: no instance at a mapped branch's index, its trigger rule decides
+    }
+    assert "parent task choose[1]" in (run.ti("work[1]").reason or "")
