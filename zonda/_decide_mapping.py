@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zonda import mapping, xcoms
+from zonda import mapping, status_budget, xcoms
 from zonda.dagrun_models import TaskInstanceStatus
 from zonda.dags import ResolvedTask
 from zonda.decisions import RunEvent
@@ -31,9 +31,10 @@ _FAILED = frozenset({S.FAILED, S.UPSTREAM_FAILED})
 class MappedInstances:
     """The pass's view of task instances by task: one key, or a mapped task's ``task_id[i]`` keys."""
 
-    def __init__(self, run: RunPass, max_map_length: int) -> None:
+    def __init__(self, run: RunPass, max_map_length: int, status_budget_bytes: int) -> None:
         self.run = run
         self.max_map_length = max_map_length
+        self.status_budget_bytes = status_budget_bytes
         self.indexed: dict[str, list[str]] = {}
         for key in run.tis:
             task_id, index = mapping.split_key(key)
@@ -84,7 +85,7 @@ class MappedInstances:
             length = mapping.expansion_length(task.expand, self.xcom_length)
         except mapping.MappingError:
             return None
-        if length == 0 or mapping.check_length(length, self.max_map_length) is not None:
+        if length == 0 or self._length_problem(task, length) is not None:
             return None
         if self._revise(task, length):
             self.run.events.append(
@@ -127,7 +128,7 @@ class MappedInstances:
         except mapping.MappingError as error:
             self._fail(waiting, f"Cannot expand the mapped task: {error}")
             return
-        if (too_many := mapping.check_length(length, self.max_map_length)) is not None:
+        if (too_many := self._length_problem(task, length)) is not None:
             self._fail(waiting, too_many)
             return
         if length == 0:
@@ -146,6 +147,16 @@ class MappedInstances:
                 self.run._update(key, reason=past_problem)  # waits: the previous run's same index
             else:
                 self.run._set(key, S.SCHEDULED, reason)
+
+    def _length_problem(self, task: ResolvedTask, length: int) -> str | None:
+        """Too many instances for `max_map_length`, or for the run's status budget."""
+        if (too_many := mapping.check_length(length, self.max_map_length)) is not None:
+            return too_many
+        new = max(0, length - len(self.indexed.get(task.task_id, ())))
+        if new == 0:
+            return None  # expanding again within the instances it had: the status grows no further
+        status = self.run.status.model_copy(update={"task_instances": self.run.tis})
+        return status_budget.expansion_problem(length, new, status.to_wire(), self.status_budget_bytes)
 
     def _source_problem(self, task: ResolvedTask) -> tuple[TaskInstanceState, str] | None:
         """An upstream to map over that did not succeed (a rule such as all_done let the task run)."""

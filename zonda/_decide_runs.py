@@ -32,7 +32,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda import mapping, pools, run_slots
+from zonda import mapping, pools, run_slots, status_budget
 from zonda._decide_attempts import TRY_END, Attempts, duration_text, in_execution
 from zonda._decide_graphs import leaves
 from zonda._decide_mapping import MappedInstances
@@ -89,6 +89,7 @@ class RunPass:
         data_interval_end: datetime | None,
         pending_timeout: timedelta | None = None,
         max_map_length: int = mapping.DEFAULT_MAX_MAP_LENGTH,
+        status_budget_bytes: int = status_budget.DEFAULT_STATUS_BUDGET_BYTES,
     ) -> None:
         self.dag = dag
         self.run_name = run_name
@@ -108,7 +109,7 @@ class RunPass:
         self.triggers_to_delete: list[str] = []
         self.events: list[RunEvent | None] = []
         self._scheduled_event_at: dict[str, int] = {}
-        self.mapped = MappedInstances(self, max_map_length)
+        self.mapped = MappedInstances(self, max_map_length, status_budget_bytes)
         self.attempts = Attempts(self)
         self.readiness = Readiness(self)
         self.runs_to_wake: list[str] = []

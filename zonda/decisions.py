@@ -139,6 +139,7 @@ def decide(
     data_interval_end: datetime | None = None,
     pending_timeout: timedelta | None = None,
     max_map_length: int | None = None,
+    status_budget_bytes: int | None = None,
 ) -> RunPlan:
     """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
 
@@ -152,10 +153,13 @@ def decide(
     of an older attempt never moves the current one. `pending_timeout` (Airflow's
     `worker_pods_pending_timeout`) fails a try whose attempt stays PENDING that long after
     `pending_since`; None: never. `max_map_length` (Airflow's `[core] max_map_length`, default
-    1,024) caps a mapped task's instances. See `zonda._decide_runs` for the steps.
+    1,024) caps a mapped task's instances, and `status_budget_bytes` (default
+    `zonda.status_budget.DEFAULT_STATUS_BUDGET_BYTES`) the run's status they may take. See
+    `zonda._decide_runs` for the steps.
     """
     from zonda._decide_runs import RunPass  # the implementation imports this module's types
     from zonda.mapping import DEFAULT_MAX_MAP_LENGTH
+    from zonda.status_budget import DEFAULT_STATUS_BUDGET_BYTES
 
     return RunPass(
         dag,
@@ -168,4 +172,5 @@ def decide(
         data_interval_end=data_interval_end,
         pending_timeout=pending_timeout,
         max_map_length=max_map_length or DEFAULT_MAX_MAP_LENGTH,
+        status_budget_bytes=status_budget_bytes or DEFAULT_STATUS_BUDGET_BYTES,
     ).plan()

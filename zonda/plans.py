@@ -229,6 +229,7 @@ def decide_run(
     now: datetime,
     pending_timeout: timedelta | None = None,
     max_map_length: int | None = None,
+    status_budget_bytes: int | None = None,
 ) -> RunPlan:
     """`decisions.decide` for a pass over a run, seeded with the run's own logical date and data
     interval: one call for the controller and `DAG.test()`."""
@@ -243,6 +244,7 @@ def decide_run(
         data_interval_end=status.data_interval_end,
         pending_timeout=pending_timeout,
         max_map_length=max_map_length,
+        status_budget_bytes=status_budget_bytes,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from controller import xcom_backends
 from controller.executors.pods import PodDefaults
+from zonda import status_budget
 
 
 def _environment(environ: Mapping[str, str]) -> dict[str, object]:
@@ -43,6 +44,8 @@ class ControllerSettings:
     trigger_shards: int = _ENV["trigger_shards"]  # type: ignore[assignment]  # = the triggerer's --shards
     pod_pending_timeout: float = 300.0  # seconds; Airflow's worker_pods_pending_timeout; 0: never
     max_map_length: int = 1024  # Airflow's [core] max_map_length: a mapped task's most instances
+    #: A mapped task that would take its run's status past this many bytes fails (etcd's limit: 1.5 MiB).
+    status_budget_bytes: int = status_budget.DEFAULT_STATUS_BUDGET_BYTES
     pod_defaults: PodDefaults = field(
         default_factory=lambda: PodDefaults(
             image_pull_secrets=_ENV["image_pull_secrets"],  # type: ignore[arg-type]

@@ -93,6 +93,15 @@ def main() -> None:
     help="Most task instances a mapped task may expand to (Airflow's [core] max_map_length).",
 )
 @click.option(
+    "--status-budget-bytes",
+    type=click.IntRange(min=1),
+    envvar="ZONDA_STATUS_BUDGET_BYTES",
+    default=DEFAULTS.status_budget_bytes,
+    show_default=True,
+    help="A mapped task that would take its run's status past this size fails (the apiserver refuses "
+    "objects over 1.5 MiB).",
+)
+@click.option(
     "--task-image", envvar="ZONDA_TASK_IMAGE", default=DEFAULTS.pod_defaults.image, show_default=True
 )
 @click.option("--task-service-account", envvar="ZONDA_TASK_SERVICE_ACCOUNT", default=None)
@@ -123,6 +132,7 @@ def controller(
     trigger_shards: int,
     pod_pending_timeout: float,
     max_map_length: int,
+    status_budget_bytes: int,
     task_image: str,
     task_service_account: str | None,
     task_resources: str | None,
@@ -149,6 +159,7 @@ def controller(
         trigger_shards=trigger_shards,
         pod_pending_timeout=pod_pending_timeout,
         max_map_length=max_map_length,
+        status_budget_bytes=status_budget_bytes,
         pod_defaults=dataclasses.replace(
             DEFAULTS.pod_defaults,
             image=task_image,

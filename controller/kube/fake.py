@@ -2,7 +2,8 @@
 
 What it models: objects by (kind, namespace, name) with a resourceVersion bumped on every write and
 checked on status replaces (409 Conflict), AlreadyExists on a taken name, equality label selectors
-(``a=b,c=d``, ``a in (x,y)``), a uid and creationTimestamp on create, and Events recorded in order.
+(``a=b,c=d``, ``a in (x,y)``), a uid and creationTimestamp on create, Events recorded in order, and,
+when `max_object_bytes` is set, etcd's refusal of a status write that makes an object larger.
 What it does not: watches, admission, field validation, garbage collection, pod life cycles (tests
 set a pod's `status` themselves). The cluster tier (tests/cluster) proves the real API behaves so.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.kube.errors import AlreadyExists, Conflict, NotFound
+from controller.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from controller.kube.protocol import Body
 
 _IN = re.compile(r"^\s*([\w./-]+)\s+in\s+\(([^)]*)\)\s*$")
@@ -71,6 +73,16 @@ class FakeKube:
     events: list[RecordedEvent] = field(default_factory=list)
     writes: dict[str, int] = field(default_factory=dict)
     _versions: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    #: etcd's `--max-request-bytes` (1.5 MiB on a real cluster); None: no limit.
+    max_object_bytes: int | None = None
+
+    def _check_size(self, body: Body) -> None:
+        """etcd refuses to store an object over its request limit, as the apiserver reports it."""
+        if self.max_object_bytes is not None and len(json.dumps(body)) > self.max_object_bytes:
+            message = (
+                '{"kind":"Status","status":"Failure","message":"etcdserver: request is too large","code":500}'
+            )
+            raise KubeError(500, message)
 
     def _count(self, verb: str, kind: str) -> None:
         key = f"{verb} {kind}"
@@ -139,6 +151,7 @@ class FakeKube:
         if resource_version is not None and resource_version != stored["metadata"]["resourceVersion"]:
             raise Conflict(409, "the object has been modified")
         merged = _merge_patch(stored.get("status") or {}, status)
+        self._check_size({**stored, "status": merged})
         stored["status"] = merged
         stored["metadata"]["resourceVersion"] = str(next(self._versions))
         return copy.deepcopy(stored)
@@ -150,6 +163,7 @@ class FakeKube:
             raise Conflict(
                 409, "the object has been modified; please apply your changes to the latest version"
             )
+        self._check_size({**stored, "status": body.get("status") or {}})
         stored["status"] = copy.deepcopy(body.get("status") or {})
         stored["metadata"]["resourceVersion"] = str(next(self._versions))
         return copy.deepcopy(stored)

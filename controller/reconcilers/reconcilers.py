@@ -41,6 +41,7 @@ class Reconcilers:
         trigger_shards: int = 16,
         pod_pending_timeout: float = 0.0,
         max_map_length: int | None = None,
+        status_budget_bytes: int | None = None,
         on_run_state_change: Callable[[str, str, str, str | None], None] | None = None,
         enqueue: Callable[[str, str, str], None] | None = None,
     ) -> None:
@@ -57,6 +58,7 @@ class Reconcilers:
             trigger_shards=trigger_shards,
             pending_timeout=timedelta(seconds=pod_pending_timeout) if pod_pending_timeout > 0 else None,
             max_map_length=max_map_length,
+            status_budget_bytes=status_budget_bytes,
             on_run_state_change=on_run_state_change,
             enqueue=enqueue,
         )

@@ -3,7 +3,8 @@
 Acting is: create triggers, launch attempts, write the status (one optimistic write,
 resourceVersion-checked), then kill attempts, delete triggers and post Events. Launches come before
 the write so a crash in between leaves a pod the next pass adopts by its deterministic name, never a
-status that claims a launch that did not happen.
+status that claims a launch that did not happen. A write the apiserver refuses as too large keeps the
+status last written and says so (`zonda.status_budget.refused_write`), instead of failing every pass.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,23 +23,30 @@ from pydantic import ValidationError
 
 from controller.executors import pods
 from controller.executors.base import Executor
-from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi
+from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
 from controller.reconcilers.trigger_resources import trigger_body, trigger_report
-from zonda import callbacks, decisions, events, history, mapping, plans
+from zonda import callbacks, decisions, events, history, mapping, plans, status_budget
 from zonda.dagrun_models import DagRunSpec, DagRunStatus, dag_label_problem
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
-from zonda.models import DagSpec
+from zonda.models import Condition, DagSpec
 from zonda.states import FINISHED_RUN_STATES
 from zonda.wire import LABEL_DAGRUN_UID, parse_time
 
 logger = logging.getLogger(__name__)
 
 DAG_NOT_FOUND_RETRY = timedelta(seconds=5)
+#: When a run whose status the apiserver refused as too large is looked at again (its pods' changes
+#: also wake it); every pass until it fits is refused the same way.
+STATUS_REFUSED_RETRY = timedelta(minutes=5)
+
+
+class StatusRefused(Exception):
+    """The apiserver refused the pass's status as too large; reported on the run already."""
 
 
 @dataclass
@@ -51,6 +60,8 @@ class RunReconciler:
     pending_timeout: timedelta | None = None
     #: Airflow's `[core] max_map_length`: a mapped task with more instances fails (None: 1,024).
     max_map_length: int | None = None
+    #: The most bytes a run's status may be expected to reach: a wider expansion fails (None: 1 MiB).
+    status_budget_bytes: int | None = None
     #: Called with (namespace, DAG name, run name, new state) when a run's state changes: the DAG may
     #: schedule more (maxActiveRuns), and its other runs may proceed (dependsOnPast, maxActiveTasks).
     on_run_state_change: Callable[[str, str, str, str | None], None] | None = None
@@ -101,6 +112,7 @@ class RunReconciler:
             now=now,
             pending_timeout=self.pending_timeout,
             max_map_length=self.max_map_length,
+            status_budget_bytes=self.status_budget_bytes,
         )
         act = functools.partial(
             self._launch_and_write, run, spec, dag, dag_spec, before, callback_tries, old_wire, now
@@ -114,7 +126,10 @@ class RunReconciler:
                 plan = decide(observed=observation)
                 if plan.launches:  # what it admits counts as held before the lock is released
                     before_pass = self.index.reserve({**run, "status": plan.status.to_wire()})
-        due = await act(plan, observation, before_pass)
+        try:
+            due = await act(plan, observation, before_pass)
+        except StatusRefused:  # nothing of this pass is recorded: no kills, deletions nor its Events
+            return now + STATUS_REFUSED_RETRY
         if due is None:
             return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
         for attempt_name in plan.kills:
@@ -178,13 +193,40 @@ class RunReconciler:
             launches=due.launches,
         )
         new_wire = due.status.to_wire()
+        kept = [Condition.model_validate(c) for c in new_wire.get("conditions") or []]
+        if (back := status_budget.written(kept, now=now)) is not kept:
+            new_wire["conditions"] = [c.to_wire() for c in back]
         version = self.writer.written_version(DAGRUNS, namespace, name)
-        if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):
-            return None
+        try:
+            if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):
+                return None
+        except KubeError as error:
+            message = _api_message(error.reason)
+            if not status_budget.is_too_large(error.status, message):
+                raise
+            await self._report_refused(run, old_wire, status_budget.wire_bytes(new_wire), message, now)
+            raise StatusRefused(message) from error
         written = self.writer.written_version(DAGRUNS, namespace, name)
         previous = self.index.record({**run, "status": new_wire}, written if written != version else None)
         self._wake_after(namespace, name, before_pass or previous, plan.runs_to_wake)
         return due
+
+    async def _report_refused(
+        self, run: Mapping[str, Any], old_wire: Mapping[str, Any], size: int, message: str, now: datetime
+    ) -> None:
+        """A condition on the status last written, and one Event, when it turns False."""
+        meta = run["metadata"]
+        logger.warning(
+            "run %s/%s: a status of %d bytes was refused: %s", meta["namespace"], meta["name"], size, message
+        )
+        old = [Condition.model_validate(c) for c in old_wire.get("conditions") or []]
+        new, event = status_budget.refused_write(old, size, message, now=now)
+        if event is None:
+            return
+        await self.writer.write_status(
+            DAGRUNS, run, old_wire, {**old_wire, "conditions": [c.to_wire() for c in new]}
+        )
+        await self.kube.emit_event(run, reason="StatusTooLarge", message=event, warning=True)
 
     def _wake_after(
         self, namespace: str, name: str, previous: RunSummary | None, admitted_elsewhere: tuple[str, ...]
@@ -318,6 +360,15 @@ class RunReconciler:
         body = trigger_body(run["metadata"], request, self.trigger_shards)
         with contextlib.suppress(AlreadyExists):
             await self.kube.create_custom(TRIGGERS, run["metadata"]["namespace"], body)
+
+
+def _api_message(reason: str) -> str:
+    """The message of an API error's Status body (the whole text when it is not one)."""
+    try:
+        message = json.loads(reason).get("message")
+    except (ValueError, AttributeError):
+        return reason.strip()
+    return str(message) if message else reason.strip()
 
 
 def log_state_changes(namespace: str, dag: str, run: str, old: DagRunStatus, new: DagRunStatus) -> None:

@@ -96,6 +96,7 @@ class Run:
     plans: list[RunPlan] = field(default_factory=list)
     last_observation: Observation = field(default_factory=Observation)
     pending_timeout: timedelta | None = None  # the controller's --pod-pending-timeout
+    status_budget_bytes: int | None = None  # the controller's --status-budget-bytes
 
     def wait(self, delta: timedelta) -> None:
         """Let time pass; reports built afterwards carry the new time."""
@@ -120,6 +121,7 @@ class Run:
             observed=observed,
             now=self.now,
             pending_timeout=self.pending_timeout,
+            status_budget_bytes=self.status_budget_bytes,
         )
         self.status = plan.status
         self.plans.append(plan)
