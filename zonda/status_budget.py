@@ -83,10 +83,10 @@ def refused_write(
     if any(c.type == STATUS_WRITTEN and c.status == "False" for c in old):
         return old, None
     message = (
-        f"The apiserver refused this run's status of {size:,} bytes ({error}; the limit is about "
-        f"{APISERVER_OBJECT_LIMIT_BYTES:,} bytes per object): the status last written is kept, and the "
-        "run waits (its tries' results stay in their pods) until a status fits; lower --status-budget-bytes "
-        "so that expansions this large fail instead"
+        f"The apiserver refused this run's status of {size:,} bytes: {error} (etcd keeps an object of up "
+        f"to about {APISERVER_OBJECT_LIMIT_BYTES:,} bytes). The status last written is kept and the run "
+        "waits, its tries' results kept by their pods or processes, until a status fits; a lower "
+        "--status-budget-bytes fails expansions this large instead"
     )
     new = conditions.set_condition(
         old, type=STATUS_WRITTEN, status=False, reason="StatusTooLarge", message=message, now=now
