@@ -6,6 +6,8 @@ importing the real client: callers treat 409 AlreadyExists as "done" and 409 Con
 
 from __future__ import annotations
 
+import json
+
 from kubernetes_asyncio.client.exceptions import ApiException
 
 
@@ -16,6 +18,15 @@ class KubeError(Exception):
         super().__init__(f"{status}: {reason}")
         self.status = status
         self.reason = reason
+
+    @property
+    def api_message(self) -> str:
+        """The `message` of the API's Status body (the whole reason when it is not one)."""
+        try:
+            message = json.loads(self.reason).get("message")
+        except (ValueError, AttributeError):
+            return self.reason.strip()
+        return str(message) if message else self.reason.strip()
 
 
 class NotFound(KubeError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -201,7 +200,7 @@ class RunReconciler:
             if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):
                 return None
         except KubeError as error:
-            message = _api_message(error.reason)
+            message = error.api_message
             if not status_budget.is_too_large(error.status, message):
                 raise
             await self._report_refused(run, old_wire, status_budget.wire_bytes(new_wire), message, now)
@@ -360,15 +359,6 @@ class RunReconciler:
         body = trigger_body(run["metadata"], request, self.trigger_shards)
         with contextlib.suppress(AlreadyExists):
             await self.kube.create_custom(TRIGGERS, run["metadata"]["namespace"], body)
-
-
-def _api_message(reason: str) -> str:
-    """The message of an API error's Status body (the whole text when it is not one)."""
-    try:
-        message = json.loads(reason).get("message")
-    except (ValueError, AttributeError):
-        return reason.strip()
-    return str(message) if message else reason.strip()
 
 
 def log_state_changes(namespace: str, dag: str, run: str, old: DagRunStatus, new: DagRunStatus) -> None:
