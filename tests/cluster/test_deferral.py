@@ -122,7 +122,9 @@ def test_execution_timeout_counts_time_spent_deferred(
                         "id": "wait",
                         "operator": "TimeDeltaSensorAsync",
                         "args": {"delta": "1h"},
-                        "executionTimeout": "3s",
+                        # Long enough for a loaded machine to start the try and defer before the
+                        # timeout (a try that times out first never defers, deferralCount 0).
+                        "executionTimeout": "10s",
                     }
                 ],
             },

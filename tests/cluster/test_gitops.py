@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import EXAMPLES, controller, get, trigger, wait_run_finished
+from tests.cluster.zonda_processes import EXAMPLES, controller, get, trigger, wait_for, wait_run_finished
 
 MANIFEST = EXAMPLES / "example_bash.yaml"
 DAG = "example-bash"
@@ -78,6 +78,12 @@ def test_a_sync_after_a_run_changes_nothing_and_finds_no_drift(
     with controller(cluster, namespace, tmp_path, executor="local"):
         run = trigger(cluster, namespace, DAG)
         run_body = wait_run_finished(cluster, namespace, run)
+
+        # The DAG's status learns of the run in a later pass of its own: wait for it before stopping.
+        def dag_saw_the_run() -> bool:
+            return (get(cluster, namespace, "dag", DAG).get("status") or {}).get("lastRunState") == "success"
+
+        wait_for(dag_saw_the_run, "the DAG's status to record the run")
     assert run_body["status"]["state"] == "success", run_body["status"]
     before = get(cluster, namespace, "dag", DAG)
 

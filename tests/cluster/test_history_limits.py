@@ -41,5 +41,11 @@ def test_history_limits_delete_old_runs_and_their_pods(
             return owners == set(runs[2:])
 
         wait_for(pods_of_kept_runs_only, "the deleted runs' pods collected", timeout=60)
-    events = get(cluster, namespace, "events")["items"]
-    assert any(e.get("reason") == "RunsDeleted" and runs[0] in e.get("message", "") for e in events)
+        # The Event follows the deletes; a stopped controller posts nothing, so wait while it runs.
+        wait_for(
+            lambda: any(
+                e.get("reason") == "RunsDeleted" and runs[0] in e.get("message", "")
+                for e in get(cluster, namespace, "events")["items"]
+            ),
+            f"a RunsDeleted Event naming {runs[0]}",
+        )

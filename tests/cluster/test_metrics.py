@@ -125,7 +125,7 @@ def after_a_deferred_run(cluster: Cluster, tmp_path_factory: pytest.TempPathFact
                     and samples
                 ),
                 "the controller to count the run as a success",
-                timeout=10,
+                timeout=30,
             )
             scrapes = Scrapes(
                 namespace=namespace,
@@ -182,7 +182,9 @@ def test_a_deferral_is_not_counted_as_scheduling_delay(after_a_deferred_run: Scr
     assert value(samples, "zonda_scheduling_delay_seconds_count", **delays) == 2, (
         "one observation per downstream try: start -> wait, wait -> done"
     )
-    assert value(samples, "zonda_scheduling_delay_seconds_bucket", le="2.0", **delays) == 2
+    # A delay counted across the 5 s deferral would exceed 5 s; a real one stays under it even when a
+    # loaded machine takes seconds to launch a try (a 2 s bound failed there).
+    assert value(samples, "zonda_scheduling_delay_seconds_bucket", le="5.0", **delays) == 2
 
 
 def test_the_triggerer_counts_the_event_it_fired(after_a_deferred_run: Scrapes) -> None:

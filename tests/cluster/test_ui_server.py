@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -132,23 +133,28 @@ async def ui(
     client = TestClient(TestServer(create_app(kube, settings)))
     await client.start_server()
     try:
-        for _ in range(100):
-            if (namespace, "ui-dag") in client.app[STORE].dags:
-                break
-            await asyncio.sleep(0.1)
+        await wait_until(lambda: (namespace, "ui-dag") in client.app[STORE].dags, "ui-dag in the UI's store")
         yield client, {name: Viewer(client, token) for name, token in tokens.items()}
     finally:
         await client.close()
         await kube.close()
 
 
-async def wait_in_store(client: TestClient, namespace: str, run: str, state: str) -> None:
-    for _ in range(300):
-        body = client.app[STORE].runs.get((namespace, run))
-        if body and (body.get("status") or {}).get("state") == state:
-            return
+async def wait_until(condition: Callable[[], bool], what: str, within: float = 60) -> None:
+    """Poll `condition` on the event loop (the UI under test runs on it) until it holds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
         await asyncio.sleep(0.1)
-    raise AssertionError(f"{run} never reached {state} in the UI's store")
+
+
+async def wait_in_store(client: TestClient, namespace: str, run: str, state: str) -> None:
+    def reached() -> bool:
+        body = client.app[STORE].runs.get((namespace, run))
+        return bool(body and (body.get("status") or {}).get("state") == state)
+
+    await wait_until(reached, f"{run} to reach {state} in the UI's store")
 
 
 async def test_a_request_without_a_token_is_refused_and_nothing_is_served_as_the_ui(
@@ -344,10 +350,7 @@ async def test_impersonation_reads_and_acts_as_the_proxys_user(
     client = TestClient(TestServer(create_app(kube, settings)))
     await client.start_server()
     try:
-        for _ in range(100):
-            if (namespace, "ui-dag") in client.app[STORE].dags:
-                break
-            await asyncio.sleep(0.1)
+        await wait_until(lambda: (namespace, "ui-dag") in client.app[STORE].dags, "ui-dag in the UI's store")
         groups = "system:serviceaccounts,system:authenticated"
         reader = Viewer(
             client,
@@ -395,7 +398,9 @@ async def test_live_updates_reach_only_viewers_who_may_list_them(
 
     reader = asyncio.create_task(read_changes(client, viewers["reader"], reader_saw, has_change, 60))
     nobody = asyncio.create_task(read_changes(client, viewers["nobody"], nobody_saw, lambda _: False, 90))
-    await asyncio.sleep(1)  # both streams are open
+    # Both streams subscribed (the server says so first): a change made before would never be sent.
+    opened = b": connected"
+    await wait_until(lambda: opened in reader_saw and opened in nobody_saw, "both streams to open")
     changed = ui_dag()
     changed["spec"]["tags"] = ["changed"]
     await asyncio.to_thread(apply, cluster, namespace, changed)

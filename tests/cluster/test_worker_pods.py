@@ -48,8 +48,13 @@ def test_a_finished_run_deletes_its_succeeded_pods_and_keeps_the_failed_one(
         boom_pod = finished["status"]["taskInstances"]["boom"]["podName"]
         ok_pod = finished["status"]["taskInstances"]["ok"]["podName"]
         wait_for(lambda: pods_left() == [boom_pod], "only the failed task's pod left", timeout=60)
-        events = get(cluster, namespace, "events")["items"]
-        assert [e["message"] for e in events if e.get("reason") == "WorkerPodsDeleted"] == [
+
+        def deletions() -> list[str]:
+            events = get(cluster, namespace, "events")["items"]
+            return [e["message"] for e in events if e.get("reason") == "WorkerPodsDeleted"]
+
+        # The Event follows the deletes: a pod can be gone from the list before it is posted.
+        assert wait_for(deletions, "the WorkerPodsDeleted Event") == [
             f"deleted 1 finished pod(s) and their logs (deleteWorkerPods): {ok_pod}"
         ]
         gone = zonda(cluster, "logs", run, "ok", "-n", namespace, check=False)

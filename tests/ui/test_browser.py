@@ -24,7 +24,6 @@ from tests.cluster.zonda_processes import (
     controller,
     get,
     runs_of,
-    ti_states,
     trigger,
     wait_for,
     wait_run_finished,
@@ -121,7 +120,11 @@ def ui_process(cluster: Cluster, namespace: str, tmp_path: Path, *extra: str) ->
 
 
 def grid_cell(page: Page, task_key: str, run_name: str) -> Locator:
-    """The grid cell of one task instance: the row of the task, the column whose header is the run."""
+    """The grid cell of one task instance: the row of the task, the column whose header is the run.
+
+    The run's column comes when the UI's store has seen the run (a live update), which may be after
+    the page loaded (right after a trigger): wait for it before counting columns."""
+    expect(page.locator(f"table.grid thead th[data-run='{run_name}']")).to_have_count(1)
     column = page.evaluate(
         "run => [...document.querySelectorAll('table.grid thead th')]"
         ".findIndex(th => th.dataset.run === run)",
@@ -259,7 +262,13 @@ def test_a_running_tasks_log_is_streamed_not_polled(
     ):
         run_name = trigger(cluster, namespace, "ui-stream")
         wait_for(
-            lambda: ti_states(get(cluster, namespace, "dagrun", run_name)).get("slow") == "running",
+            lambda: (  # no status before the controller's first pass
+                (get(cluster, namespace, "dagrun", run_name).get("status") or {})
+                .get("taskInstances", {})
+                .get("slow", {})
+                .get("state")
+                == "running"
+            ),
             "the task to run",
             timeout=90,
         )
