@@ -47,6 +47,8 @@ class StatusWriter:
     kube: KubeApi
     own_writes: dict[tuple[str, str, str], str] = field(default_factory=dict)
     _background: set[asyncio.Task[None]] = field(default_factory=set)
+    #: The latest posting task of each object: the next one waits for it, so passes stay in order.
+    _last_post: dict[tuple[str, str], asyncio.Task[None]] = field(default_factory=dict)
 
     async def write_status(
         self, plural: str, obj: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any]
@@ -86,11 +88,20 @@ class StatusWriter:
         )
 
     def post_events(self, obj: Mapping[str, Any], events: Sequence[RunEvent]) -> None:
-        """Post Events in the background, in order: advisory, so the next reconcile need not wait."""
+        """Post Events in the background, in order: advisory, so the next reconcile need not wait.
+
+        In order across passes too: a pass's Events wait for those of the object's previous pass, which
+        may still be posting (else `kubectl describe` could show a later pass's Event between two of an
+        earlier one's, since it sorts by the time each was posted).
+        """
         if not events:
             return
+        key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        previous = self._last_post.get(key)
 
         async def post() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])  # its end, whatever it was (never raises)
             for event in events:  # one after another: `kubectl describe` shows them as they happened
                 try:
                     await self.kube.emit_event(
@@ -102,4 +113,11 @@ class StatusWriter:
 
         task = asyncio.create_task(post())
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._last_post[key] = task
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._background.discard(finished)
+            if self._last_post.get(key) is finished:
+                del self._last_post[key]
+
+        task.add_done_callback(done)

@@ -261,3 +261,38 @@ def test_a_scheduled_dag_creates_its_backlog_once(world: tuple[FakeKube, FakeExe
 )
 def test_the_fake_understands_label_selectors(selector: str | None, expected: bool) -> None:
     assert matches({"a": "1", "b": "x"}, selector) is expected
+
+
+class SlowFirstEventKube(FakeKube):
+    """Posting an Event takes a while the first time (a slow apiserver), at once afterwards."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow = True
+
+    async def emit_event(self, involved: Mapping[str, Any], **kwargs: Any) -> None:
+        if self.slow:
+            self.slow = False
+            await asyncio.sleep(0.05)
+        await super().emit_event(involved, **kwargs)
+
+
+async def test_a_passs_events_are_posted_after_those_of_the_previous_pass_still_posting() -> None:
+    """`kubectl describe` orders Events by when they were posted: a second pass's must not overtake."""
+    from controller.reconcilers.common import StatusWriter
+    from zonda.decisions import RunEvent
+
+    kube = SlowFirstEventKube()
+    writer = StatusWriter(kube)
+    run = {"kind": "DagRun", "metadata": {"name": "r", "namespace": NS}}
+    other = {"kind": "DagRun", "metadata": {"name": "other", "namespace": NS}}
+    writer.post_events(run, [RunEvent("RunStarted", "started"), RunEvent("TaskSucceeded", "a done")])
+    writer.post_events(run, [RunEvent("RunSucceeded", "succeeded")])
+    writer.post_events(other, [RunEvent("RunStarted", "started")])
+    while writer._background:  # noqa: ASYNC110 - the writer's own tasks, nothing else to wait on
+        await asyncio.sleep(0.01)
+    posted = [(event.name, event.reason) for event in kube.events]
+    in_order = ["RunStarted", "TaskSucceeded", "RunSucceeded"]
+    assert [reason for name, reason in posted if name == "r"] == in_order
+    assert posted[0] == ("other", "RunStarted"), "another object's Events do not wait"
+    assert not writer._last_post, "nothing kept once posted"
