@@ -5,21 +5,27 @@ image built from the project's Dockerfile (`hack/node/build-image.sh`), the task
 it, termination messages, container logs, memory limits and kills. The controller gives every task
 pod the `zonda.dev/node: real` node selector, so they land on the real node beside the kwok ones.
 Nothing is skipped: if the node cannot start, the tests error with the piece that failed and its log.
+
+One module, past the usual ~400 lines, because its tests share one real node (the module-scoped
+`real_cluster`: 30-60 s to start, 20-40 s to stop); a second module would start a second node.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
 from controller.devtools import realnode
 from controller.devtools.devcluster import Cluster
 from controller.kube import Kube
+from controller.ui import log_stream
+from controller.ui.server import STORE, UiSettings, create_app
 from tests.cluster.test_controller import SEED_EXAMPLES, dag
 from tests.cluster.zonda_processes import (
     apply,
@@ -34,6 +40,7 @@ from tests.cluster.zonda_processes import (
     wait_run_finished,
     zonda,
 )
+from zonda.names import is_callback_name
 
 
 def followed_log(cluster: Cluster, namespace: str, pod: str) -> str:
@@ -375,3 +382,187 @@ def test_a_pod_deleted_while_its_container_runs_is_a_zombie_retried_in_a_new_pod
     assert ti["state"] == "success" and ti["tryNumber"] == 2, ti
     second = pods_of(real_cluster, ns, "victim")[-1]["metadata"]["name"]
     assert "try 2" in real_cluster.kubectl("logs", "-n", ns, second).stdout
+
+
+# Callbacks the task pods import, as a user's image built FROM zonda would have them (docs/image.md):
+# here a ConfigMap mounted as the DAGs folder, which the runner puts on sys.path, so the image stays
+# the cached one. Each call prints one line the test reads back from the callback pod's log.
+CALLBACKS_MODULE = """
+def on_task_failure(context):
+    ti = context["ti"]
+    print(f"task callback: {ti.task_id} try {ti.try_number} failed: {context['exception']}", flush=True)
+
+
+def on_dag_failure(context):
+    print(f"dag callback: {context['dag'].dag_id} reason {context['reason']}", flush=True)
+"""
+CALLBACKS_FOLDER = "/opt/zonda-dags"
+MOUNT_CALLBACKS = {
+    "spec": {
+        "volumes": [{"name": "dags", "configMap": {"name": "real-callbacks"}}],
+        "containers": [
+            {
+                "name": "base",
+                "env": [{"name": "ZONDA_DAGS_FOLDER", "value": CALLBACKS_FOLDER}],
+                "volumeMounts": [{"name": "dags", "mountPath": CALLBACKS_FOLDER, "readOnly": True}],
+            }
+        ],
+    }
+}
+
+
+def test_failure_callbacks_of_killed_containers_and_the_dags_run_once_each_as_real_containers(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    """A container timed out by the controller and one OOMKilled by the kubelet cannot run their own
+    `on_failure_callback`: each gets a callback try, a pod of Zonda's image, as does the DAG's."""
+    ns = real_namespace
+    apply(real_cluster, ns, {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "real-callbacks"},
+        "data": {"real_callbacks.py": CALLBACKS_MODULE},
+    })  # fmt: skip
+    on_failure = {"onFailureCallback": ["real_callbacks:on_task_failure"], "podOverride": MOUNT_CALLBACKS}
+    hung = {"id": "hung", "container": {"image": image(real_cluster), "command": ["sleep", "600"]}}
+    hog = {
+        "id": "hog",
+        "container": {
+            "image": image(real_cluster),
+            "command": ["python3", "-c", "b = bytearray(512 * 1024 * 1024)"],
+            "resources": {"limits": {"memory": "64Mi"}, "requests": {"memory": "64Mi"}},
+        },
+    }
+    apply(real_cluster, ns, dag(
+        "real-callbacks",
+        [{**hung, **on_failure, "executionTimeout": "5s"}, {**hog, **on_failure}],
+        onFailureCallback=["real_callbacks:on_dag_failure"],
+    ))  # fmt: skip
+    with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
+        run = trigger(real_cluster, ns, "real-callbacks")
+        wait_run_finished(real_cluster, ns, run, timeout=180)
+        body = wait_for(
+            lambda: (
+                (b := get(real_cluster, ns, "dagrun", run))["status"].get("callbacks")
+                and len(b["status"]["callbacks"]) == 3
+                and all(record["state"] != "launched" for record in b["status"]["callbacks"])
+                and b
+            ),
+            "the three callback tries to end",
+            timeout=180,
+        )
+        wait_for(  # the controller deletes the timed-out try's pod (and its log)
+            lambda: all(is_callback_name(p["metadata"]["name"]) for p in pods_of(real_cluster, ns, "hung")),
+            "the timed-out pod to be deleted",
+            timeout=60,
+        )
+    assert ti_states(body) == {"hung": "failed", "hog": "failed"}, body["status"]
+    records = {(r["kind"], r.get("taskId")): r for r in body["status"]["callbacks"]}
+    assert {kind for kind, _ in records} == {"on_failure_callback", "dag_failure"}, records
+    assert {r["state"] for r in records.values()} == {"succeeded"}, records
+    pods = {p["metadata"]["name"]: p for p in get(real_cluster, ns, "pods")["items"]}
+    logs = {name: real_cluster.kubectl("logs", "-n", ns, name).stdout for name in pods}
+    by_kind = {kind: record for (kind, _), record in records.items() if kind != "on_failure_callback"}
+    expected = {
+        "task callback: hung try 1 failed: ": records[("on_failure_callback", "hung")],
+        "task callback: hog try 1 failed: ": records[("on_failure_callback", "hog")],
+        "dag callback: real-callbacks reason task_failure": by_kind["dag_failure"],
+    }
+    for line, record in expected.items():
+        pod = pods[record["name"]]  # the callback try is a pod of its own, under the record's name
+        assert pod["spec"]["nodeName"] == realnode.NODE_NAME
+        assert pod["spec"]["containers"][0]["image"] == image(real_cluster)  # Zonda's, the runner's
+        (container,) = pod["status"]["containerStatuses"]
+        assert container["restartCount"] == 0 and container["state"]["terminated"]["exitCode"] == 0
+        # Exactly once: the line is in this pod's log once, and in no other pod's.
+        assert logs[record["name"]].count(line) == 1, (record, logs[record["name"]])
+        assert sum(text.count(line) for text in logs.values()) == 1, (line, logs)
+    callback_log = logs[records[("on_failure_callback", "hung")]["name"]]
+    assert "execution_timeout" in callback_log, callback_log
+    assert "OOMKilled" in logs[records[("on_failure_callback", "hog")]["name"]]
+    # `zonda logs` shows a callback try after its try's own log (docs/callbacks.md).
+    assert "task callback: hog try 1 failed" in zonda(real_cluster, "logs", run, "hog", "-n", ns).stdout
+
+
+async def until(predicate: Callable[[], Awaitable[Any]], what: str, seconds: float) -> Any:
+    """`wait_for` for a test whose event loop also serves the UI: polls without blocking it."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        if found := await predicate():
+            return found
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+
+
+async def sse_until_end(client: TestClient, path: str) -> list[str]:
+    """The text chunks a log stream sends, as they arrive, up to and including its `end` event."""
+    chunks: list[str] = []
+    async with client.get(path) as response, asyncio.timeout(120):
+        assert response.status == 200 and response.content_type == "text/event-stream"
+        async for chunk in response.content.iter_any():
+            chunks.append(chunk.decode())
+            if "event: end" in "".join(chunks):
+                return chunks
+    raise AssertionError(f"{path} ended without an end event: {chunks}")
+
+
+async def test_the_ui_serves_every_tries_log_of_a_real_container_and_streams_the_running_one(
+    real_cluster: Cluster, real_namespace: str, tmp_path: Path
+) -> None:
+    """The UI (in this process, the kubeconfig's identity) reads the kubelet's logs: its log endpoint
+    and its Server-Sent Events stream give both tries of a retried task, and the stream follows the
+    second while its container runs (its last line arrives after the stream opened)."""
+    ns = real_namespace
+    talk = (
+        'echo "try {{ ti.try_number }} begins"; [ {{ ti.try_number }} = 1 ] && exit 3;'
+        ' sleep 6; echo "try {{ ti.try_number }} ends"'
+    )
+    apply(real_cluster, ns, dag("chatty", [bash("talk", talk, retries=1, retryDelay="1s")]))
+    kube = await Kube.connect(str(real_cluster.kubeconfig), component="zonda-ui-test")
+    client = TestClient(TestServer(create_app(kube, UiSettings(namespaces=[ns]))))
+    await client.start_server()
+    try:
+        with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
+            run = await asyncio.to_thread(trigger, real_cluster, ns, "chatty")
+            log = f"/runs/{ns}/{run}/tasks/talk/log"
+
+            async def second_try_running() -> bool:
+                ti = ((client.app[STORE].runs.get((ns, run)) or {}).get("status") or {}).get(
+                    "taskInstances", {}
+                ).get("talk") or {}
+                if not (ti.get("tryNumber") == 2 and ti.get("state") in log_stream.LIVE_STATES):
+                    return False
+                pods = await asyncio.to_thread(pods_of, real_cluster, ns, "talk")
+                statuses = pods[-1]["status"].get("containerStatuses") or [] if len(pods) == 2 else []
+                return any("running" in (s.get("state") or {}) for s in statuses)
+
+            await until(second_try_running, "try 2's container running, as the UI sees the run", 180)
+            live = await sse_until_end(client, f"{log}/stream?try=2")
+            body = await asyncio.to_thread(wait_run_finished, real_cluster, ns, run, 120)
+        assert (
+            ti_states(body) == {"talk": "success"}
+            and body["status"]["taskInstances"]["talk"]["tryNumber"] == 2
+        )
+        streamed = "".join(live)
+        assert (
+            streamed.index("data: try 2 begins\n")
+            < streamed.index("data: try 2 ends\n")
+            < streamed.index("event: end")
+        ), streamed
+        seen = ""
+        for chunk in live:  # what had come when the first line came
+            seen += chunk
+            if "data: try 2 begins\n" in seen:
+                break
+        assert "data: try 2 ends\n" not in seen, "followed while running, not read after the container ended"
+        for number in (1, 2):
+            pod = pods_of(real_cluster, ns, "talk")[number - 1]["metadata"]["name"]
+            kubelet = real_cluster.kubectl("logs", "-n", ns, pod).stdout
+            assert f"try {number} begins" in kubelet.splitlines(), kubelet  # a line, not the command
+            response = await client.get(f"{log}?try={number}")
+            served = await response.text()
+            assert response.status == 200 and kubelet.strip() in served, (number, served)
+            finished = "".join(await sse_until_end(client, f"{log}/stream?try={number}"))
+            assert f"data: try {number} begins\n" in finished and f"try {3 - number} " not in finished
+        assert "try 2 ends" in served.splitlines()
+    finally:
+        await client.close()
+        await kube.close()
