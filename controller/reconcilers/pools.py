@@ -74,11 +74,13 @@ def runs_to_wake(
 ) -> tuple[set[str], set[str]]:
     """(runs, pools) to look at again after a run changed: waiting runs may start if it freed
     slots (in a pool, its DAG's max_active_tasks, a task's max_active_tis_*), and the Pools whose
-    numbers it changed show new ones. A queued task instance starting to run frees nothing."""
+    numbers it changed show new ones. A queued task instance starting to run frees nothing, but
+    moves its pool's queued and running numbers."""
     before, after = _usage(previous), _usage(current)
     freed = {key for key, used in before.items() if after[key] < used}
-    touched_pools = {name for kind, name in (before.keys() | after.keys()) if kind in ("pool", "waiting")
-                     and before[(kind, name)] != after[(kind, name)]}  # fmt: skip
+    touched_pools = {name for kind, name in (before.keys() | after.keys())
+                     if kind in ("pool", "waiting") or kind.startswith("pool:")
+                     if before[(kind, name)] != after[(kind, name)]}  # fmt: skip
     if not freed:
         return set(), touched_pools
     runs = {
@@ -98,6 +100,7 @@ def _usage(summary: RunSummary | None) -> Counter[tuple[str, str]]:
     usage: Counter[tuple[str, str]] = Counter()
     for holder in summary.holders if summary is not None else ():
         usage[("pool", holder.pool)] += holder.slots  # deferred too: it frees slots of include_deferred pools
+        usage[(f"pool:{holder.state.value}", holder.pool)] += holder.slots  # the Pool's status per state
         if holder.state in pools.ACTIVE_STATES:
             usage[("dag", holder.dag)] += 1
             usage[("task", f"{holder.dag}/{holder.task}")] += 1

@@ -199,7 +199,7 @@ async def metrics(_: web.Request) -> web.Response:
 
 def create_app(kube: Kube, settings: UiSettings, *, follow: bool = True) -> web.Application:
     """The application; with `follow`, it lists+watches DAGs and DagRuns while it runs."""
-    from controller.ui import actions, pages, xcom_values
+    from controller.ui import actions, pages, pools_page, xcom_values
 
     app = web.Application(middlewares=[identity_and_security])
     app[SETTINGS] = settings
@@ -210,6 +210,7 @@ def create_app(kube: Kube, settings: UiSettings, *, follow: bool = True) -> web.
     pages.add_routes(app)
     actions.add_routes(app)
     xcom_values.add_routes(app)
+    pools_page.add_routes(app)
     app.router.add_get("/api/changes", changes)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
