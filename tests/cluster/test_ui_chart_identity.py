@@ -57,8 +57,11 @@ def test_the_chart_ui_serves_a_viewer_with_only_its_read_grants(cluster: Cluster
         assert installed.returncode == 0, installed.stderr
         ui_token = str(cluster.kubectl("create", "token", f"{RELEASE}-ui", "-n", namespace).stdout).strip()
         kubeconfig = write_token_kubeconfig(cluster.kubeconfig, ui_token, tmp_path / "ui.kubeconfig")
-        viewer = service_account_token(cluster, namespace, "viewer", READ_RULES)
+        pools = {"apiGroups": ["zonda.dev"], "resources": ["pools"], "verbs": ["list"]}
+        viewer = service_account_token(cluster, namespace, "viewer", [*READ_RULES, pools])
         apply(cluster, namespace, ui_dag())
+        pool = {"kind": "Pool", "metadata": {"name": "warehouse"}, "spec": {"slots": 3}}
+        apply(cluster, namespace, {"apiVersion": "zonda.dev/v1alpha1", **pool})
         run = {
             "apiVersion": "zonda.dev/v1alpha1",
             "kind": "DagRun",
@@ -82,6 +85,9 @@ def test_the_chart_ui_serves_a_viewer_with_only_its_read_grants(cluster: Cluster
             assert fetch(f"{url}/dags/{namespace}/ui-dag", viewer)[0] == 200
             status, html = fetch(f"{url}/runs/{namespace}/ui-dag-manual-1", viewer)
             assert status == 200 and "could not list Events" not in html, html[-2000:]
+            status, pools_html = fetch(f"{url}/pools", viewer)  # read with the UI's own account
+            assert status == 200 and f'data-pool="{namespace}/warehouse"' in pools_html, pools_html[-2000:]
+            assert "could not list Pools" not in pools_html
             csrf = html.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
             status, text = fetch(f"{url}/api/dags/{namespace}/ui-dag/trigger", viewer, {"conf": {}}, csrf)
             assert status == 403 and "read-only" in text  # the chart's default
