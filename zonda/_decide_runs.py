@@ -32,7 +32,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda import mapping, pools, run_slots, status_budget
+from zonda import container_mapping, mapping, pools, run_slots, status_budget
 from zonda._decide_attempts import TRY_END, Attempts, duration_text, in_execution
 from zonda._decide_graphs import leaves
 from zonda._decide_mapping import MappedInstances
@@ -132,7 +132,9 @@ class RunPass:
             return self._result(wake_at=None)
         self.readiness.wake_waiting()
         self.readiness.evaluate_readiness()
-        self._launch_ready()
+        if self._launch_ready():  # a mapped pod's arguments could not be picked: its downstream decides now
+            self.readiness.evaluate_readiness()
+            self._launch_ready()
         self._settle_run()
         return self._result(wake_at=self._next_wake())
 
@@ -289,17 +291,22 @@ class RunPass:
 
     # --------------------------------------------------------------------------------- launches
 
-    def _launch_ready(self) -> None:
-        """Queue the ready task instances `_admit` lets start, in priority order; say why others wait."""
+    def _launch_ready(self) -> bool:
+        """Queue the ready task instances `_admit` lets start, in priority order; say why others wait.
+        Whether one failed instead, its mapped pod's arguments impossible to pick."""
         ready = [key for key, ti in self.tis.items() if ti.state is S.SCHEDULED and self._in_dag(key)]
         if not ready:
-            return
+            return False
         admission = self._admit(ready)
+        failed = False
         for candidate in admission.admitted:
-            if candidate.run == self.run_name:
-                self._launch(candidate.task_id)
-            else:
+            if candidate.run != self.run_name:
                 self.runs_to_wake.append(candidate.run)
+            elif (problem := self._arguments_problem(candidate.task_id)) is not None:
+                self._set(candidate.task_id, S.FAILED, problem, end_date=self.now)
+                failed = True
+            else:
+                self._launch(candidate.task_id)
         for key in ready:
             reason = admission.reasons.get((self.run_name, key))
             if reason is None or reason == self.tis[key].reason:
@@ -307,6 +314,20 @@ class RunPass:
             if reason.startswith(pools.MISSING_POOL):
                 self.events.append(RunEvent("PoolNotFound", f"Task {key}: {reason}", warning=True))
             self._update(key, reason=reason)
+        return failed
+
+    def _arguments_problem(self, key: str) -> str | None:
+        """Why a mapped KubernetesPodOperator instance cannot get its arguments (`container_mapping`)."""
+        task_id, index = mapping.split_key(key)
+        if index < 0 or not container_mapping.is_mapped_container_task(self.dag.tasks[task_id]):
+            return None
+        return container_mapping.arguments_problem(
+            self.dag.tasks[task_id],
+            index,
+            self.status.model_copy(update={"task_instances": self.tis}),
+            self.observed.stored_xcoms,
+            self.observed.unreadable_xcoms,
+        )
 
     def _admit(self, ready: list[str]) -> pools.Admission:
         """The admission step: pools, max_active_tasks, max_active_tis_per_dag/dagrun, by priority weight.

@@ -73,6 +73,10 @@ class Observation:
     #: Pools and what every other run holds and waits for (`zonda.pools.admit`); None: no pool limits,
     #: only maxActiveTasks counted with `running_in_dag` (which `concurrency`, when given, replaces).
     concurrency: Concurrency | None = None
+    #: Values in the XCom backend that mapped KubernetesPodOperators map over, read by the controller
+    #: (by URL, `zonda.container_mapping.stored_urls`), and why any other could not be read.
+    stored_xcoms: dict[str, Any] = field(default_factory=dict)
+    unreadable_xcoms: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

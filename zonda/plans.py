@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from zonda import conditions, mapped_groups, mapping, params, scheduling, xcoms
+from zonda.container_mapping import mapped_container_args
 from zonda.dag_plans import timetable_for, utc_interval
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, parse_dag_spec, resolve_dag
@@ -277,43 +278,6 @@ __all__ = [
     "start_run",
     "task_invocation",
 ]
-
-
-def mapped_container_args(task: ResolvedTask, map_index: int, status: DagRunStatus) -> dict[str, Any]:
-    """A mapped KubernetesPodOperator instance's arguments: its pod is built by the controller, not by
-    the task runner, so the controller picks the items, from the XComs the run's status holds inline.
-    `mapping.MappingError` for a `.map()` function or a value in the XCom backend (not read here)."""
-    assert task.expand is not None
-    tis = status.task_instances
-    counts = mapping.instance_counts(tis)
-
-    def inline(value: Any) -> Any:
-        if xcoms.is_stored(value):
-            raise mapping.MappingError(
-                "a KubernetesPodOperator maps over XComs held in the run's status (up to 1 KiB of JSON); "
-                "this one is in the XCom backend"
-            )
-        return value
-
-    def pull(task_id: str, key: str) -> Any:
-        if task_id in counts:
-            found = (tis.get(mapping.ti_key(task_id, index)) for index in range(counts[task_id]))
-            return [inline(ti.xcom) for ti in found if ti is not None and ti.xcom is not None]
-        ti = tis.get(task_id)
-        return (
-            None if ti is None else inline(ti.xcom if key == xcoms.RETURN_KEY else (ti.xcoms or {}).get(key))
-        )
-
-    def no_functions(path: str) -> Any:
-        raise mapping.MappingError(
-            f"a KubernetesPodOperator cannot .map() ({path}): its pod is built by the controller"
-        )
-
-    chosen = mapping.expanded_arguments(task.expand, map_index, pull, no_functions)
-    if mapped_groups.is_group_expansion(task.expand):
-        substituted: dict[str, Any] = mapped_groups.substitute(dict(task.args), chosen)
-        return substituted
-    return {**task.args, **chosen}
 
 
 def task_invocation(

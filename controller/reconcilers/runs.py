@@ -20,7 +20,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.executors import pods
 from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.reconcilers import callbacks as reconciler_callbacks
@@ -28,8 +27,9 @@ from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
+from controller.reconcilers.stored_xcoms import StoredXComReader
 from controller.reconcilers.trigger_resources import trigger_body, trigger_report
-from zonda import callbacks, decisions, events, history, mapping, plans, status_budget
+from zonda import callbacks, container_mapping, decisions, events, history, mapping, plans, status_budget
 from zonda.dagrun_models import DagRunSpec, DagRunStatus, dag_label_problem
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.models import Condition, DagSpec
@@ -68,9 +68,12 @@ class RunReconciler:
     enqueue: Callable[[str, str, str], None] | None = None
     #: Pool admission's critical section: one per controller process.
     admission: PoolAdmission = dataclasses.field(init=False)
+    #: Values in the XCom backend that mapped KubernetesPodOperators map over.
+    stored_xcoms: StoredXComReader = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         self.admission = PoolAdmission(self.kube, self.index)
+        self.stored_xcoms = StoredXComReader(self.kube)
 
     async def reconcile(self, namespace: str, name: str) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
@@ -102,6 +105,9 @@ class RunReconciler:
             return None
         attempts, callback_tries = reconciler_callbacks.split_attempts(await self.executor.observe(run))
         observation = await self._observe(run, spec, status, dag_spec, attempts, now)
+        if urls := container_mapping.stored_urls(dag, status, observation):  # a mapped pod's items
+            stored, unreadable = await self.stored_xcoms.read(urls)
+            observation = dataclasses.replace(observation, stored_xcoms=stored, unreadable_xcoms=unreadable)
         decide = functools.partial(
             plans.decide_run,
             dag,
@@ -181,7 +187,7 @@ class RunReconciler:
         for request in plan.triggers_to_create:
             await self._create_trigger(run, request)
         for launch in plan.launches:
-            await self._launch(run, spec, plan.status, dag, dag_spec, launch, now)
+            await self._launch(run, spec, plan.status, dag, dag_spec, launch, observation)
         await reconciler_callbacks.launch_callbacks(
             self.executor,
             run,
@@ -320,13 +326,16 @@ class RunReconciler:
         dag: ResolvedDag,
         dag_spec: DagSpec,
         launch: decisions.TaskLaunch,
-        now: datetime,
+        observed: decisions.Observation,
     ) -> None:
         task = dag.tasks[launch.task_id]
         ti = status.task_instances[mapping.ti_key(launch.task_id, launch.map_index)]
-        if launch.map_index >= 0 and task.expand is not None and pods.is_container_task(task):
+        if launch.map_index >= 0 and container_mapping.is_mapped_container_task(task):
             # A mapped KubernetesPodOperator: its pod carries the instance's own arguments.
-            task = dataclasses.replace(task, args=plans.mapped_container_args(task, launch.map_index, status))
+            args = container_mapping.mapped_container_args(
+                task, launch.map_index, status, observed.stored_xcoms, observed.unreadable_xcoms
+            )
+            task = dataclasses.replace(task, args=args)
         meta = run["metadata"]
         success = previous_success(
             self.index.siblings(meta["namespace"], spec.dag_name, meta["name"]), status.logical_date

@@ -10,29 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from aiohttp import web
 
-from controller.kube import Kube
+from controller.kube.xcom_reads import read_chunks
 from controller.ui.server import KUBE, STORE, require
 from controller.xcom_backends import XComStore
 from zonda import xcom_chunks, xcoms
 from zonda.dagrun_models import TaskInstanceStatus
 from zonda.models import FINISHED_TI_STATES
-
-
-async def read_chunks(kube: Kube, url: str, size: int | None) -> Any:
-    """A stored value's XComChunks, joined and parsed (ChunkError when one is missing)."""
-    namespace, base, count = xcom_chunks.parse_url(url)
-    specs = []
-    for index in range(count):
-        name = xcom_chunks.chunk_name(base, index)
-        body = await kube.get_custom(xcom_chunks.PLURAL, namespace, name)
-        if body is None:
-            raise xcom_chunks.ChunkError(f"XComChunk {namespace}/{name} is gone")
-        specs.append(xcom_chunks.XComChunkSpec.model_validate(body.get("spec") or {}))
-    return xcoms.deserialize(xcom_chunks.join(url, specs, size))
 
 
 async def xcom_value(request: web.Request) -> web.Response:

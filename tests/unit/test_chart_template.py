@@ -158,6 +158,7 @@ CONTROLLER_RULES = {
     ("zonda.dev", "backfills/status"): "patch update",
     ("zonda.dev", "pools"): "get list watch",
     ("zonda.dev", "pools/status"): "patch update",
+    ("zonda.dev", "xcomchunks"): "get",  # a mapped KubernetesPodOperator's items in the XCom backend
     ("", "pods"): "get list watch create delete",
     ("", "pods/log"): "get",
     ("", "configmaps"): "list",  # rbac.readVariablesAndConnections: Variables and Connections

@@ -38,6 +38,10 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 - apiGroups: ["zonda.dev"]
   resources: ["pools/status"]
   verbs: ["patch", "update"]
+{{- /* A mapped KubernetesPodOperator's items in the Kubernetes XCom backend: read by name. */}}
+- apiGroups: ["zonda.dev"]
+  resources: ["xcomchunks"]
+  verbs: ["get"]
 {{ include "zonda.controllerPodRules" . }}
 - apiGroups: [""]
   resources: ["events"]
