@@ -4,7 +4,7 @@ zonda up                       the main job on a local control plane (see the RE
 zonda controller / triggerer   the two long-running components (what the Helm chart runs)
 zonda trigger DAG              start a manual run
 zonda clear RUN / mark RUN TASK STATE / logs RUN TASK / runs describe RUN
-zonda pools list|get|set|delete  Airflow's pools, as Pool resources
+zonda pools list|get|set|delete|import|export  Airflow's pools, as Pool resources
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ Pool ``my-pool``). `set` creates the Pool or updates its spec only if nobody cha
 read (the resourceVersion travels in the patch: a concurrent edit fails the command instead of being
 overwritten). `delete` refuses `default_pool`, as Airflow does. `default_pool` is listed even while no
 `default-pool` resource exists: it then has Airflow's 128 slots (the controller's default), and its
-occupancy is unknown until one is created (`zonda pools set default_pool N ...`).
+occupancy is unknown until one is created (`zonda pools set default_pool N ...`). `import` and
+`export` read and write Airflow's `pools export` JSON, so pools move from an Airflow installation.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -175,6 +177,56 @@ async def write_pool(
     return "configured"
 
 
+def pools_from_json(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Airflow's `pools export` file (``{name: {slots, description, include_deferred}}``) as Pool specs
+    by resource name, and the pools that cannot be imported with why (Airflow skips those too)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"Invalid json file: {exc}") from exc
+    if not isinstance(data, dict):
+        raise click.ClickException("Invalid json file: not an object of pools by name")
+    specs: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
+    named: dict[str, str] = {}
+    for name, entry in data.items():
+        if not isinstance(entry, dict) or "slots" not in entry or "description" not in entry:
+            failed[name] = "needs slots and description"
+            continue
+        problem = pools.pool_name_problem(name)
+        resource = pools.pool_resource_name(name)
+        if problem is None and resource in named:
+            problem = f"the same Pool ({resource}) as {named[resource]!r}"
+        spec = {
+            "slots": entry["slots"],
+            "description": entry["description"],
+            "includeDeferred": entry.get("include_deferred", False),
+        }
+        try:
+            pools.PoolSpec.model_validate(spec, strict=True)
+        except ValidationError as exc:
+            problem = problem or f"{exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
+        if problem is not None:
+            failed[name] = problem
+            continue
+        named[resource] = name
+        specs[resource] = spec
+    return specs, failed
+
+
+def pools_to_json(bodies: Iterable[Mapping[str, Any]]) -> str:
+    """The namespace's Pools as Airflow's `pools export` writes them (by resource name)."""
+    exported = {
+        body["metadata"]["name"]: {
+            "slots": (body.get("spec") or {}).get("slots", 0),
+            "description": (body.get("spec") or {}).get("description", ""),
+            "include_deferred": bool((body.get("spec") or {}).get("includeDeferred", False)),
+        }
+        for body in sorted(bodies, key=lambda b: str(b["metadata"]["name"]))
+    }
+    return json.dumps(exported, indent=4)
+
+
 def _options(command: Any) -> Any:
     command = click.option("--kubeconfig", envvar="KUBECONFIG", default=None)(command)
     return click.option("--namespace", "-n", default=None)(command)
@@ -263,3 +315,45 @@ def delete_pool(name: str, namespace: str | None, kubeconfig: str | None) -> Non
     if not run_kube(remove()):
         raise click.ClickException(f"Pool {name} does not exist in namespace {ns}")
     click.echo(f"pool.zonda.dev/{resource} deleted")
+
+
+@pools_group.command("import")
+@click.argument("filepath", type=click.File("r"))
+@_options
+def import_pools(filepath: Any, namespace: str | None, kubeconfig: str | None) -> None:
+    """Create or update the pools of FILEPATH, Airflow's `pools export` JSON (Airflow's `pools import`)."""
+    ns = namespace_or_default(namespace)
+    specs, failed = pools_from_json(filepath.read())
+
+    async def write() -> int:
+        uploaded = 0
+        async with await _connect(kubeconfig) as kube:
+            for name, spec in specs.items():
+                try:
+                    await write_pool(kube, ns, name, await kube.get_custom(POOLS, ns, name), spec)
+                    uploaded += 1
+                except click.ClickException as exc:
+                    failed[name] = exc.message
+        return uploaded
+
+    click.echo(f"Uploaded {run_kube(write())} pool(s)")
+    if failed:
+        reasons = ", ".join(f"{name} ({why})" for name, why in failed.items())
+        raise click.ClickException(f"Failed to update pool(s): {reasons}")
+
+
+@pools_group.command("export")
+@click.argument("filepath", type=click.File("w"))
+@_options
+def export_pools(filepath: Any, namespace: str | None, kubeconfig: str | None) -> None:
+    """Write the namespace's pools to FILEPATH ("-": standard output) as Airflow's `pools export` does."""
+    ns = namespace_or_default(namespace)
+
+    async def read() -> list[dict[str, Any]]:
+        async with await _connect(kubeconfig) as kube:
+            return await kube.list_custom(POOLS, ns)
+
+    bodies = run_kube(read())
+    filepath.write(pools_to_json(bodies) + "\n")
+    if filepath.name != "<stdout>":
+        click.echo(f"Exported {len(bodies)} pool(s) to {filepath.name}")

@@ -1,9 +1,11 @@
-"""`zonda pools list|get|set|delete` against a real apiserver, with the controller writing the Pools'
-status: Airflow's pool commands on Pool resources, and `set` never overwriting a concurrent edit."""
+"""`zonda pools list|get|set|delete|import|export` against a real apiserver, with the controller
+writing the Pools' status: Airflow's pool commands on Pool resources, and `set` never overwriting a
+concurrent edit."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import click
@@ -108,3 +110,34 @@ def test_pools_set_does_not_overwrite_a_change_made_since_it_read_the_pool(
         "description": "two cards",
         "includeDeferred": False,
     }, "the concurrent change survives"
+
+
+def test_pools_move_from_airflow_with_import_and_export(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """`airflow pools export` JSON in, the same shape out; what cannot be a Pool is named, the rest lands."""
+    exported_by_airflow = {
+        "default_pool": {"slots": 64, "description": "Default pool", "include_deferred": False},
+        "etl_pool": {"slots": 3, "description": "nightly loads", "include_deferred": True},
+        "broken": {"slots": 2},
+    }
+    source = tmp_path / "airflow-pools.json"
+    source.write_text(json.dumps(exported_by_airflow))
+    imported = zonda(cluster, "pools", "import", str(source), "-n", namespace, check=False)
+    assert imported.returncode == 1 and imported.stdout.strip() == "Uploaded 2 pool(s)", imported
+    assert "Failed to update pool(s): broken (needs slots and description)" in imported.stderr
+    specs = {p["metadata"]["name"]: p["spec"] for p in get(cluster, namespace, "pools")["items"]}
+    assert specs == {
+        "default-pool": {"slots": 64, "description": "Default pool", "includeDeferred": False},
+        "etl-pool": {"slots": 3, "description": "nightly loads", "includeDeferred": True},
+    }
+
+    target = tmp_path / "zonda-pools.json"
+    exported = zonda(cluster, "pools", "export", str(target), "-n", namespace)
+    assert exported.stdout.strip() == f"Exported 2 pool(s) to {target}"
+    assert json.loads(target.read_text()) == {
+        "default-pool": exported_by_airflow["default_pool"],
+        "etl-pool": exported_by_airflow["etl_pool"],
+    }
+    again = zonda(cluster, "pools", "import", str(target), "-n", namespace)
+    assert again.stdout.strip() == "Uploaded 2 pool(s)", "importing what is there changes nothing"

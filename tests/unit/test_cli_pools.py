@@ -3,12 +3,20 @@ controller wrote; `default_pool` always listed; numbers of an older generation n
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 import pytest
 
-from controller.cli.pools import pool_row, pool_rows, resource_name, wanted_spec
+from controller.cli.pools import (
+    pool_row,
+    pool_rows,
+    pools_from_json,
+    pools_to_json,
+    resource_name,
+    wanted_spec,
+)
 
 
 def pool(name: str, spec: dict[str, Any], status: dict[str, Any] | None = None, generation: int = 1) -> Any:
@@ -62,3 +70,39 @@ def test_airflow_names_become_resource_names_and_bad_ones_are_usage_errors() -> 
     with pytest.raises(click.BadParameter, match="greater than or equal to -1"):
         wanted_spec(-2, "", False)
     assert wanted_spec(-1, "d", True) == {"slots": -1, "description": "d", "includeDeferred": True}
+
+
+AIRFLOW_EXPORT = """{
+    "default_pool": {"slots": 128, "description": "Default pool", "include_deferred": false},
+    "my_pool": {"slots": 4, "description": "warehouse", "include_deferred": true},
+    "my-pool": {"slots": 1, "description": "the same pool in Kubernetes"},
+    "bad": {"slots": "many", "description": "x"},
+    "nameless": {"slots": 2},
+    "Not OK!": {"slots": 2, "description": "x"}
+}"""
+
+
+def test_an_airflow_pools_export_becomes_pool_specs_and_says_which_cannot() -> None:
+    specs, failed = pools_from_json(AIRFLOW_EXPORT)
+    assert specs == {
+        "default-pool": {"slots": 128, "description": "Default pool", "includeDeferred": False},
+        "my-pool": {"slots": 4, "description": "warehouse", "includeDeferred": True},
+    }
+    assert set(failed) == {"my-pool", "bad", "nameless", "Not OK!"}
+    assert "the same Pool (my-pool) as 'my_pool'" in failed["my-pool"]
+    assert failed["nameless"] == "needs slots and description"
+    assert "slots" in failed["bad"] and "cannot name a Pool resource" in failed["Not OK!"]
+    with pytest.raises(click.ClickException, match="Invalid json file"):
+        pools_from_json("[1, 2]")
+
+
+def test_export_writes_what_import_reads() -> None:
+    unlimited = pool("a", {"slots": -1, "includeDeferred": True})
+    bodies = [pool("b", {"slots": 2, "description": "bee"}), unlimited]
+    text = pools_to_json(bodies)
+    assert list(json.loads(text)) == ["a", "b"]
+    specs, failed = pools_from_json(text)
+    assert failed == {} and specs == {
+        "a": {"slots": -1, "description": "", "includeDeferred": True},
+        "b": {"slots": 2, "description": "bee", "includeDeferred": False},
+    }
