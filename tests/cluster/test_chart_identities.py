@@ -36,6 +36,7 @@ from tests.cluster.test_helm_rbac import CHART, run_helm
 from tests.cluster.zonda_processes import (
     ZondaProcess,
     apply,
+    deferrable_example,
     get,
     load_example,
     ti_states,
@@ -171,7 +172,7 @@ def test_the_chart_identities_run_a_deferred_task_to_success_electing_a_leader(
     release: Release, tmp_path: Path
 ) -> None:
     cluster, namespace = release.cluster, release.namespace
-    apply(cluster, namespace, load_example("example_deferrable"))
+    apply(cluster, namespace, deferrable_example())
     controller = release.component(
         "controller",
         tmp_path,

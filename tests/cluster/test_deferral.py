@@ -14,8 +14,8 @@ from controller.devtools.devcluster import Cluster
 from tests.cluster.zonda_processes import (
     apply,
     controller,
+    deferrable_example,
     get,
-    load_example,
     ti_states,
     trigger,
     triggerer,
@@ -39,9 +39,8 @@ def attempts_of(state_dir: Path, task_id: str) -> list[dict[str, Any]]:
 def test_a_deferrable_sensor_frees_its_worker_and_resumes_when_the_trigger_fires(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
-    dag = load_example("example_deferrable")
-    dag["spec"]["tasks"][1]["args"]["delta"] = "6s"
-    apply(cluster, namespace, dag)
+    # Long enough that the task stays deferred while the test looks at it on a loaded machine.
+    apply(cluster, namespace, deferrable_example("12s"))
     with controller(cluster, namespace, tmp_path, executor="local"), triggerer(cluster, namespace, tmp_path):
         run = trigger(cluster, namespace, "example-deferrable")
         deferred = wait_for(
@@ -182,7 +181,7 @@ def test_one_controller_and_one_triggerer_serve_several_namespaces(
     cluster.kubectl("create", "namespace", other)
     try:
         for ns in (namespace, other):
-            apply(cluster, ns, load_example("example_deferrable"))
+            apply(cluster, ns, deferrable_example())
         watch = ["--namespace", namespace, "--namespace", other]
         with (
             controller(cluster, namespace, tmp_path, executor="local", extra=watch[2:]),

@@ -65,12 +65,32 @@ def printed_table(cluster: Cluster, namespace: str, resource: str) -> list[dict[
     return rows
 
 
+def same_objects_and_table(
+    cluster: Cluster, namespace: str, plural: str
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, str]]] | None:
+    """The objects and kubectl's table of them, read while nothing changed (None if something did).
+
+    The every-minute DAG creates and finishes a run whenever a minute turns, which can fall between
+    the two reads; the objects read again after the table, unchanged, say the table shows them."""
+
+    def read() -> dict[str, dict[str, Any]]:
+        return {o["metadata"]["name"]: o for o in get(cluster, namespace, plural)["items"]}
+
+    def versions(objects: dict[str, dict[str, Any]]) -> dict[str, str]:
+        return {name: o["metadata"]["resourceVersion"] for name, o in objects.items()}
+
+    objects = read()
+    rows = printed_table(cluster, namespace, plural)
+    return (objects, rows) if versions(read()) == versions(objects) else None
+
+
 def check_columns(cluster: Cluster, namespace: str, plural: str) -> list[dict[str, str]]:
     """Every printer column of `plural` shows what its JSONPath names in the object, as kubectl renders it."""
     crd = crds.generate()[f"{plural}.zonda.dev.yaml"]
     columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
-    objects = {o["metadata"]["name"]: o for o in get(cluster, namespace, plural)["items"]}
-    rows = printed_table(cluster, namespace, plural)
+    objects, rows = wait_for(
+        lambda: same_objects_and_table(cluster, namespace, plural), f"{plural} unchanged while printed"
+    )
     assert sorted(r["NAME"] for r in rows) == sorted(objects)
     for row in rows:
         obj = objects[row["NAME"]]

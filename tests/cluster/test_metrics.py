@@ -31,7 +31,7 @@ from tests.cluster.zonda_processes import (
     ZondaProcess,
     apply,
     controller,
-    load_example,
+    deferrable_example,
     trigger,
     triggerer,
     wait_for,
@@ -110,7 +110,7 @@ def after_a_deferred_run(cluster: Cluster, tmp_path_factory: pytest.TempPathFact
     tmp_path = tmp_path_factory.mktemp("metrics")
     cluster.kubectl("create", "namespace", namespace)
     try:
-        apply(cluster, namespace, load_example("example_deferrable"))
+        apply(cluster, namespace, deferrable_example())
         with (
             serving(controller, cluster, namespace, tmp_path, executor="local") as the_controller,
             serving(triggerer, cluster, namespace, tmp_path) as the_triggerer,
@@ -182,8 +182,8 @@ def test_a_deferral_is_not_counted_as_scheduling_delay(after_a_deferred_run: Scr
     assert value(samples, "zonda_scheduling_delay_seconds_count", **delays) == 2, (
         "one observation per downstream try: start -> wait, wait -> done"
     )
-    # A delay counted across the 5 s deferral would exceed 5 s; a real one stays under it even when a
-    # loaded machine takes seconds to launch a try (a 2 s bound failed there).
+    # A delay counted across the deferral (most of its 10 s) would exceed 5 s; a real one stays under it
+    # even when a loaded machine takes seconds to launch a try (a 2 s bound failed there).
     assert value(samples, "zonda_scheduling_delay_seconds_bucket", le="5.0", **delays) == 2
 
 

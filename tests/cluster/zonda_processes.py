@@ -158,6 +158,16 @@ def load_example(name: str, **spec_changes: Any) -> dict[str, Any]:
     return dag
 
 
+def deferrable_example(delta: str = "10s") -> dict[str, Any]:
+    """examples/dags/example_deferrable.yaml with its sensor's `delta`, counted from the trigger time.
+
+    The example's 5 s can pass before a loaded machine has started the sensor's try, which then
+    succeeds at once instead of deferring: tests that need the deferral give it more room."""
+    dag = load_example("example_deferrable")
+    dag["spec"]["tasks"][1]["args"]["delta"] = delta
+    return dag
+
+
 def apply(cluster: Cluster, namespace: str, obj: dict[str, Any]) -> None:
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(obj))
 
