@@ -152,11 +152,19 @@ class MappedInstances:
         """Too many instances for `max_map_length`, or for the run's status budget."""
         if (too_many := mapping.check_length(length, self.max_map_length)) is not None:
             return too_many
-        new = max(0, length - len(self.indexed.get(task.task_id, ())))
+        # A mapped group's tasks expand to the same length: counted together, all or none fit.
+        group = [
+            t
+            for t in self.run.dag.tasks.values()
+            if task.mapped_group and t.mapped_group == task.mapped_group
+        ]
+        new = sum(max(0, length - len(self.indexed.get(t.task_id, ()))) for t in group or [task])
         if new == 0:
             return None  # expanding again within the instances it had: the status grows no further
-        status = self.run.status.model_copy(update={"task_instances": self.run.tis})
-        return status_budget.expansion_problem(length, new, status.to_wire(), self.status_budget_bytes)
+        status = self.run.status.model_copy(update={"task_instances": self.run.tis}).to_wire()
+        return status_budget.expansion_problem(
+            length, new, status, self.status_budget_bytes, task.mapped_group
+        )
 
     def _source_problem(self, task: ResolvedTask) -> tuple[TaskInstanceState, str] | None:
         """An upstream to map over that did not succeed (a rule such as all_done let the task run)."""

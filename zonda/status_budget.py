@@ -55,15 +55,20 @@ def projected_bytes(status_wire: Mapping[str, Any], new_instances: int) -> int:
 
 
 def expansion_problem(
-    length: int, new_instances: int, status_wire: Mapping[str, Any], budget_bytes: int
+    length: int,
+    new_instances: int,
+    status_wire: Mapping[str, Any],
+    budget_bytes: int,
+    group: str | None = None,
 ) -> str | None:
     """The sentence failing a mapped task whose `length` instances (`new_instances` of them not in
-    the status yet) would take the run's status past `budget_bytes`, or None."""
+    the status yet, with its mapped task `group`'s) would take the status past `budget_bytes`, or None."""
     projected = projected_bytes(status_wire, new_instances)
     if projected <= budget_bytes:
         return None
+    together = f" ({new_instances} with the other tasks of its mapped task group {group})" if group else ""
     return (
-        f"The mapped task would have {length} instances, taking the run's status to about "
+        f"The mapped task would have {length} instances{together}, taking the run's status to about "
         f"{projected:,} bytes (about {INSTANCE_BYTES} bytes per finished instance), over the status "
         f"budget of {budget_bytes:,} bytes (--status-budget-bytes; the apiserver refuses an object over "
         f"{APISERVER_OBJECT_LIMIT_BYTES:,} bytes): map over fewer items or split the work across runs"

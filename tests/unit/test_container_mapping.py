@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
 from controller.reconcilers.reconcilers import Reconcilers
+from controller.reconcilers.stored_xcoms import StoredXComReader
 from tests.unit.test_decisions import Run, make_dag
 from tests.unit.test_reconcilers import NS, FakeExecutor, run_body, settle
 from zonda import container_mapping, mapping, xcom_chunks, xcom_refs, xcoms
@@ -197,3 +199,17 @@ def test_a_missing_chunk_fails_the_instances_saying_so() -> None:
     assert "XComChunk" in reason and "is gone" in reason, reason
     assert len(executor.launched) == 1  # no pod for an instance without its items
     assert [e for e in kube.events if e.reason == "TaskFailed" and "pod[1]" in e.message]
+
+
+def test_the_reader_reads_object_storage_keeps_values_and_says_what_it_cannot_read(tmp_path: Path) -> None:
+    data = xcoms.serialize("return_value", [["a"], ["b"]])
+    path = tmp_path / "value.json"
+    path.write_bytes(data)
+    good, missing = f"file://{path}", f"file://{tmp_path}/missing.json"
+    reader = StoredXComReader(FakeKube())
+    values, unreadable = asyncio.run(reader.read({good: len(data), missing: 10}))
+    assert values == {good: [["a"], ["b"]]}
+    assert list(unreadable) == [missing] and "cannot read the stored XCom" in unreadable[missing]
+    path.unlink()
+    values, unreadable = asyncio.run(reader.read({good: len(data)}))
+    assert values == {good: [["a"], ["b"]]} and not unreadable  # kept by URL: not read again

@@ -169,3 +169,21 @@ def test_a_status_the_apiserver_refuses_keeps_the_last_one_says_so_once_and_reco
     # each refused pass launched the same tries under the same names (a pod's 409 is "done"), adopted
     queued = {ti["podName"] for ti in status["taskInstances"].values() if ti["state"] == "queued"}
     assert len(queued) == 16 and set(executor.launched) == queued | {executor.launched[0]}
+
+
+def test_a_mapped_group_past_the_budget_fails_its_root_and_the_rest_follow() -> None:
+    """Its tasks expand together (each index waits for its own upstream index); when they would not
+    fit, none expands: the group's root fails with the sizes, its downstream is upstream_failed."""
+    from tests.unit.test_mapped_groups import group_dag
+
+    run = Run(group_dag(), status_budget_bytes=20_000)
+    run.step()
+    run.step(run.succeeded("make", xcom=None, xcom_lengths={"return_value": 30}))
+    assert run.ti("g.a").state is S.FAILED
+    assert "30 instances (60 with the other tasks of its mapped task group g)" in (run.ti("g.a").reason or "")
+    assert run.ti("g.b").state is S.UPSTREAM_FAILED and run.ti("after").state is S.UPSTREAM_FAILED
+    assert not any("[" in key for key in run.status.task_instances)
+    within = Run(group_dag(), status_budget_bytes=60_000)
+    within.step()
+    within.step(within.succeeded("make", xcom=None, xcom_lengths={"return_value": 30}))
+    assert within.ti("g.a[29]").state in (S.QUEUED, S.SCHEDULED) and "g.b[29]" in within.status.task_instances
