@@ -47,6 +47,8 @@ ACCESS = web.AppKey("access", Access)
 KUBE = web.AppKey("kube", Kube)
 TEMPLATES = web.AppKey("templates", jinja2.Environment)
 VIEWER = web.RequestKey("viewer", Viewer)
+#: The Pools page's `?dag=` in `/api/changes`: it gets Pool changes (and the other pages never do).
+POOLS_WATCH = "pools"
 
 REGISTRY = prometheus_client.CollectorRegistry()
 REQUESTS = prometheus_client.Counter(
@@ -136,8 +138,8 @@ async def require(
 
 
 async def changes(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: one `change` event per DAG/DagRun change (of `?dag=NS/NAME` if given) that
-    the viewer may list (RBAC, cached by `Access`)."""
+    """Server-Sent Events: one `change` event per DAG/DagRun change (of `?dag=NS/NAME` if given; Pool
+    changes instead with `?dag=pools`) that the viewer may list (RBAC, cached by `Access`)."""
     wanted = request.query.get("dag")
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -155,7 +157,9 @@ async def changes(request: web.Request) -> web.StreamResponse:
                 except TimeoutError:
                     await response.write(b": keep-alive\n\n")
                     continue
-                if wanted and wanted != f"{change.namespace}/{change.dag}":
+                if (change.kind == "Pool") != (wanted == POOLS_WATCH):
+                    continue  # Pool changes go to the Pools page only, and it needs nothing else
+                if wanted and wanted != POOLS_WATCH and wanted != f"{change.namespace}/{change.dag}":
                     continue
                 if not await _may_see(request, change):
                     continue  # even the names of objects the viewer may not list stay unsaid
@@ -168,7 +172,7 @@ async def changes(request: web.Request) -> web.StreamResponse:
 
 
 async def _may_see(request: web.Request, change: ui_store.Change) -> bool:
-    resource = "dags" if change.kind == "DAG" else "dagruns"
+    resource = {"DAG": "dags", "DagRun": "dagruns", "Pool": "pools"}[change.kind]
     try:
         allowed, _ = await request.app[ACCESS].allowed(request[VIEWER], "list", resource, change.namespace)
     except KubeError:

@@ -1,6 +1,7 @@
-"""The UI's copy of the DAGs and DagRuns, kept current by list+watch, and the changes fanned out to pages.
+"""The UI's copy of the DAGs, DagRuns and Pools, kept current by list+watch, and the changes fanned out
+to pages.
 
-One list+watch per resource and namespace serves every viewer (pages never hit the API for these two
+One list+watch per resource and namespace serves every viewer (pages never hit the API for these
 kinds), and each change is pushed to the open pages' queues; a page then re-renders what it shows.
 A watch that expires (410 Gone) or fails is re-listed, and the objects that vanished meanwhile are
 reported as deleted, so nothing stays stale after a disconnect.
@@ -16,23 +17,24 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.kube import DAGRUNS, DAGS, Kube, KubeError
+from controller.kube import DAGRUNS, DAGS, POOLS, Kube, KubeError
 
 log = logging.getLogger(__name__)
 
 Body = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name)
+KINDS = {DAGS: "DAG", DAGRUNS: "DagRun", POOLS: "Pool"}
 
 
 @dataclass(frozen=True)
 class Change:
     """What a page needs to decide whether to refresh: which object of which DAG changed, and when."""
 
-    kind: str  # "DAG" or "DagRun"
+    kind: str  # "DAG", "DagRun" or "Pool"
     type: str  # ADDED, MODIFIED, DELETED
     namespace: str
     name: str
-    dag: str  # the DAG's name (for a DagRun: spec.dagName)
+    dag: str  # the DAG's name (for a DagRun: spec.dagName; "" for a Pool)
     seen_at: float  # time.time() when the UI saw it (for the live-update delay measurement)
 
     def as_json(self) -> dict[str, Any]:
@@ -51,11 +53,12 @@ def _key(body: Mapping[str, Any]) -> Key:
 
 
 class Store:
-    """DAG and DagRun bodies by (namespace, name), runs indexed by their DAG, plus change subscribers."""
+    """DAG, DagRun and Pool bodies by (namespace, name), runs indexed by their DAG, and subscribers."""
 
     def __init__(self) -> None:
         self.dags: dict[Key, Body] = {}
         self.runs: dict[Key, Body] = {}
+        self.pools: dict[Key, Body] = {}
         self._runs_by_dag: dict[Key, dict[str, Body]] = {}
         self._subscribers: set[asyncio.Queue[Change]] = set()
         self.synced: set[tuple[str, str | None]] = set()  # (plural, namespace) listed at least once
@@ -64,6 +67,13 @@ class Store:
 
     def runs_of(self, namespace: str, dag: str) -> list[Body]:
         return list(self._runs_by_dag.get((namespace, dag), {}).values())
+
+    def listed(self, plural: str, namespace: str) -> bool:
+        """Whether `plural` in `namespace` was listed (by a namespaced or a cluster-wide follower)."""
+        return (plural, namespace) in self.synced or (plural, None) in self.synced
+
+    def pools_in(self, namespace: str) -> list[Body]:
+        return [body for (ns, _), body in self.pools.items() if ns == namespace]
 
     def dags_in(self, namespaces: set[str] | None) -> Iterator[Body]:
         for (namespace, _), body in sorted(self.dags.items()):
@@ -74,7 +84,13 @@ class Store:
 
     def apply(self, plural: str, event_type: str, body: Body) -> Change:
         key = _key(body)
-        if plural == DAGS:
+        if plural == POOLS:
+            if event_type == "DELETED":
+                self.pools.pop(key, None)
+            else:
+                self.pools[key] = body
+            dag = ""
+        elif plural == DAGS:
             if event_type == "DELETED":
                 self.dags.pop(key, None)
             else:
@@ -91,7 +107,7 @@ class Store:
                 self.runs[key] = body
                 self._runs_by_dag.setdefault((key[0], dag), {})[key[1]] = body
         change = Change(
-            kind="DAG" if plural == DAGS else "DagRun",
+            kind=KINDS[plural],
             type=event_type,
             namespace=key[0],
             name=key[1],
@@ -103,7 +119,7 @@ class Store:
 
     def replace(self, plural: str, namespace: str | None, items: list[Body]) -> None:
         """A fresh list: apply every item, and delete what the store had there that the list lacks."""
-        table = self.dags if plural == DAGS else self.runs
+        table = {DAGS: self.dags, DAGRUNS: self.runs, POOLS: self.pools}[plural]
         listed = {_key(item) for item in items}
         for key, body in list(table.items()):
             if (namespace is None or key[0] == namespace) and key not in listed:
@@ -135,7 +151,7 @@ async def follow(kube: Kube, store: Store, plural: str, namespace: str | None, *
         try:
             items, version = await kube.list_custom_with_version(plural, namespace)
             for item in items:  # list items lack kind/apiVersion; the templates do not need them
-                item.setdefault("kind", "DAG" if plural == DAGS else "DagRun")
+                item.setdefault("kind", KINDS[plural])
             store.replace(plural, namespace, items)
             async for event_type, body in kube.watch_custom(plural, namespace, resource_version=version):
                 if event_type == "ERROR":  # 410 Gone as an event: the version is too old; list again
@@ -147,7 +163,8 @@ async def follow(kube: Kube, store: Store, plural: str, namespace: str | None, *
         except KubeError as exc:
             if exc.status != 410:
                 log.warning("watching %s in %s failed: %s; retrying", plural, namespace or "all", exc)
-                await asyncio.sleep(retry)
+                # An account without the Pools grant (a chart older than the Pools page): retry slowly.
+                await asyncio.sleep(max(retry, 60.0) if exc.status == 403 and plural == POOLS else retry)
         except Exception as exc:  # a dropped connection: list again after a pause
             log.warning("watching %s in %s failed: %r; retrying", plural, namespace or "all", exc)
             await asyncio.sleep(retry)
@@ -158,6 +175,6 @@ def start_following(kube: Kube, store: Store, namespaces: list[str] | None) -> l
     targets: list[str | None] = list(namespaces) if namespaces else [None]
     return [
         asyncio.create_task(follow(kube, store, plural, namespace), name=f"ui-watch-{plural}-{namespace}")
-        for plural in (DAGS, DAGRUNS)
+        for plural in (DAGS, DAGRUNS, POOLS)
         for namespace in targets
     ]

@@ -1,6 +1,6 @@
 """The Pools page (Airflow's Admin → Pools) in a real browser: a pool two tasks fill while a third
-waits, read from the Pool's status the controller wrote; and a viewer whose RBAC does not let it list
-pools sees the namespace refused, not its pools."""
+waits, read from the Pool's status the controller wrote, emptying live as they finish; and a viewer
+whose RBAC does not let it list pools sees the namespace refused, not its pools."""
 
 from __future__ import annotations
 
@@ -82,6 +82,15 @@ def test_the_pools_page_shows_what_the_pool_holds_and_who_may_see_it(
             expect(default.locator("td[data-col=slots]")).to_have_text("128")
             expect(default).to_have_class("implicit")
             shot(page, "pools")
+
+            # The tasks finish: the page follows the Pool's status live, without a reload.
+            expect(page.locator("body")).to_have_attribute("data-live", "on")
+            page.evaluate("window.__sameDocument = true")
+            flag.touch()
+            expect(row.locator("td[data-col=used]")).to_have_text("0/2")
+            expect(row.locator("td[data-col=running]")).to_have_text("0")
+            expect(row.locator("td[data-col=scheduled]")).to_have_text("0")
+            assert page.evaluate("window.__sameDocument") is True
             assert errors == []
             page.close()
 
@@ -102,7 +111,6 @@ def test_the_pools_page_shows_what_the_pool_holds_and_who_may_see_it(
                     )
                     expect(warehouse).to_have_count(0)
                 context.close()
-        flag.touch()
         wait_run_finished(cluster, namespace, run, timeout=180)
     assert {
         ti["state"] for ti in runs_of(cluster, namespace, "pool-demo")[0]["status"]["taskInstances"].values()

@@ -27,7 +27,7 @@ UI_READS = {
     ("zonda.dev", "dags"): "get list watch",
     ("zonda.dev", "dagruns"): "get list watch",
     ("zonda.dev", "xcomchunks"): "get",
-    ("zonda.dev", "pools"): "get list",
+    ("zonda.dev", "pools"): "get list watch",
     ("", "pods"): "get list",
     ("", "events"): "get list",
     ("", "pods/log"): "get",
