@@ -155,7 +155,9 @@ def test_a_dag_applied_with_kubectl_runs_to_success_as_real_task_pods(release: R
         ),
     )
     deferrable = load_example("example_deferrable")
-    deferrable["spec"]["tasks"][1]["args"]["delta"] = "5s"
+    # Counted from the trigger time: a real pod must start and defer before it passes (else the sensor
+    # succeeds at once and deferralCount is 0), which 5 s did not leave a loaded machine.
+    deferrable["spec"]["tasks"][1]["args"]["delta"] = "20s"
     apply(release.cluster, ns, deferrable)
     runs = [trigger(release.cluster, ns, "hello"), trigger(release.cluster, ns, "example-deferrable")]
     bodies = [wait_run_finished(release.cluster, ns, run, timeout=240) for run in runs]

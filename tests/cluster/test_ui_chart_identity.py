@@ -79,7 +79,7 @@ def test_the_chart_ui_serves_a_viewer_with_only_its_read_grants(cluster: Cluster
         process = ZondaProcess("ui", args, cluster, tmp_path, env=env).start()
         url = f"http://127.0.0.1:{port}"
         try:
-            wait_for(lambda: fetch(f"{url}/readyz", "")[0] == 200, "the UI to list DAGs and DagRuns", 30)
+            wait_for(lambda: fetch(f"{url}/readyz", "")[0] == 200, "the UI to list DAGs and DagRuns", 90)
             status, html = fetch(f"{url}/dags", viewer)
             assert status == 200 and f"/dags/{namespace}/ui-dag" in html and "read-only" in html
             assert fetch(f"{url}/dags/{namespace}/ui-dag", viewer)[0] == 200

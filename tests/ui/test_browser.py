@@ -112,7 +112,7 @@ def ui_process(cluster: Cluster, namespace: str, tmp_path: Path, *extra: str) ->
             except OSError:
                 return False
 
-        wait_for(ready, "the UI to be ready", timeout=30)
+        wait_for(ready, "the UI to be ready", timeout=90)  # a loaded machine starts it slowly
         yield url
     finally:
         process.stop()
