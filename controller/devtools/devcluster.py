@@ -119,16 +119,15 @@ class Cluster:
             raise ClusterError(f"no CRDs found in {REPO_ROOT / 'crds'}")
         for path in paths:
             self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-        self.kubectl(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            *[f"crd/{name}" for name in ("dags.zonda.dev", "dagruns.zonda.dev", "triggers.zonda.dev")],
-        )
+        # Every CRD, named by its file (`<plural>.zonda.dev.yaml`): one not waited for answered 429 to
+        # the first test that used it.
+        names = [path.name.removesuffix(".yaml") for path in paths]
+        crd_names = [f"crd/{name}" for name in names]
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *crd_names)
         # Established is not served: the first list of a new resource answers 429 "storage is
         # (re)initializing" until its watch cache is filled. Wait for that here, once.
         deadline = time.monotonic() + 60
-        while self.kubectl("get", "dags,dagruns,triggers", "-A", check=False).returncode != 0:
+        while self.kubectl("get", ",".join(names), "-A", check=False).returncode != 0:
             if time.monotonic() > deadline:
                 raise ClusterError("the zonda.dev resources are established but not served after 60s")
             time.sleep(0.2)
