@@ -90,7 +90,7 @@ for b in "${missing[@]}"; do
   d="$(module_of "$b")"
   [[ " ${dirs[*]} " == *" $d "* ]] || dirs+=("$d")
 done
-log "building ${#missing[@]} binaries, one at a time (2 cores: ~1 min each, kube-apiserver ~4): ${missing[*]}"
+log "building ${#missing[@]} binaries, one at a time (on 2 busy cores 1-3 min each, kube-apiserver up to 16): ${missing[*]}"
 log "downloading modules for ${dirs[*]} (cached in $(go env GOMODCACHE)) ..."
 for d in "${dirs[@]}"; do (cd "$tools/$d" && go mod download); done
 
