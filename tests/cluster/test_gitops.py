@@ -111,9 +111,9 @@ def test_a_sync_after_a_run_changes_nothing_and_finds_no_drift(
     assert "finalizers" not in run_body["metadata"]
     assert not run_body["metadata"].get("annotations")
     main, _ = managed_fields(run_body)
-    assert [top_level_fields(entry) for entry in main] == [{"f:spec"}], (
-        "the run's main resource holds only what `zonda trigger` created it with"
-    )
+    # What `zonda trigger` created it with: its spec, and the labels include_prior_dates finds runs by.
+    assert [top_level_fields(entry) for entry in main] == [{"f:metadata", "f:spec"}], main
+    assert set(main[0]["fieldsV1"]["f:metadata"]) == {"f:labels"}, main
     assert_status_written_alone(run_body)
 
 
