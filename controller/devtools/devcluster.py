@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from controller.devtools.control_plane_files import (
     serving_certificate,
     write_kubeconfig,
 )
+from controller.devtools.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -62,25 +62,6 @@ NODE_COUNT = 2
 
 def log(message: str) -> None:
     print(f"[devcluster] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
-
-#: Ports `free_port` handed out in this process: never handed out twice.
-_HANDED_OUT: set[int] = set()
-
-
-def free_port() -> int:
-    """A free port on 127.0.0.1 for a process about to bind it.
-
-    The port is free again once our probe socket closes, so until its taker binds it the kernel may
-    offer it to the next probe (etcd's client and peer ports, picked one after the other, could
-    coincide): a port this process handed out before is never handed out again."""
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
 
 
 def crd_paths() -> list[Path]:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO
 
 from controller.devtools import node_cleanup, node_configs
+from controller.devtools.ports import free_port
 
 NODE_NAME = node_configs.NODE_NAME
 
@@ -96,13 +97,6 @@ def host_ip() -> str:
         sock.connect(("198.51.100.1", 9))  # no packet is sent: this only picks the route's source
         address: str = sock.getsockname()[0]
         return address
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -268,8 +262,8 @@ def _start_kube_proxy(
     chart's controller and triggerer) use in-cluster config as on any cluster."""
     workdir = node.workdir
     _write_kubeconfig(workdir / "kube-proxy.kubeconfig", server, ca_file, "kube-proxy", PROXY_TOKEN)
-    healthz_port = _free_port()
-    config = node_configs.kube_proxy_config(workdir, healthz_port, _free_port())
+    healthz_port = free_port("")
+    config = node_configs.kube_proxy_config(workdir, healthz_port, free_port(""))
     (workdir / "kube-proxy.yaml").write_text(json.dumps(config))
     spawn(
         "kube-proxy", [str(node.bin_dir / "kube-proxy"), f"--config={workdir / 'kube-proxy.yaml'}", "--v=1"]
@@ -338,8 +332,8 @@ def start_real_node(
 
         kubeconfig = workdir / "kubelet.kubeconfig"
         _write_kubeconfig(kubeconfig, server, ca_file, NODE_NAME, NODE_TOKEN)
-        address, healthz_port = host_ip(), _free_port()
-        config = node_configs.kubelet_config(workdir, address, _free_port(), healthz_port)
+        address, healthz_port = host_ip(), free_port("")
+        config = node_configs.kubelet_config(workdir, address, free_port(""), healthz_port)
         (workdir / "kubelet.yaml").write_text(json.dumps(config))
         spawn(
             "kubelet",

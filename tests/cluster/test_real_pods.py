@@ -277,7 +277,8 @@ def test_a_deferred_sensor_s_pod_exits_and_a_new_pod_resumes_it(
 ) -> None:
     ns = real_namespace
     dag_body = load_example("example_deferrable")
-    dag_body["spec"]["tasks"][1]["args"]["delta"] = "8s"
+    # From trigger time: a pod started later than this would succeed at once and never defer.
+    dag_body["spec"]["tasks"][1]["args"]["delta"] = "20s"
     apply(real_cluster, ns, dag_body)
     with (
         controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.devtools import devcluster
+from controller.devtools import devcluster, ports
 
 
 class OfferedPorts:
@@ -32,6 +32,8 @@ class OfferedPorts:
 
 
 def test_a_port_offered_again_before_its_taker_bound_it_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(devcluster, "_HANDED_OUT", set())
-    monkeypatch.setattr(devcluster.socket, "socket", OfferedPorts([40001, 40001, 40001, 40002]))
-    assert [devcluster.free_port(), devcluster.free_port()] == [40001, 40002]
+    monkeypatch.setattr(ports, "_HANDED_OUT", set())
+    monkeypatch.setattr(ports.socket, "socket", OfferedPorts([40001, 40001, 40001, 40002]))
+    assert [devcluster.free_port(), ports.free_port("")] == [40001, 40002], (
+        "devcluster and realnode share one set"
+    )
