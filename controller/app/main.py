@@ -49,6 +49,9 @@ from zonda.wire import LABEL_DAGRUN_UID
 
 logger = logging.getLogger(__name__)
 
+#: How long a stopping controller waits for the Events its last passes are still posting.
+EVENT_FLUSH_SECONDS = 5.0
+
 _PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS}
 
 
@@ -208,6 +211,11 @@ class ControllerProcess:
         services = self.services
         if services is not None:
             await services.queue.stop()
+            unposted = await services.reconcilers.writer.flush_events(within=EVENT_FLUSH_SECONDS)
+            if unposted:
+                logger.warning(
+                    "stopping with %d Event posts unfinished after %ss", unposted, EVENT_FLUSH_SECONDS
+                )
         for task in self.tasks:
             task.cancel()
         if services is None:

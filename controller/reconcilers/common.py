@@ -121,3 +121,14 @@ class StatusWriter:
                 del self._last_post[key]
 
         task.add_done_callback(done)
+
+    async def flush_events(self, within: float) -> int:
+        """Wait up to `within` seconds for the Events still posting; how many were left unposted.
+
+        Called on shutdown, after the last pass: a controller stopped right after a run ended would
+        otherwise drop that run's last Events (`RunSucceeded`...), which only a later pass could not
+        repost, since the status that caused them is already written."""
+        if not self._background:
+            return 0
+        _, pending = await asyncio.wait(set(self._background), timeout=within)
+        return len(pending)

@@ -300,3 +300,32 @@ async def test_a_passs_events_are_posted_after_those_of_the_previous_pass_still_
     assert [reason for name, reason in posted if name == "r"] == in_order
     assert posted[0] == ("other", "RunStarted"), "another object's Events do not wait"
     assert not writer._last_post, "nothing kept once posted"
+
+
+async def test_flush_events_waits_for_the_events_still_posting_so_a_stopping_controller_keeps_them() -> None:
+    from controller.reconcilers.common import StatusWriter
+    from zonda.decisions import RunEvent
+
+    kube = SlowFirstEventKube()
+    writer = StatusWriter(kube)
+    assert await writer.flush_events(within=1) == 0, "nothing posting: nothing to wait for"
+    run = {"kind": "DagRun", "metadata": {"name": "r", "namespace": NS}}
+    writer.post_events(run, [RunEvent("TaskSucceeded", "a done"), RunEvent("RunSucceeded", "succeeded")])
+    assert not kube.events, "posted in the background"
+    assert await writer.flush_events(within=5) == 0
+    assert [event.reason for event in kube.events] == ["TaskSucceeded", "RunSucceeded"]
+
+
+async def test_flush_events_gives_up_after_its_time_and_says_how_many_are_left() -> None:
+    from controller.reconcilers.common import StatusWriter
+    from zonda.decisions import RunEvent
+
+    class HangingKube(FakeKube):
+        async def emit_event(self, involved: Mapping[str, Any], **kwargs: Any) -> None:
+            await asyncio.sleep(60)
+
+    writer = StatusWriter(HangingKube())
+    writer.post_events({"kind": "DagRun", "metadata": {"name": "r", "namespace": NS}}, [RunEvent("X", "x")])
+    assert await writer.flush_events(within=0.05) == 1
+    for task in asyncio.all_tasks() - {asyncio.current_task()}:
+        task.cancel()
