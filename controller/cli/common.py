@@ -1,4 +1,4 @@
-"""What the CLI's command modules share: the default namespace, the state dir, running a Kube call."""
+"""What the CLI's command modules share: the default namespace and options, the state dir, the API."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from controller.app.settings import DEFAULTS
-from controller.kube import KubeError
+from controller.kube import Kube, KubeError
 
 #: The local executor's default state dir (`zonda controller --state-dir`, `$ZONDA_STATE_DIR`).
 STATE_DIR: Path = DEFAULTS.state_dir
@@ -19,6 +19,16 @@ STATE_DIR: Path = DEFAULTS.state_dir
 
 def namespace_or_default(namespace: str | None) -> str:
     return namespace or os.environ.get("POD_NAMESPACE") or "default"
+
+
+def namespace_options(command: Any) -> Any:
+    """`--kubeconfig` and `--namespace/-n`, as every command that reads one namespace takes them."""
+    command = click.option("--kubeconfig", envvar="KUBECONFIG", default=None)(command)
+    return click.option("--namespace", "-n", default=None)(command)
+
+
+async def connect(kubeconfig: str | None) -> Kube:
+    return await Kube.connect(kubeconfig, component="zonda-cli")
 
 
 def run_kube(coro: Any) -> Any:

@@ -12,21 +12,12 @@ from typing import Any
 
 import click
 
-from controller.cli.common import namespace_or_default, run_kube
+from controller.cli.common import connect, namespace_options, namespace_or_default, run_kube
 from controller.cli.progress import progress_bar
 from controller.cli.runs import clock, duration, table
 from controller.kube import DAGRUNS, DAGS, Kube
 from zonda import dag_dependencies, mapping, upcoming
 from zonda.models import DagSpec, DagStatus
-
-
-def _namespace_options(command: Any) -> Any:
-    command = click.option("--kubeconfig", envvar="KUBECONFIG", default=None)(command)
-    return click.option("--namespace", "-n", default=None)(command)
-
-
-async def _connect(kubeconfig: str | None) -> Kube:
-    return await Kube.connect(kubeconfig, component="zonda-cli")
 
 
 async def _dag(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
@@ -111,13 +102,13 @@ def task_state_rows(run: dict[str, Any]) -> list[list[str]]:
 
 
 @click.command("list")
-@_namespace_options
+@namespace_options
 def list_dags(namespace: str | None, kubeconfig: str | None) -> None:
     """List the DAGs (Airflow's `dags list`)."""
     ns = namespace_or_default(namespace)
 
     async def read() -> list[dict[str, Any]]:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return await kube.list_custom(DAGS, ns)
 
     rows = dag_rows(run_kube(read()))
@@ -129,7 +120,7 @@ def _set_paused(name: str, namespace: str | None, kubeconfig: str | None, *, pau
     ns = namespace_or_default(namespace)
 
     async def patch() -> None:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             await _dag(kube, ns, name)
             await kube.patch_custom(DAGS, ns, name, {"spec": {"paused": paused}})
 
@@ -139,7 +130,7 @@ def _set_paused(name: str, namespace: str | None, kubeconfig: str | None, *, pau
 
 @click.command("pause")
 @click.argument("dag")
-@_namespace_options
+@namespace_options
 def pause(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Create no more scheduled runs of DAG (Airflow's `dags pause`); a GitOps tool may set it back."""
     _set_paused(dag, namespace, kubeconfig, paused=True)
@@ -147,7 +138,7 @@ def pause(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
 
 @click.command("unpause")
 @click.argument("dag")
-@_namespace_options
+@namespace_options
 def unpause(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Schedule DAG again (Airflow's `dags unpause`)."""
     _set_paused(dag, namespace, kubeconfig, paused=False)
@@ -156,13 +147,13 @@ def unpause(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
 @click.command("next-runs")
 @click.argument("dag")
 @click.option("--count", "-c", "count", type=click.IntRange(min=1), default=5, show_default=True)
-@_namespace_options
+@namespace_options
 def next_runs(dag: str, count: int, namespace: str | None, kubeconfig: str | None) -> None:
     """The next logical dates the schedule will run (Airflow's `dags next-execution`)."""
     ns = namespace_or_default(namespace)
 
     async def read() -> dict[str, Any]:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return await _dag(kube, ns, dag)
 
     body = run_kube(read())
@@ -187,7 +178,7 @@ def next_runs(dag: str, count: int, namespace: str | None, kubeconfig: str | Non
 @click.command("delete")
 @click.argument("dag")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask.")
-@_namespace_options
+@namespace_options
 def delete(dag: str, yes: bool, namespace: str | None, kubeconfig: str | None) -> None:
     """Delete DAG and its runs (Airflow's `dags delete`: the DAG's metadata goes with it)."""
     ns = namespace_or_default(namespace)
@@ -195,7 +186,7 @@ def delete(dag: str, yes: bool, namespace: str | None, kubeconfig: str | None) -
         click.confirm(f"Delete DAG {dag} and all its runs in {ns}?", abort=True)
 
     async def remove() -> int:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             await _dag(kube, ns, dag)
             await kube.delete_custom(DAGS, ns, dag)  # first: no new run is scheduled meanwhile
             runs = [
@@ -217,13 +208,13 @@ def delete(dag: str, yes: bool, namespace: str | None, kubeconfig: str | None) -
 
 @click.command("list")
 @click.argument("dag")
-@_namespace_options
+@namespace_options
 def list_runs(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
     """List DAG's runs, newest logical date first (Airflow's `dags list-runs`)."""
     ns = namespace_or_default(namespace)
 
     async def read() -> list[dict[str, Any]]:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return [
                 r for r in await kube.list_custom(DAGRUNS, ns) if (r.get("spec") or {}).get("dagName") == dag
             ]
@@ -240,13 +231,13 @@ def tasks() -> None:
 
 @tasks.command("states")
 @click.argument("run_name")
-@_namespace_options
+@namespace_options
 def states(run_name: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Every task instance of RUN and its state (Airflow's `tasks states-for-dag-run`)."""
     ns = namespace_or_default(namespace)
 
     async def read() -> dict[str, Any] | None:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return await kube.get_custom(DAGRUNS, ns, run_name)
 
     run = run_kube(read())

@@ -19,7 +19,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from controller.cli.common import namespace_or_default, run_kube
+from controller.cli.common import connect, namespace_options, namespace_or_default, run_kube
 from controller.cli.runs import table
 from controller.kube import POOLS, AlreadyExists, Conflict, Kube
 from zonda import pools
@@ -227,28 +227,19 @@ def pools_to_json(bodies: Iterable[Mapping[str, Any]]) -> str:
     return json.dumps(exported, indent=4)
 
 
-def _options(command: Any) -> Any:
-    command = click.option("--kubeconfig", envvar="KUBECONFIG", default=None)(command)
-    return click.option("--namespace", "-n", default=None)(command)
-
-
-async def _connect(kubeconfig: str | None) -> Kube:
-    return await Kube.connect(kubeconfig, component="zonda-cli")
-
-
 @click.group("pools")
 def pools_group() -> None:
     """Airflow's pools: `Pool` resources of the namespace (Airflow's `pools` commands)."""
 
 
 @pools_group.command("list")
-@_options
+@namespace_options
 def list_pools(namespace: str | None, kubeconfig: str | None) -> None:
     """Every pool with its slots and occupancy (Airflow's `pools list`)."""
     ns = namespace_or_default(namespace)
 
     async def read() -> list[dict[str, Any]]:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return await kube.list_custom(POOLS, ns)
 
     click.echo(table(HEADER, [row.cells() for row in pool_rows(run_kube(read()))]))
@@ -256,13 +247,13 @@ def list_pools(namespace: str | None, kubeconfig: str | None) -> None:
 
 @pools_group.command("get")
 @click.argument("name")
-@_options
+@namespace_options
 def get_pool(name: str, namespace: str | None, kubeconfig: str | None) -> None:
     """One pool (Airflow's `pools get`)."""
     ns, resource = namespace_or_default(namespace), resource_name(name)
 
     async def read() -> dict[str, Any] | None:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return await kube.get_custom(POOLS, ns, resource)
 
     body = run_kube(read())
@@ -277,7 +268,7 @@ def get_pool(name: str, namespace: str | None, kubeconfig: str | None) -> None:
 @click.argument("slots", type=int)
 @click.argument("description")
 @click.option("--include-deferred", is_flag=True, help="Deferred task instances hold their slots too.")
-@_options
+@namespace_options
 def set_pool(
     name: str,
     slots: int,
@@ -291,7 +282,7 @@ def set_pool(
     spec = wanted_spec(slots, description, include_deferred)
 
     async def write() -> str:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             current = await kube.get_custom(POOLS, ns, resource)
             return await write_pool(kube, ns, resource, current, spec)
 
@@ -301,7 +292,7 @@ def set_pool(
 
 @pools_group.command("delete")
 @click.argument("name")
-@_options
+@namespace_options
 def delete_pool(name: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Delete a pool (Airflow's `pools delete`); its waiting task instances wait until it exists again."""
     ns, resource = namespace_or_default(namespace), resource_name(name)
@@ -309,7 +300,7 @@ def delete_pool(name: str, namespace: str | None, kubeconfig: str | None) -> Non
         raise click.ClickException(f"{pools.DEFAULT_POOL} cannot be deleted")
 
     async def remove() -> bool:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return await kube.delete_custom(POOLS, ns, resource)
 
     if not run_kube(remove()):
@@ -319,7 +310,7 @@ def delete_pool(name: str, namespace: str | None, kubeconfig: str | None) -> Non
 
 @pools_group.command("import")
 @click.argument("filepath", type=click.File("r"))
-@_options
+@namespace_options
 def import_pools(filepath: Any, namespace: str | None, kubeconfig: str | None) -> None:
     """Create or update the pools of FILEPATH, Airflow's `pools export` JSON (Airflow's `pools import`)."""
     ns = namespace_or_default(namespace)
@@ -327,7 +318,7 @@ def import_pools(filepath: Any, namespace: str | None, kubeconfig: str | None) -
 
     async def write() -> int:
         uploaded = 0
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             for name, spec in specs.items():
                 try:
                     await write_pool(kube, ns, name, await kube.get_custom(POOLS, ns, name), spec)
@@ -344,13 +335,13 @@ def import_pools(filepath: Any, namespace: str | None, kubeconfig: str | None) -
 
 @pools_group.command("export")
 @click.argument("filepath", type=click.File("w"))
-@_options
+@namespace_options
 def export_pools(filepath: Any, namespace: str | None, kubeconfig: str | None) -> None:
     """Write the namespace's pools to FILEPATH ("-": standard output) as Airflow's `pools export` does."""
     ns = namespace_or_default(namespace)
 
     async def read() -> list[dict[str, Any]]:
-        async with await _connect(kubeconfig) as kube:
+        async with await connect(kubeconfig) as kube:
             return await kube.list_custom(POOLS, ns)
 
     bodies = run_kube(read())
