@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from zonda import mapping, status_budget, xcoms
 from zonda.dagrun_models import TaskInstanceStatus
 from zonda.dags import ResolvedTask
-from zonda.decisions import RunEvent
 from zonda.models import TaskInstanceState
+from zonda.run_events import RunEvent
 
 if TYPE_CHECKING:
     from zonda._decide_runs import RunPass

@@ -1,4 +1,4 @@
-"""The implementation of `zonda.decisions.decide`: one scheduler pass over one DagRun.
+"""The implementation of `zonda._decide_runs.decide`: one scheduler pass over one DagRun.
 
 A `RunPass` holds a working copy of the run's status and walks Airflow's scheduler loop in a fixed
 order, each step seeing the previous steps' changes, so one pass settles everything that can be
@@ -32,22 +32,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda import container_mapping, mapping, pools, run_slots, status_budget
+from zonda import container_mapping, mapping, pool_models, pools, run_slots, status_budget
 from zonda._decide_attempts import TRY_END, Attempts, duration_text, in_execution
 from zonda._decide_graphs import leaves
 from zonda._decide_mapping import MappedInstances
 from zonda._decide_readiness import Readiness
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag, ResolvedTask, effective_priority_weights
-from zonda.decisions import (
-    Observation,
-    RunEvent,
-    RunPlan,
-    TaskLaunch,
-    TriggerRequest,
-)
+from zonda.decisions import Observation, RunPlan, TaskLaunch, TriggerRequest
 from zonda.models import FINISHED_TI_STATES, DagRunState, TaskInstanceState
 from zonda.names import attempt_name
+from zonda.run_events import RunEvent
 from zonda.run_types import RunType
 from zonda.states import UNFINISHED_TI_STATES, check_transition
 
@@ -345,7 +340,7 @@ class RunPass:
             elsewhere = pools.SlotHolder(
                 run="", dag=self.dag.name, task_id="", pool="", slots=0, state=S.RUNNING
             )
-            unlimited = {candidate.pool: pools.PoolLimit(pools.UNLIMITED) for candidate in mine}
+            unlimited = {candidate.pool: pools.PoolLimit(pool_models.UNLIMITED) for candidate in mine}
             return pools.admit(mine, [*own, *[elsewhere] * self.observed.running_in_dag], unlimited)
         return pools.admit([*mine, *concurrency.waiting], [*own, *concurrency.holders], concurrency.pools)
 
@@ -393,3 +388,49 @@ class RunPass:
 _NO_XCOMS: dict[str, Any] = {"xcom": None, "xcoms": None, "xcom_lengths": None}
 #: What a clear resets, on top of a try's end (also `zonda.actions.clear`'s).
 TRY_RESET: dict[str, Any] = {**TRY_END, "end_date": None, **_NO_XCOMS}
+
+
+def decide(
+    dag: ResolvedDag,
+    *,
+    run_name: str,
+    run_type: RunType,
+    status: DagRunStatus,
+    observed: Observation,
+    now: datetime,
+    logical_date: datetime | None = None,
+    data_interval_end: datetime | None = None,
+    pending_timeout: timedelta | None = None,
+    max_map_length: int | None = None,
+    status_budget_bytes: int | None = None,
+) -> RunPlan:
+    """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
+
+    `status` is the run's current status and `observed` what the executors and the triggerer
+    report; `logical_date` (the retry jitter's seed) and `data_interval_end` (LatestOnlyOperator's
+    window) default to the status's. Returns the new status and the actions to carry out. Calling it
+    again with the returned status and the same observation changes nothing and launches nothing;
+    only idempotent actions repeat (kills, trigger deletions, and creating the trigger of a deferred
+    task instance the triggerer does not report yet, which is a harmless 409 if it exists).
+    An attempt is matched to its task instance by name (`TaskInstanceStatus.pod_name`), so a report
+    of an older attempt never moves the current one. `pending_timeout` (Airflow's
+    `worker_pods_pending_timeout`) fails a try whose attempt stays PENDING that long after
+    `pending_since`; None: never. `max_map_length` (Airflow's `[core] max_map_length`, default
+    1,024) caps a mapped task's instances, and `status_budget_bytes` (default
+    `zonda.status_budget.DEFAULT_STATUS_BUDGET_BYTES`) the run's status they may take. See
+    `zonda._decide_runs` for the steps.
+    """
+
+    return RunPass(
+        dag,
+        run_name=run_name,
+        run_type=run_type,
+        status=status,
+        observed=observed,
+        now=now,
+        logical_date=logical_date,
+        data_interval_end=data_interval_end,
+        pending_timeout=pending_timeout,
+        max_map_length=max_map_length or mapping.DEFAULT_MAX_MAP_LENGTH,
+        status_budget_bytes=status_budget_bytes or status_budget.DEFAULT_STATUS_BUDGET_BYTES,
+    ).plan()

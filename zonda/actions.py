@@ -33,8 +33,8 @@ from zonda._decide_graphs import ancestors, descendants
 from zonda._decide_runs import TRY_RESET
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
-from zonda.decisions import RunEvent
 from zonda.models import FINISHED_TI_STATES, DagRunState, DagSpec, TaskInstanceState
+from zonda.run_events import RunEvent
 from zonda.states import FINISHED_RUN_STATES, check_transition
 
 S = TaskInstanceState

@@ -27,11 +27,12 @@ from datetime import datetime, timedelta
 from zonda import mapping
 from zonda.dagrun_models import CallbackRecord, DagRunStatus, SlaMissRecord, TaskInstanceStatus
 from zonda.dags import ResolvedDag, ResolvedTask
-from zonda.decisions import AttemptPhase, Observation, ObservedAttempt, RunEvent
+from zonda.decisions import AttemptPhase, Observation, ObservedAttempt
 from zonda.invocations import CallbackRequest, MissedSla, TaskOutcome
 from zonda.models import DagRunState, TaskInstanceState
 from zonda.names import callback_name
 from zonda.operator_registry import CONTAINER_OPERATORS
+from zonda.run_events import RunEvent
 from zonda.run_types import RunType
 from zonda.states import FINISHED_RUN_STATES
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from zonda import names, operator_registry, task_context, templating, wire
 from zonda.actions import ActionError, ActionResult, clear, dag_of_run
+from zonda.dag_dependencies import DEFAULT_EXECUTION_DATE, DEFAULT_RECURSION_DEPTH
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import ResolvedDag, ResolvedTask
+from zonda.invocation_builder import task_invocation
 from zonda.models import DagSpec
-from zonda.plans import task_invocation
-from zonda.sensors.external_task import DEFAULT_EXECUTION_DATE, DEFAULT_RECURSION_DEPTH
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from zonda import xcom_chunks
 from zonda.backfill_models import BackfillSpec, BackfillStatus
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.models import GROUP, VERSION, DagSpec, DagStatus
-from zonda.pools import PoolSpec, PoolStatus
+from zonda.pool_models import PoolSpec, PoolStatus
 from zonda.trigger_models import TriggerSpec, TriggerStatus
 
 Schema = dict[str, Any]

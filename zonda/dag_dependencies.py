@@ -27,6 +27,12 @@ from zonda.dagrun_models import DagRunSpec
 from zonda.models import API_VERSION, DagRunState, JsonObject, TaskInstanceState
 from zonda.run_types import RunType
 
+#: ExternalTaskMarker's defaults (Airflow's), shared by the operator and a clear that follows markers.
+#: Airflow's default: an `ExternalTaskMarker` points at the same logical date in the other DAG.
+DEFAULT_EXECUTION_DATE = "{{ logical_date.isoformat() }}"
+#: Airflow's default limit on how many markers one clear may follow in a chain.
+DEFAULT_RECURSION_DEPTH = 10
+
 #: Airflow's defaults: wait for success; a failed child run fails a waiting TriggerDagRunOperator.
 DEFAULT_ALLOWED_STATES = (DagRunState.SUCCESS.value,)
 DEFAULT_FAILED_STATES = (DagRunState.FAILED.value,)

@@ -18,8 +18,8 @@ from typing import Any
 
 from zonda import conditions, scheduling
 from zonda.dags import DagInvalid, parse_dag_spec, resolve_dag
-from zonda.decisions import RunEvent
 from zonda.models import DagRunState, DagSpec, DagStatus, dag_display_fields
+from zonda.run_events import RunEvent
 from zonda.run_types import RunType
 from zonda.states import FINISHED_RUN_STATES
 from zonda.timetables import DataInterval, Timetable, load_timetable, timetable_for_schedule

@@ -25,7 +25,7 @@ from zonda._dag_errors import describe_validation_error
 from zonda._dag_graph import GraphBuilder
 from zonda.durations import parse_duration
 from zonda.models import DagSpec, ExpandSpec, TaskDefaults, TriggerRule, WeightRule
-from zonda.pools import DEFAULT_POOL, pool_name_problem
+from zonda.pool_models import DEFAULT_POOL, pool_name_problem
 
 
 class DagInvalid(ValueError):
@@ -53,7 +53,9 @@ class ResolvedTask:
     wait_for_past_depends_before_skipping: bool = False
     priority_weight: int = 1
     weight_rule: WeightRule = WeightRule.DOWNSTREAM
-    pool: str = DEFAULT_POOL  # Airflow's name, as written (`zonda.pools.pool_resource_name` for the resource)
+    pool: str = (
+        DEFAULT_POOL  # Airflow's name, as written (`zonda.pool_models.pool_resource_name` for the resource)
+    )
     pool_slots: int = 1
     max_active_tis_per_dag: int | None = None
     max_active_tis_per_dagrun: int | None = None

@@ -1,9 +1,9 @@
-"""The scheduling decision for one DagRun: gather -> **decide** -> act.
+"""The types of the scheduling decision for one DagRun: gather -> **decide** -> act.
 
-`decide(dag, run_name=..., status=..., observed=..., now=...)` is pure: given the resolved DAG, the
-run's current status and what the executors and triggerer report, it returns a `RunPlan` — the new
-status and the actions the controller carries out (launch tries, kill attempts, create/delete
-triggers, emit events) and when to wake next. It never touches Kubernetes nor reads the clock.
+`zonda._decide_runs.decide(dag, run_name=..., status=..., observed=..., now=...)` is pure: given the
+resolved DAG, the run's current status and what the executors and triggerer report, it returns a
+`RunPlan` — the new status and the actions the controller carries out (launch tries, kill attempts,
+create/delete triggers, emit events) and when to wake next. It never touches Kubernetes nor reads the clock.
 
 INTERFACE FILE: the types below are the contract with the controller.
 """
@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from zonda.dagrun_models import DagRunStatus, Deferral
-from zonda.dags import ResolvedDag
 from zonda.invocations import TaskResult
 from zonda.models import TaskInstanceState
 from zonda.pools import Concurrency
-from zonda.run_types import RunType
+from zonda.run_events import RunEvent
 
 
 class AttemptPhase(enum.StrEnum):
@@ -98,13 +97,6 @@ class TriggerRequest:
 
 
 @dataclass(frozen=True)
-class RunEvent:
-    reason: str  # CamelCase, e.g. TaskSucceeded, TaskUpstreamFailed
-    message: str
-    warning: bool = False
-
-
-@dataclass(frozen=True)
 class RunPlan:
     status: DagRunStatus
     launches: list[TaskLaunch] = field(default_factory=list)
@@ -122,59 +114,7 @@ __all__ = [
     "Observation",
     "ObservedAttempt",
     "ObservedTrigger",
-    "RunEvent",
     "RunPlan",
-    "RunType",
     "TaskLaunch",
     "TriggerRequest",
-    "decide",
 ]
-
-
-def decide(
-    dag: ResolvedDag,
-    *,
-    run_name: str,
-    run_type: RunType,
-    status: DagRunStatus,
-    observed: Observation,
-    now: datetime,
-    logical_date: datetime | None = None,
-    data_interval_end: datetime | None = None,
-    pending_timeout: timedelta | None = None,
-    max_map_length: int | None = None,
-    status_budget_bytes: int | None = None,
-) -> RunPlan:
-    """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
-
-    `status` is the run's current status and `observed` what the executors and the triggerer
-    report; `logical_date` (the retry jitter's seed) and `data_interval_end` (LatestOnlyOperator's
-    window) default to the status's. Returns the new status and the actions to carry out. Calling it
-    again with the returned status and the same observation changes nothing and launches nothing;
-    only idempotent actions repeat (kills, trigger deletions, and creating the trigger of a deferred
-    task instance the triggerer does not report yet, which is a harmless 409 if it exists).
-    An attempt is matched to its task instance by name (`TaskInstanceStatus.pod_name`), so a report
-    of an older attempt never moves the current one. `pending_timeout` (Airflow's
-    `worker_pods_pending_timeout`) fails a try whose attempt stays PENDING that long after
-    `pending_since`; None: never. `max_map_length` (Airflow's `[core] max_map_length`, default
-    1,024) caps a mapped task's instances, and `status_budget_bytes` (default
-    `zonda.status_budget.DEFAULT_STATUS_BUDGET_BYTES`) the run's status they may take. See
-    `zonda._decide_runs` for the steps.
-    """
-    from zonda._decide_runs import RunPass  # the implementation imports this module's types
-    from zonda.mapping import DEFAULT_MAX_MAP_LENGTH
-    from zonda.status_budget import DEFAULT_STATUS_BUDGET_BYTES
-
-    return RunPass(
-        dag,
-        run_name=run_name,
-        run_type=run_type,
-        status=status,
-        observed=observed,
-        now=now,
-        logical_date=logical_date,
-        data_interval_end=data_interval_end,
-        pending_timeout=pending_timeout,
-        max_map_length=max_map_length or DEFAULT_MAX_MAP_LENGTH,
-        status_budget_bytes=status_budget_bytes or DEFAULT_STATUS_BUDGET_BYTES,
-    ).plan()

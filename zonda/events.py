@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zonda.dagrun_models import DagRunStatus
-from zonda.decisions import RunEvent
 from zonda.models import TaskInstanceState
+from zonda.run_events import RunEvent
 
 #: Progress a user reads in the status; an Event only as part of a pass's aggregate.
 PROGRESS_REASONS = frozenset({"TaskScheduled", "TaskQueued", "TaskRunning"})

@@ -4,7 +4,7 @@
   id (or say why it cannot start: DAG missing or invalid).
 - `observe` / `observe_run`: sort what the executor and the triggerer report into the current attempt
   of each task instance and the strays to stop or delete (the only place that decides what is a
-  stray); `decide_run` then runs `zonda.decisions.decide` over the run.
+  stray); `decide_run` then runs `zonda._decide_runs.decide` over the run.
 - `latest_window_end`: LatestOnlyOperator's window, from the run's timetable.
 - `task_invocation` / `mapped_container_args`: what a launched try gets.
 
@@ -19,22 +19,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from zonda import conditions, mapped_groups, mapping, params, scheduling, xcoms
+from zonda import conditions, params, scheduling
+from zonda._decide_runs import decide
 from zonda.container_mapping import mapped_container_args
 from zonda.dag_plans import timetable_for, utc_interval
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
-from zonda.dags import DagInvalid, ResolvedDag, ResolvedTask, parse_dag_spec, resolve_dag
-from zonda.decisions import (
-    AttemptPhase,
-    Observation,
-    ObservedAttempt,
-    ObservedTrigger,
-    RunEvent,
-    RunPlan,
-    decide,
-)
-from zonda.invocations import MappedExpansion, TaskInvocation
+from zonda.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
+from zonda.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger, RunPlan
 from zonda.models import DagRunState, DagSpec, TaskInstanceState
+from zonda.run_events import RunEvent
 from zonda.run_types import RunType
 from zonda.states import FINISHED_RUN_STATES
 from zonda.timetables import TimeRestriction
@@ -276,63 +269,4 @@ __all__ = [
     "observe",
     "observe_run",
     "start_run",
-    "task_invocation",
 ]
-
-
-def task_invocation(
-    *,
-    run_name: str,
-    spec: DagRunSpec,
-    status: DagRunStatus,
-    dag_spec: DagSpec,
-    task: ResolvedTask,
-    try_number: int,
-    previous_success: tuple[datetime, datetime] | None = None,
-    namespace: str | None = None,
-    map_index: int = -1,
-    run_uid: str | None = None,
-) -> TaskInvocation:
-    """What the task runner gets for one try: the task, the run's context and its upstream XComs.
-
-    One builder for the controller's executors and `zonda dags test`, so both run a task alike.
-    """
-    ti = status.task_instances[mapping.ti_key(task.task_id, map_index)]
-    assert status.logical_date and status.data_interval_start and status.data_interval_end
-    returned, keyed = xcoms.upstream_xcoms(status.task_instances)
-    counts = mapping.instance_counts(status.task_instances)
-    if task.map_peers and map_index >= 0:  # a mapped group's task pulls its peers' same index
-        returned, keyed = mapped_groups.per_index_xcoms(returned, keyed, task.map_peers, map_index)
-        counts = {task_id: count for task_id, count in counts.items() if task_id not in task.map_peers}
-    return TaskInvocation(
-        dag_name=spec.dag_name,
-        run_name=run_name,
-        run_uid=run_uid,
-        namespace=namespace,
-        run_type=spec.run_type,
-        task_id=task.task_id,
-        map_index=map_index,
-        expand=MappedExpansion.of(task.expand) if map_index >= 0 and task.expand is not None else None,
-        mapped_counts=counts,
-        try_number=try_number,
-        max_tries=ti.max_tries or 0,
-        operator=task.operator,
-        args=dict(task.args),
-        logical_date=status.logical_date,
-        data_interval_start=status.data_interval_start,
-        data_interval_end=status.data_interval_end,
-        timezone=dag_spec.timezone,
-        conf=dict(spec.conf),
-        params=dict(dag_spec.params),
-        user_defined_macros=dict(dag_spec.user_defined_macros),
-        user_defined_filters=dict(dag_spec.user_defined_filters),
-        render_template_as_native_obj=dag_spec.render_template_as_native_obj,
-        xcoms=returned,
-        keyed_xcoms=keyed,
-        prev_data_interval_start_success=previous_success[0] if previous_success else None,
-        prev_data_interval_end_success=previous_success[1] if previous_success else None,
-        first_try_start=ti.first_try_start,
-        next_method=ti.next_method,
-        next_kwargs=ti.next_kwargs,
-        callbacks={kind: list(paths) for kind, paths in task.callbacks.items()},
-    )

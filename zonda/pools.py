@@ -1,4 +1,5 @@
-"""Airflow's pools and task concurrency limits: the `Pool` resource and the admission of task instances.
+"""Airflow's pools and task concurrency limits: the admission of task instances (the `Pool` resource's
+shape is `zonda.resources.pool_models`).
 
 A task instance ready to run (``scheduled``) is *admitted* (queued and launched) only while its pool
 has open slots, its DAG is under `max_active_tasks`, and the task under `max_active_tis_per_dag` and
@@ -16,74 +17,28 @@ resource exists it has Airflow's 128 slots.
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pydantic import Field
-
 from zonda import mapping
-from zonda.models import CrdModel, TaskInstanceState
+from zonda.models import TaskInstanceState
+from zonda.pool_models import (
+    DEFAULT_POOL,
+    DEFAULT_POOL_SLOTS,
+    UNLIMITED,
+    PoolStatus,
+    pool_resource_name,
+)
 
 S = TaskInstanceState
 
-DEFAULT_POOL = "default_pool"
-#: Airflow's `[core] default_pool_task_slot_count`.
-DEFAULT_POOL_SLOTS = 128
-#: A pool whose `slots` is -1 never runs out (Airflow's infinite pool).
-UNLIMITED = -1
 #: States that hold a slot: queued and running always, deferred only in pools that include it.
 ACTIVE_STATES = frozenset({S.QUEUED, S.RUNNING})
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _FAR_FUTURE = datetime.max.replace(tzinfo=None)
 #: How the reason of a task instance whose pool does not exist starts.
 MISSING_POOL = "Not scheduling: pool"
-
-
-# ------------------------------------------------------------------------------------ the resource
-
-
-class PoolSpec(CrdModel):
-    """Airflow's Pool: how many slots the task instances using it may hold at once."""
-
-    slots: int = Field(ge=-1, description="Slots the pool has; -1: unlimited.")
-    description: str = ""
-    include_deferred: bool = Field(
-        default=False,
-        description="Deferred task instances hold their slots too (Airflow's include_deferred).",
-    )
-
-
-class PoolStatus(CrdModel):
-    """The pool's occupancy, as Airflow's `Pool.slots_stats` counts it (written by the controller)."""
-
-    observed_generation: int | None = None
-    total_slots: int = 0
-    occupied_slots: int = Field(default=0, description="Running + queued (+ deferred if included).")
-    running_slots: int = 0
-    queued_slots: int = 0
-    deferred_slots: int = 0
-    scheduled_slots: int = Field(default=0, description="Slots asked for by task instances waiting to start.")
-    open_slots: int = Field(default=0, description="Slots free now (-1: unlimited).")
-    used: str | None = Field(default=None, description="occupied/total, as kubectl shows it.")
-
-
-def pool_resource_name(pool: str) -> str:
-    """The `Pool` resource an Airflow pool name refers to: lower case, ``_`` as ``-``."""
-    return pool.lower().replace("_", "-")
-
-
-def pool_name_problem(pool: str) -> str | None:
-    """Why a task's `pool` cannot name a `Pool` resource, or None when it can."""
-    name = pool_resource_name(pool)
-    if len(name) <= 253 and _NAME.match(name):
-        return None
-    return (
-        f"pool {pool!r} cannot name a Pool resource ({name!r} is not a Kubernetes name: lower-case "
-        "letters, digits, '-' and '.', starting and ending with a letter or digit)"
-    )
 
 
 # ----------------------------------------------------------------------------------- admission

@@ -1,8 +1,8 @@
 """A task instance's rendered template fields, as Airflow's UI shows them ("Rendered Template").
 
-The UI renders the task's `template_fields` with the same invocation (`plans.task_invocation`), context
-(`task_context.build_context`) and sandbox the runner uses for that try, so what it shows is what the try
-rendered. Deliberate differences, said on the page and in docs/ui.md: `var` and `conn` are read from the
+The UI renders the task's `template_fields` with the same invocation
+(`invocation_builder.task_invocation`), context (`task_context.build_context`) and sandbox the runner
+uses for that try, so what it shows is what the try rendered. Deliberate differences, said on the page and in docs/ui.md: `var` and `conn` are read from the
 try's environment (its pod's secrets), which the UI does not have, so a template using them shows an
 error rather than the UI process's own environment; `prev_data_interval_*_success` are not looked up;
 and only built-in and provider operators are imported to learn their `template_fields` (the UI does not
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zonda import operator_registry, plans, task_context, templating
+from zonda import invocation_builder, operator_registry, task_context, templating
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import DagInvalid, resolve_dag
 from zonda.models import DagSpec
@@ -83,7 +83,7 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
     if not (status.logical_date and status.data_interval_start and status.data_interval_end):
         raise RenderingUnavailable("the run has not started")
     fields = template_fields_of(task.operator)
-    invocation = plans.task_invocation(
+    invocation = invocation_builder.task_invocation(
         run_name=run["metadata"]["name"],
         spec=spec,
         status=status,

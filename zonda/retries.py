@@ -17,9 +17,16 @@ from datetime import datetime, timedelta
 MAX_RETRY_DELAY = timedelta(hours=24)
 
 
-def retry_delay_for(*, dag_id: str, task_id: str, logical_date: datetime | str, next_try_number: int,
-                    retry_delay: timedelta, exponential_backoff: bool = False,
-                    max_retry_delay: timedelta | None = None) -> timedelta:
+def retry_delay_for(
+    *,
+    dag_id: str,
+    task_id: str,
+    logical_date: datetime | str,
+    next_try_number: int,
+    retry_delay: timedelta,
+    exponential_backoff: bool = False,
+    max_retry_delay: timedelta | None = None,
+) -> timedelta:
     """How long a task instance waits before try `next_try_number` (2 for the first retry)."""
     if not exponential_backoff:
         return retry_delay
@@ -32,13 +39,26 @@ def retry_delay_for(*, dag_id: str, task_id: str, logical_date: datetime | str, 
     return min(max_retry_delay, delay) if max_retry_delay else delay
 
 
-def next_retry_datetime(*, failed_at: datetime, dag_id: str, task_id: str, logical_date: datetime | str,
-                        next_try_number: int, retry_delay: timedelta, exponential_backoff: bool = False,
-                        max_retry_delay: timedelta | None = None) -> datetime:
+def next_retry_datetime(
+    *,
+    failed_at: datetime,
+    dag_id: str,
+    task_id: str,
+    logical_date: datetime | str,
+    next_try_number: int,
+    retry_delay: timedelta,
+    exponential_backoff: bool = False,
+    max_retry_delay: timedelta | None = None,
+) -> datetime:
     """When try `next_try_number` may start, counted from the end of the failed try (Airflow's end_date)."""
     return failed_at + retry_delay_for(
-        dag_id=dag_id, task_id=task_id, logical_date=logical_date, next_try_number=next_try_number,
-        retry_delay=retry_delay, exponential_backoff=exponential_backoff, max_retry_delay=max_retry_delay,
+        dag_id=dag_id,
+        task_id=task_id,
+        logical_date=logical_date,
+        next_try_number=next_try_number,
+        retry_delay=retry_delay,
+        exponential_backoff=exponential_backoff,
+        max_retry_delay=max_retry_delay,
     )
 
 

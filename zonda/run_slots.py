@@ -12,7 +12,8 @@ from datetime import datetime
 from zonda import mapping
 from zonda.dags import ResolvedDag, effective_priority_weights
 from zonda.models import TaskInstanceState
-from zonda.pools import Candidate, SlotHolder, pool_resource_name
+from zonda.pool_models import pool_resource_name
+from zonda.pools import Candidate, SlotHolder
 
 S = TaskInstanceState
 #: A deferred task instance holds its slot only in a pool with `includeDeferred`.

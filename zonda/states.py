@@ -35,7 +35,7 @@ UNFINISHED_TI_STATES = frozenset(set(S) - FINISHED_TI_STATES)
 #: A run in one of these states is over: nothing in it is decided again.
 FINISHED_RUN_STATES = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 
-#: The moves the scheduler (`zonda.decisions.decide`) may make.
+#: The moves the scheduler (`zonda._decide_runs.decide`) may make.
 ALLOWED_TRANSITIONS: Mapping[TaskInstanceState, frozenset[TaskInstanceState]] = {
     # EmptyOperator and LatestOnlyOperator succeed without being launched (Airflow 2.3+); a mapped
     # task that cannot expand (nothing to map over, over max_map_length) fails without a try.

@@ -71,12 +71,14 @@ def _format_ids(task_ids: Mapping[str, object]) -> str:
     instances (``task[i]`` keys) once, with their count, so 1,024 instances stay one short sentence."""
     mapped = Counter(key.rpartition("[")[0] for key in task_ids if key.endswith("]") and "[" in key)
     names = [repr(key) for key in task_ids if key.rpartition("[")[0] not in mapped] + [
-        f"{task_id!r} ({count} mapped)" for task_id, count in mapped.items()]
+        f"{task_id!r} ({count} mapped)" for task_id, count in mapped.items()
+    ]
     return "{" + ", ".join(sorted(names)) + "}"
 
 
-def evaluate_trigger_rule(rule: TriggerRule, upstream_states: Mapping[str, TaskInstanceState],
-                          setup_upstream: Collection[str] = ()) -> TriggerRuleDecision:
+def evaluate_trigger_rule(
+    rule: TriggerRule, upstream_states: Mapping[str, TaskInstanceState], setup_upstream: Collection[str] = ()
+) -> TriggerRuleDecision:
     """Decide whether a task instance with `rule` may run, given its direct upstreams' states.
 
     `upstream_states` maps every direct upstream task id to its task instance's current state
@@ -90,8 +92,9 @@ def evaluate_trigger_rule(rule: TriggerRule, upstream_states: Mapping[str, TaskI
     if setup_decision is not None:
         return setup_decision
     if not upstream_states:
-        return TriggerRuleDecision(TriggerRuleOutcome.RUN,
-                                   "The task instance did not have any upstream tasks.", counts)
+        return TriggerRuleDecision(
+            TriggerRuleOutcome.RUN, "The task instance did not have any upstream tasks.", counts
+        )
     if rule is TR.ALWAYS:
         return TriggerRuleDecision(TriggerRuleOutcome.RUN, "The task had a always trigger rule set.", counts)
 
@@ -111,8 +114,12 @@ def evaluate_trigger_rule(rule: TriggerRule, upstream_states: Mapping[str, TaskI
     )
 
 
-def _setup_outcome(rule: TriggerRule, upstream_states: Mapping[str, TaskInstanceState],
-                   setup_upstream: Collection[str], counts: UpstreamStates) -> TriggerRuleDecision | None:
+def _setup_outcome(
+    rule: TriggerRule,
+    upstream_states: Mapping[str, TaskInstanceState],
+    setup_upstream: Collection[str],
+    counts: UpstreamStates,
+) -> TriggerRuleDecision | None:
     """Airflow's all_done_setup_success once every upstream is done: skip when every setup was skipped,
     upstream_failed when none succeeded, else None (run)."""
     setups = [upstream_states[task_id] for task_id in setup_upstream if task_id in upstream_states]
@@ -120,18 +127,22 @@ def _setup_outcome(rule: TriggerRule, upstream_states: Mapping[str, TaskInstance
     skipped = sum(state is TaskInstanceState.SKIPPED for state in setups)
     prefix = f"Task's trigger rule '{rule.value}'"
     if setups and skipped >= len(setups):
-        return TriggerRuleDecision(TriggerRuleOutcome.SKIP,
-                                   f"{prefix}: every upstream setup task was skipped.", counts)
+        return TriggerRuleDecision(
+            TriggerRuleOutcome.SKIP, f"{prefix}: every upstream setup task was skipped.", counts
+        )
     if setups and not succeeded:
         return TriggerRuleDecision(
             TriggerRuleOutcome.UPSTREAM_FAILED,
             f"{prefix} requires at least one upstream setup task be successful, but found "
-            f"{len(setups)} task(s) that were not.", counts)
+            f"{len(setups)} task(s) that were not.",
+            counts,
+        )
     return None
 
 
-def _settled_outcome(rule: TriggerRule, counts: UpstreamStates, *, upstream: int
-                     ) -> TriggerRuleOutcome | None:
+def _settled_outcome(
+    rule: TriggerRule, counts: UpstreamStates, *, upstream: int
+) -> TriggerRuleOutcome | None:
     """Airflow's `flag_upstream_failed` branch: the rule can never be met, settle the task instance."""
     success, skipped, failed = counts.success, counts.skipped, counts.failed
     upstream_failed, done = counts.upstream_failed, counts.done
@@ -186,31 +197,45 @@ def _unmet_reason(rule: TriggerRule, counts: UpstreamStates, *, upstream: int) -
             return f"{prefix} requires one upstream task failure, but none were found."
     elif rule is TR.ONE_DONE:
         if success + failed <= 0:
-            return (f"{prefix} requires at least one upstream task failure or success "
-                    "but none were failed or success.")
+            return (
+                f"{prefix} requires at least one upstream task failure or success "
+                "but none were failed or success."
+            )
     elif rule is TR.ALL_SUCCESS:
         if (num_failures := upstream - success) > 0:
-            return (f"{prefix} requires all upstream tasks to have succeeded, "
-                    f"but found {num_failures} non-success(es).")
+            return (
+                f"{prefix} requires all upstream tasks to have succeeded, "
+                f"but found {num_failures} non-success(es)."
+            )
     elif rule is TR.ALL_FAILED:
         if (num_success := upstream - failed - upstream_failed) > 0:
-            return (f"{prefix} requires all upstream tasks to have failed, "
-                    f"but found {num_success} non-failure(s).")
+            return (
+                f"{prefix} requires all upstream tasks to have failed, "
+                f"but found {num_success} non-failure(s)."
+            )
     elif rule in (TR.ALL_DONE, TR.ALL_DONE_SETUP_SUCCESS):
         if done < upstream:
-            return (f"{prefix} requires all upstream tasks to have completed, "
-                    f"but found {upstream - done} task(s) that were not done.")
+            return (
+                f"{prefix} requires all upstream tasks to have completed, "
+                f"but found {upstream - done} task(s) that were not done."
+            )
     elif rule in (TR.NONE_FAILED, TR.NONE_FAILED_MIN_ONE_SUCCESS):
         if (num_failures := upstream - success - skipped) > 0:
-            return (f"{prefix} requires all upstream tasks to have succeeded or been skipped, "
-                    f"but found {num_failures} non-success(es).")
+            return (
+                f"{prefix} requires all upstream tasks to have succeeded or been skipped, "
+                f"but found {num_failures} non-success(es)."
+            )
     elif rule is TR.NONE_SKIPPED:
         if done < upstream or skipped > 0:
-            return (f"{prefix} requires all upstream tasks to not have been skipped, "
-                    f"but found {skipped} task(s) skipped.")
+            return (
+                f"{prefix} requires all upstream tasks to not have been skipped, "
+                f"but found {skipped} task(s) skipped."
+            )
     elif rule is TR.ALL_SKIPPED and (num_non_skipped := upstream - skipped) > 0:
-        return (f"{prefix} requires all upstream tasks to have been skipped, "
-                f"but found {num_non_skipped} task(s) in non skipped state.")
+        return (
+            f"{prefix} requires all upstream tasks to have been skipped, "
+            f"but found {num_non_skipped} task(s) in non skipped state."
+        )
     return None
 
 
@@ -218,8 +243,10 @@ def _settled_reason(rule: TriggerRule, counts: UpstreamStates) -> str:
     """The sentence for a settled task instance whose requirement check alone would have passed."""
     prefix = f"Task's trigger rule '{rule.value}'"
     if rule is TR.NONE_FAILED_MIN_ONE_SUCCESS:
-        return (f"{prefix} requires at least one upstream task success, "
-                f"but all {counts.skipped} upstream task(s) were skipped.")
+        return (
+            f"{prefix} requires at least one upstream task success, "
+            f"but all {counts.skipped} upstream task(s) were skipped."
+        )
     return f"{prefix} can no longer be met."  # pragma: no cover - every other settled case is unmet
 
 

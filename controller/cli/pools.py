@@ -1,6 +1,6 @@
 """`zonda pools list|get|set|delete`: Airflow's `airflow pools` commands, on the namespace's `Pool` resources.
 
-Airflow's pool names are Kubernetes names here (`zonda.pools.pool_resource_name`: ``my_pool`` is the
+Airflow's pool names are Kubernetes names here (`zonda.pool_models.pool_resource_name`: ``my_pool`` is the
 Pool ``my-pool``). `set` creates the Pool or updates its spec only if nobody changed it since it was
 read (the resourceVersion travels in the patch: a concurrent edit fails the command instead of being
 overwritten). `delete` refuses `default_pool`, as Airflow does. `default_pool` is listed even while no
@@ -22,10 +22,10 @@ from pydantic import ValidationError
 from controller.cli.common import connect, namespace_options, namespace_or_default, run_kube
 from controller.cli.runs import table
 from controller.kube import POOLS, AlreadyExists, Conflict, Kube
-from zonda import pools
+from zonda import pool_models
 from zonda.models import API_VERSION
 
-DEFAULT_POOL = pools.pool_resource_name(pools.DEFAULT_POOL)
+DEFAULT_POOL = pool_models.pool_resource_name(pool_models.DEFAULT_POOL)
 HEADER = [
     "NAME",
     "SLOTS",
@@ -81,11 +81,11 @@ def pool_row(body: Mapping[str, Any]) -> PoolRow:
         if not counted:
             return "-"
         value = status.get(field, 0)
-        return "unlimited" if field == "openSlots" and value == pools.UNLIMITED else str(value)
+        return "unlimited" if field == "openSlots" and value == pool_models.UNLIMITED else str(value)
 
     return PoolRow(
         name=body["metadata"]["name"],
-        slots="unlimited" if slots == pools.UNLIMITED else str(slots),
+        slots="unlimited" if slots == pool_models.UNLIMITED else str(slots),
         used=str(status.get("used")) if counted and status.get("used") else "-",
         running=number("runningSlots"),
         queued=number("queuedSlots"),
@@ -101,7 +101,7 @@ def implicit_default_pool() -> PoolRow:
     """`default_pool` while no `default-pool` resource exists: what the controller admits against."""
     return PoolRow(
         name=DEFAULT_POOL,
-        slots=str(pools.DEFAULT_POOL_SLOTS),
+        slots=str(pool_models.DEFAULT_POOL_SLOTS),
         used="-",
         running="-",
         queued="-",
@@ -134,7 +134,7 @@ def wanted_spec(slots: int, description: str, include_deferred: bool) -> dict[st
     """`set`'s whole spec (every field: a patch turns `includeDeferred` off too), checked as the CRD would."""
     spec = {"slots": slots, "description": description, "includeDeferred": include_deferred}
     try:
-        pools.PoolSpec.model_validate(spec)
+        pool_models.PoolSpec.model_validate(spec)
     except ValidationError as exc:
         raise click.BadParameter(str(exc.errors()[0]["msg"]), param_hint="SLOTS") from exc
     return spec
@@ -142,10 +142,10 @@ def wanted_spec(slots: int, description: str, include_deferred: bool) -> dict[st
 
 def resource_name(pool: str) -> str:
     """The Pool resource an Airflow pool name means, or a usage error saying why it cannot be one."""
-    problem = pools.pool_name_problem(pool)
+    problem = pool_models.pool_name_problem(pool)
     if problem is not None:
         raise click.BadParameter(problem, param_hint="NAME")
-    return pools.pool_resource_name(pool)
+    return pool_models.pool_resource_name(pool)
 
 
 async def write_pool(
@@ -193,8 +193,8 @@ def pools_from_json(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str
         if not isinstance(entry, dict) or "slots" not in entry or "description" not in entry:
             failed[name] = "needs slots and description"
             continue
-        problem = pools.pool_name_problem(name)
-        resource = pools.pool_resource_name(name)
+        problem = pool_models.pool_name_problem(name)
+        resource = pool_models.pool_resource_name(name)
         if problem is None and resource in named:
             problem = f"the same Pool ({resource}) as {named[resource]!r}"
         spec = {
@@ -203,7 +203,7 @@ def pools_from_json(text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str
             "includeDeferred": entry.get("include_deferred", False),
         }
         try:
-            pools.PoolSpec.model_validate(spec, strict=True)
+            pool_models.PoolSpec.model_validate(spec, strict=True)
         except ValidationError as exc:
             problem = problem or f"{exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
         if problem is not None:
@@ -297,7 +297,7 @@ def delete_pool(name: str, namespace: str | None, kubeconfig: str | None) -> Non
     """Delete a pool (Airflow's `pools delete`); its waiting task instances wait until it exists again."""
     ns, resource = namespace_or_default(namespace), resource_name(name)
     if resource == DEFAULT_POOL:
-        raise click.ClickException(f"{pools.DEFAULT_POOL} cannot be deleted")
+        raise click.ClickException(f"{pool_models.DEFAULT_POOL} cannot be deleted")
 
     async def remove() -> bool:
         async with await connect(kubeconfig) as kube:

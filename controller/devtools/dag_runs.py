@@ -1,7 +1,7 @@
 """`zonda dags test FILE` and `dag.test()`: one DAG run in this process, with nothing started.
 
 The DAG is compiled to its manifest and run through exactly what the controller uses: `plans.start_run`
-snapshots it, `plans.observe_run` and `plans.decide_run` (the controller's pass, `decisions.decide`)
+snapshots it, `plans.observe_run` and `plans.decide_run` (the controller's pass, `_decide_runs.decide`)
 make every scheduling decision, the task runner (`run_task`) executes
 each try in this process, and a deferred task's trigger runs here until its first event. Waits the
 scheduler asks for (retry delays, sensor reschedules) are slept for real, so keep them short.
@@ -20,7 +20,7 @@ from typing import Any
 import pendulum
 
 from controller.runner.task import run_task
-from zonda import callbacks, decisions, plans, triggers
+from zonda import callbacks, decisions, invocation_builder, plans, triggers
 from zonda.authoring import compat, dag_files, manifests
 from zonda.authoring.dags import DAG
 from zonda.callbacks import CallbackLaunch, callback_task
@@ -179,7 +179,7 @@ def _execute(
             phase=AttemptPhase.SUCCEEDED, exit_code=0, started_at=started, finished_at=started,
             message="container task: not run by `dags test`",
         )  # fmt: skip
-    invocation = plans.task_invocation(
+    invocation = invocation_builder.task_invocation(
         run_name=run_name,
         spec=run_spec,
         status=status,
@@ -211,7 +211,7 @@ def _run_callback(
     launch: CallbackLaunch,
 ) -> None:
     """A callback try (a failure the task could not report, a DAG callback) run here with the runner."""
-    invocation = plans.task_invocation(
+    invocation = invocation_builder.task_invocation(
         run_name=run_name,
         spec=run_spec,
         status=status,

@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.executors.base import Executor
 from controller.reconcilers import metrics
-from zonda import plans
+from zonda import invocation_builder
 from zonda.callbacks import CallbackLaunch, callback_task
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.dags import ResolvedDag
@@ -44,7 +44,7 @@ async def launch_callbacks(
     meta = run["metadata"]
     for launch in launches:
         task = callback_task(dag.tasks[launch.task_id])
-        invocation = plans.task_invocation(
+        invocation = invocation_builder.task_invocation(
             run_name=meta["name"],
             spec=spec,
             status=status,

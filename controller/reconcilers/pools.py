@@ -25,7 +25,8 @@ from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter
 from controller.reconcilers.index import RunIndex, RunSummary
 from zonda import pools
-from zonda.pools import Concurrency, PoolLimit, PoolSpec
+from zonda.pool_models import PoolSpec
+from zonda.pools import Concurrency, PoolLimit
 
 __all__ = ["POOLS", "PoolAdmission", "PoolReconciler", "runs_to_wake"]
 

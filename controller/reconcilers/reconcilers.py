@@ -1,7 +1,7 @@
 """Reconcilers: gather from the API, call the pure core, act once. No scheduling logic lives here.
 
 - `DagReconciler` (dags.py): `zonda.dag_plans.plan_dag` decides which runs are due and the DAG's status.
-- `RunReconciler` (runs.py): `zonda.plans.start_run` / `observe`, then `zonda.decisions.decide`.
+- `RunReconciler` (runs.py): `zonda.plans.start_run` / `observe`, then `zonda._decide_runs.decide`.
 - `BackfillReconciler` (backfills.py): `zonda.backfills.plan_backfill` decides which backfill runs to create.
 - `PoolReconciler` (pools.py): a Pool's status; pools.py also holds the admission critical section.
 - `Reconcilers` below is what the kopf process holds: both, sharing one status writer and run index.

@@ -1,4 +1,4 @@
-"""`RunReconciler`: gather a DagRun, its attempts and triggers; `zonda.decisions.decide`; act on the plan.
+"""`RunReconciler`: gather a DagRun, its attempts and triggers; `zonda._decide_runs.decide`; act on the plan.
 
 Acting is: create triggers, launch attempts, write the status (one optimistic write,
 resourceVersion-checked), then kill attempts, delete triggers and post Events. Launches come before
@@ -29,7 +29,17 @@ from controller.reconcilers.index import RunIndex, RunSummary, previous_states, 
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
 from controller.reconcilers.stored_xcoms import StoredXComReader
 from controller.reconcilers.trigger_resources import trigger_body, trigger_report
-from zonda import callbacks, container_mapping, decisions, events, history, mapping, plans, status_budget
+from zonda import (
+    callbacks,
+    container_mapping,
+    decisions,
+    events,
+    history,
+    invocation_builder,
+    mapping,
+    plans,
+    status_budget,
+)
 from zonda.dagrun_models import DagRunSpec, DagRunStatus, dag_label_problem
 from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
 from zonda.models import Condition, DagSpec
@@ -340,7 +350,7 @@ class RunReconciler:
         success = previous_success(
             self.index.siblings(meta["namespace"], spec.dag_name, meta["name"]), status.logical_date
         )
-        invocation = plans.task_invocation(
+        invocation = invocation_builder.task_invocation(
             run_name=meta["name"],
             spec=spec,
             status=status,

@@ -210,6 +210,7 @@ def test_both_components_answer_healthz(after_a_deferred_run: Scrapes, component
 
 # ------------------------------------------------------------------------------------ probes
 
+
 @pytest.mark.parametrize(
     ("component", "probe"),
     [

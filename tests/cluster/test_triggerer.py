@@ -59,7 +59,11 @@ def trigger_body(name: str, trigger: BaseTrigger, shards: int) -> dict[str, Any]
         "kind": "Trigger",
         "metadata": {"name": name, "labels": {SHARD_LABEL: str(shard)}},
         "spec": {
-            "classpath": classpath, "kwargs": kwargs, "dagRun": "run-1", "taskId": name, "tryNumber": 1,
+            "classpath": classpath,
+            "kwargs": kwargs,
+            "dagRun": "run-1",
+            "taskId": name,
+            "tryNumber": 1,
             "shard": shard,
         },
     }
@@ -127,8 +131,13 @@ class StatusRecorder:
 @contextlib.asynccontextmanager
 async def replica(kube: Kube, namespace: str, identity: str, **options: Any) -> AsyncIterator[Triggerer]:
     """An in-process triggerer replica running on the test's event loop."""
-    settings: dict[str, Any] = {"shards": 4, "capacity": 1000, "lease_duration": LEASE_SECONDS,
-                                "renew_every": RENEW_SECONDS, **options}
+    settings: dict[str, Any] = {
+        "shards": 4,
+        "capacity": 1000,
+        "lease_duration": LEASE_SECONDS,
+        "renew_every": RENEW_SECONDS,
+        **options,
+    }
     triggerer = Triggerer(kube, TriggererSettings(namespace=namespace, identity=identity, **settings))
     task = asyncio.create_task(triggerer.run())
     try:
@@ -149,15 +158,32 @@ class ReplicaProcess:
         self.log_path = log_dir / f"triggerer-{identity}.log"
         arguments = {"shards": 4, "lease-duration": LEASE_SECONDS, "renew-every": RENEW_SECONDS, **options}
         command = [
-            sys.executable, "-m", "controller.triggerer", "--kubeconfig", str(cluster.kubeconfig),
-            "--namespace", namespace, "--identity", identity, "--bind-host", "127.0.0.1",
-            "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
+            sys.executable,
+            "-m",
+            "controller.triggerer",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--namespace",
+            namespace,
+            "--identity",
+            identity,
+            "--bind-host",
+            "127.0.0.1",
+            "--metrics-port",
+            str(self.metrics_port),
+            "--health-port",
+            str(self.health_port),
             *(item for key, value in arguments.items() for item in (f"--{key}", str(value))),
         ]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
-                start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO_ROOT,
+                start_new_session=True,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )
 
     def signal(self, number: int) -> None:
@@ -292,7 +318,8 @@ async def test_sigkill_moves_the_shards_after_the_lease_duration_and_every_trigg
         await kube.core.patch_namespaced_config_map("gate", namespace, {"data": {"open": "yes"}})
         await eventually(
             lambda: _if(lease_holders(kube, namespace, 4), lambda h: all(h[s] == "b" for s in a_shards)),
-            "b to take over a's shards", within=30,
+            "b to take over a's shards",
+            within=30,
         )
         names = [body["metadata"]["name"] for body in early + late]
         await eventually(lambda: _now(len(recorder.fired()) == len(names)), "all to fire", within=60)
@@ -333,7 +360,8 @@ async def test_graceful_sigterm_hands_over_faster_than_the_lease_duration(
         stopped_at = time.monotonic()
         await eventually(
             lambda: _if(lease_holders(kube, namespace, 4), lambda h: set(h.values()) == {"b"}),
-            "b to hold every shard", within=long_lease / 2,
+            "b to hold every shard",
+            within=long_lease / 2,
         )
         handover = time.monotonic() - stopped_at
         assert a.wait() == 0
@@ -413,12 +441,16 @@ async def test_deleting_a_trigger_cancels_it_and_runs_its_cleanup(kube: Kube, na
     [
         pytest.param("no.such.Trigger", {}, "could not be loaded", id="an unknown class fails the trigger"),
         pytest.param(
-            "zonda.triggers.temporal.DateTimeTrigger", {"moment": "2024-01-01T00:00:00"}, "naive",
+            "zonda.triggers.temporal.DateTimeTrigger",
+            {"moment": "2024-01-01T00:00:00"},
+            "naive",
             id="kwargs the class rejects fail the trigger",
         ),
         pytest.param(
-            "zonda.triggers.file.FileTrigger", {"filepath": "/nonexistent/*", "poke_interval": "soon"},
-            "Trigger could not be loaded", id="a wrongly typed argument fails the trigger",
+            "zonda.triggers.file.FileTrigger",
+            {"filepath": "/nonexistent/*", "poke_interval": "soon"},
+            "Trigger could not be loaded",
+            id="a wrongly typed argument fails the trigger",
         ),
     ],
 )
@@ -449,8 +481,12 @@ async def test_object_condition_trigger_fires_when_the_field_has_the_value(
         await kube.core.patch_namespaced_config_map("gate", namespace, {"data": {"open": "yes"}})
         await eventually(lambda: _now("gate" in recorder.fired()), "the trigger to fire")
     assert recorder.fired()["gate"]["event"] == {
-        "apiVersion": "v1", "kind": "ConfigMap", "namespace": namespace, "name": "gate",
-        "fieldPath": "data.open", "value": "yes",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "namespace": namespace,
+        "name": "gate",
+        "fieldPath": "data.open",
+        "value": "yes",
     }
 
 
@@ -475,4 +511,3 @@ async def _failed(kube: Kube, namespace: str, name: str) -> dict[str, Any] | Non
     stored = await kube.get_custom(TRIGGERS, namespace, name)
     status = (stored or {}).get("status") or {}
     return status if status.get("state") == "failed" else None
-

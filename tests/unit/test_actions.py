@@ -12,8 +12,9 @@ import pytest
 
 from tests.unit.test_decisions import RUN_NAME, Run, make_dag, started
 from zonda import actions, plans
+from zonda._decide_runs import decide
 from zonda.dagrun_models import DagRunStatus
-from zonda.decisions import AttemptPhase, Observation, decide
+from zonda.decisions import AttemptPhase, Observation
 from zonda.models import DagRunState, DagSpec, TaskInstanceState, TaskSpec
 
 S = TaskInstanceState

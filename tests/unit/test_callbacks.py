@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from controller.runner.task import run_task
-from zonda import callbacks, decisions
+from zonda import _decide_runs, callbacks
 from zonda.authoring import dag_files, manifests, rendering
 from zonda.callbacks import CallbackLaunch
 from zonda.dagrun_models import DagRunStatus
@@ -110,7 +110,7 @@ class Driver:
     ) -> callbacks.CallbackPlan:
         self.now += after
         observed = Observation(attempts={a.task_id: a for a in attempts})
-        plan = decisions.decide(
+        plan = _decide_runs.decide(
             self.dag,
             run_name=RUN,
             run_type=self.run_type,

@@ -15,16 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zonda import plans
+from zonda._decide_runs import decide
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.dags import ResolvedDag, ResolvedTask
-from zonda.decisions import (
-    AttemptPhase,
-    Observation,
-    ObservedAttempt,
-    ObservedTrigger,
-    RunPlan,
-    decide,
-)
+from zonda.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger, RunPlan
 from zonda.invocations import DeferralRequest, TaskOutcome, TaskResult
 from zonda.models import (
     FINISHED_TI_STATES,

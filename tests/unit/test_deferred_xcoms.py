@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from tests.unit.test_decisions import Run, make_dag, started
-from zonda import actions, plans, xcoms
+from zonda import actions, invocation_builder, xcoms
 from zonda.dagrun_models import DagRunSpec
 from zonda.dags import ResolvedTask
 from zonda.decisions import AttemptPhase, ObservedAttempt
@@ -39,7 +39,7 @@ def rescheduled(run: Run, task_id: str, **result: object) -> ObservedAttempt:
 def invocation_of(run: Run, task_id: str) -> TaskInvocation:
     """What the controller hands the runner for the task's current try (as the executors build it)."""
     task: ResolvedTask = run.dag.tasks[task_id]
-    return plans.task_invocation(
+    return invocation_builder.task_invocation(
         run_name="etl-20240101", spec=DagRunSpec(dag_name="etl"), status=run.status, dag_spec=run.dag.spec,
         task=task, try_number=run.ti(task_id).try_number,
     )  # fmt: skip

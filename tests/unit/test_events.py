@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tests.unit.test_decisions import make_dag, started
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
-from zonda.decisions import RunEvent
 from zonda.events import events_to_post, state_changes
 from zonda.models import DagRunState, TaskInstanceState
+from zonda.run_events import RunEvent
 
 S = TaskInstanceState
 

@@ -11,13 +11,14 @@ import pytest
 import yaml
 
 from tests.unit.test_decisions import Run, make_dag
-from zonda import DAG, pools
+from zonda import DAG, pool_models, pools
 from zonda.authoring import manifests
 from zonda.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.decisions import AttemptPhase
 from zonda.models import TaskInstanceState, WeightRule
 from zonda.operators.bash import BashOperator
-from zonda.pools import Candidate, Concurrency, PoolLimit, PoolSpec, SlotHolder, admit
+from zonda.pool_models import PoolSpec
+from zonda.pools import Candidate, Concurrency, PoolLimit, SlotHolder, admit
 
 S = TaskInstanceState
 DAY = datetime(2024, 1, 1, tzinfo=UTC)
@@ -135,7 +136,7 @@ def test_deferred_task_instances_hold_slots_only_with_include_deferred(
 
 def test_an_unlimited_pool_admits_everything() -> None:
     many = [candidate(f"r{i}", "t", dag=f"d{i}") for i in range(200)]
-    assert len(admit(many, [], {"p": PoolLimit(pools.UNLIMITED)}).admitted) == 200
+    assert len(admit(many, [], {"p": PoolLimit(pool_models.UNLIMITED)}).admitted) == 200
 
 
 def test_default_pool_has_128_slots_unless_a_pool_resource_says_otherwise() -> None:
@@ -193,9 +194,9 @@ def test_pool_status_counts_like_airflows_slots_stats() -> None:
 
 
 def test_airflow_pool_names_map_to_resource_names() -> None:
-    assert pools.pool_resource_name("default_pool") == "default-pool"
-    assert pools.pool_resource_name("GPU_Pool") == "gpu-pool"
-    assert pools.pool_name_problem("a pool!") is not None
+    assert pool_models.pool_resource_name("default_pool") == "default-pool"
+    assert pool_models.pool_resource_name("GPU_Pool") == "gpu-pool"
+    assert pool_models.pool_name_problem("a pool!") is not None
 
 
 def test_a_task_naming_a_pool_no_resource_can_have_is_invalid() -> None:
@@ -268,8 +269,8 @@ def test_a_finished_task_frees_its_slot_for_the_next_in_the_same_pass() -> None:
 
 def test_the_example_default_pool_is_airflows() -> None:
     example = yaml.safe_load((Path(__file__).parents[2] / "examples/pools/default-pool.yaml").read_text())
-    assert example["metadata"]["name"] == pools.pool_resource_name(pools.DEFAULT_POOL)
-    assert PoolSpec.model_validate(example["spec"]).slots == pools.DEFAULT_POOL_SLOTS
+    assert example["metadata"]["name"] == pool_models.pool_resource_name(pool_models.DEFAULT_POOL)
+    assert PoolSpec.model_validate(example["spec"]).slots == pool_models.DEFAULT_POOL_SLOTS
 
 
 def test_a_python_dag_file_keeps_airflows_pool_arguments() -> None:

@@ -285,7 +285,7 @@ class SlowFirstEventKube(FakeKube):
 async def test_a_passs_events_are_posted_after_those_of_the_previous_pass_still_posting() -> None:
     """`kubectl describe` orders Events by when they were posted: a second pass's must not overtake."""
     from controller.reconcilers.common import StatusWriter
-    from zonda.decisions import RunEvent
+    from zonda.run_events import RunEvent
 
     kube = SlowFirstEventKube()
     writer = StatusWriter(kube)
@@ -304,7 +304,7 @@ async def test_a_passs_events_are_posted_after_those_of_the_previous_pass_still_
 
 async def test_flush_events_waits_for_the_events_still_posting_so_a_stopping_controller_keeps_them() -> None:
     from controller.reconcilers.common import StatusWriter
-    from zonda.decisions import RunEvent
+    from zonda.run_events import RunEvent
 
     kube = SlowFirstEventKube()
     writer = StatusWriter(kube)
@@ -318,7 +318,7 @@ async def test_flush_events_waits_for_the_events_still_posting_so_a_stopping_con
 
 async def test_flush_events_gives_up_after_its_time_and_says_how_many_are_left() -> None:
     from controller.reconcilers.common import StatusWriter
-    from zonda.decisions import RunEvent
+    from zonda.run_events import RunEvent
 
     class HangingKube(FakeKube):
         async def emit_event(self, involved: Mapping[str, Any], **kwargs: Any) -> None:

@@ -24,14 +24,24 @@ def record(
     holder: str | None = "me", transitions: int = 3, renewed: datetime = T0, duration: float = 15
 ) -> LeaseRecord:
     return LeaseRecord(
-        name="zonda-triggerer-shard-1", holder=holder, duration_seconds=duration, transitions=transitions,
-        acquire_time=T0, renew_time=renewed, resource_version="7",
+        name="zonda-triggerer-shard-1",
+        holder=holder,
+        duration_seconds=duration,
+        transitions=transitions,
+        acquire_time=T0,
+        renew_time=renewed,
+        resource_version="7",
     )
 
 
 HOLDING = Holding(
-    shard=1, lease_name="zonda-triggerer-shard-1", transitions=3, acquire_time=T0, resource_version="7",
-    duration_seconds=15, renewed_at=100.0,
+    shard=1,
+    lease_name="zonda-triggerer-shard-1",
+    transitions=3,
+    acquire_time=T0,
+    resource_version="7",
+    duration_seconds=15,
+    renewed_at=100.0,
 )
 
 
@@ -42,7 +52,9 @@ HOLDING = Holding(
         pytest.param(record(holder="thief"), 105.0, False, id="a stolen lease forbids the write"),
         pytest.param(record(holder=None), 105.0, False, id="a released lease forbids the write"),
         pytest.param(
-            record(transitions=5), 105.0, False,
+            record(transitions=5),
+            105.0,
+            False,
             id="a lease lost and won back since acquisition forbids the write (transitions moved)",
         ),
         pytest.param(record(), 115.0, False, id="a renewal older than the lease duration forbids the write"),
@@ -94,13 +106,17 @@ def test_a_released_lease_is_free_at_once() -> None:
 def test_lease_record_reads_the_api_shape() -> None:
     body = {
         "metadata": {
-            "name": "zonda-triggerer-shard-4", "resourceVersion": "99",
+            "name": "zonda-triggerer-shard-4",
+            "resourceVersion": "99",
             "labels": {"zonda.dev/lease-kind": "shard", "zonda.dev/shard": "4"},
             "annotations": {"zonda.dev/capacity": "6"},
         },
         "spec": {
-            "holderIdentity": "replica-a", "leaseDurationSeconds": 15, "leaseTransitions": 2,
-            "acquireTime": "2024-03-01T12:00:00.000000+00:00", "renewTime": "2024-03-01T12:00:05.5+00:00",
+            "holderIdentity": "replica-a",
+            "leaseDurationSeconds": 15,
+            "leaseTransitions": 2,
+            "acquireTime": "2024-03-01T12:00:00.000000+00:00",
+            "renewTime": "2024-03-01T12:00:05.5+00:00",
         },
     }
     parsed = LeaseRecord.from_body(body)
@@ -122,7 +138,8 @@ def test_an_empty_holder_is_no_holder() -> None:
         pytest.param(T0, "2024-03-01T12:00:00.000000Z", id="whole seconds still get six fractional digits"),
         pytest.param(
             datetime(2024, 3, 1, 13, 0, 0, 12, tzinfo=timezone(timedelta(hours=1))),
-            "2024-03-01T12:00:00.000012Z", id="other offsets are written in UTC",
+            "2024-03-01T12:00:00.000012Z",
+            id="other offsets are written in UTC",
         ),
     ],
 )

@@ -37,43 +37,59 @@ POD_NOT_READY = {"status": {"conditions": [{"type": "Ready", "status": "False"}]
     ("obj", "wait", "event"),
     [
         pytest.param(
-            JOB_DONE, {"condition": "Complete"}, {"condition": "Complete", "status": "True"},
+            JOB_DONE,
+            {"condition": "Complete"},
+            {"condition": "Complete", "status": "True"},
             id="a Job with condition Complete True is ready",
         ),
         pytest.param(JOB_RUNNING, {"condition": "Complete"}, None, id="a Job without the condition is not"),
         pytest.param(POD_NOT_READY, {"condition": "Ready"}, None, id="a condition with status False is not"),
         pytest.param(
-            JOB_DONE, {"field_path": "status.succeeded", "value": 1},
-            {"fieldPath": "status.succeeded", "value": 1}, id="a Job whose status.succeeded is 1 is ready",
+            JOB_DONE,
+            {"field_path": "status.succeeded", "value": 1},
+            {"fieldPath": "status.succeeded", "value": 1},
+            id="a Job whose status.succeeded is 1 is ready",
         ),
         pytest.param(
-            JOB_DONE, {"field_path": "status.succeeded", "value": "1"},
-            {"fieldPath": "status.succeeded", "value": 1}, id="the value may be written as text",
+            JOB_DONE,
+            {"field_path": "status.succeeded", "value": "1"},
+            {"fieldPath": "status.succeeded", "value": 1},
+            id="the value may be written as text",
         ),
         pytest.param(
-            JOB_DONE, {"field_path": "status.succeeded", "value": True}, None,
+            JOB_DONE,
+            {"field_path": "status.succeeded", "value": True},
+            None,
             id="but True is not 1, unlike in Python",
         ),
         pytest.param(
-            JOB_DONE, {"field_path": "status.containerStatuses.0.ready", "value": "true"},
+            JOB_DONE,
+            {"field_path": "status.containerStatuses.0.ready", "value": "true"},
             {"fieldPath": "status.containerStatuses.0.ready", "value": True},
             id="a number in the path indexes a list and booleans compare as true/false",
         ),
         pytest.param(
-            JOB_DONE, {"field_path": "status.startTime", "value": datetime(2024, 3, 1, 12, tzinfo=UTC)},
+            JOB_DONE,
+            {"field_path": "status.startTime", "value": datetime(2024, 3, 1, 12, tzinfo=UTC)},
             {"fieldPath": "status.startTime", "value": "2024-03-01T12:00:00Z"},
             id="a timestamp value compares as a moment",
         ),
         pytest.param(
-            JOB_RUNNING, {"field_path": "status.succeeded", "value": 1}, None,
+            JOB_RUNNING,
+            {"field_path": "status.succeeded", "value": 1},
+            None,
             id="a missing field is not ready",
         ),
         pytest.param(
-            JOB_RUNNING, {"field_path": "status.succeeded"}, None,
+            JOB_RUNNING,
+            {"field_path": "status.succeeded"},
+            None,
             id="without a value a field path waits for the field to appear",
         ),
         pytest.param(
-            JOB_RUNNING, {"field_path": "status.active"}, {"fieldPath": "status.active", "value": 1},
+            JOB_RUNNING,
+            {"field_path": "status.active"},
+            {"fieldPath": "status.active", "value": 1},
             id="without a value any present field is ready",
         ),
     ],
@@ -121,8 +137,14 @@ def test_object_condition_trigger_needs_exactly_one_criterion(wait: dict[str, An
 
 def test_wait_for_object_sensor_defers_to_the_trigger_with_its_timeout() -> None:
     sensor = WaitForObjectSensor(
-        task_id="wait", api_version="batch/v1", kind="Job", name="etl", namespace="team-a",
-        condition="Complete", timeout="10m", poke_interval=3,
+        task_id="wait",
+        api_version="batch/v1",
+        kind="Job",
+        name="etl",
+        namespace="team-a",
+        condition="Complete",
+        timeout="10m",
+        poke_interval=3,
     )
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute({})
@@ -130,8 +152,16 @@ def test_wait_for_object_sensor_defers_to_the_trigger_with_its_timeout() -> None
     assert deferred.value.timeout == timedelta(minutes=10)
     assert serialize_trigger(deferred.value.trigger) == (
         "controller.providers.kubernetes.triggers.ObjectConditionTrigger",
-        {"api_version": "batch/v1", "kind": "Job", "name": "etl", "namespace": "team-a",
-         "condition": "Complete", "field_path": None, "value": None, "poll_interval": 3.0},
+        {
+            "api_version": "batch/v1",
+            "kind": "Job",
+            "name": "etl",
+            "namespace": "team-a",
+            "condition": "Complete",
+            "field_path": None,
+            "value": None,
+            "poll_interval": 3.0,
+        },
     )
     event = {"kind": "Job", "name": "etl", "condition": "Complete", "status": "True"}
     assert sensor.resume_execution("execute_complete", {"event": event}, {}) == event

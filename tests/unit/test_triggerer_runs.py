@@ -78,7 +78,8 @@ def drive(clock: FakeClock, trigger: BaseTrigger) -> list[TriggerResult]:
     ("trigger", "expected"),
     [
         pytest.param(
-            ScriptedTrigger("yield"), TriggerResult(event=TriggerEvent({"done": True})),
+            ScriptedTrigger("yield"),
+            TriggerResult(event=TriggerEvent({"done": True})),
             id="the first event is delivered and the rest are never asked for",
         ),
         pytest.param(
@@ -92,7 +93,8 @@ def drive(clock: FakeClock, trigger: BaseTrigger) -> list[TriggerResult]:
             id="returning without an event fails the trigger, as in Airflow",
         ),
         pytest.param(
-            ScriptedTrigger("yield", failing_cleanup=True), TriggerResult(event=TriggerEvent({"done": True})),
+            ScriptedTrigger("yield", failing_cleanup=True),
+            TriggerResult(event=TriggerEvent({"done": True})),
             id="a failing cleanup does not lose the event",
         ),
     ],
@@ -183,11 +185,15 @@ async def test_polite_triggers_raise_no_warning(caplog: pytest.LogCaptureFixture
     ("slow", "running", "description"),
     [
         pytest.param(
-            [("a", 0.3), ("b", 0.1), ("a", 0.2)], [], "slowest trigger steps: a 0.50s, b 0.10s",
+            [("a", 0.3), ("b", 0.1), ("a", 0.2)],
+            [],
+            "slowest trigger steps: a 0.50s, b 0.10s",
             id="slow steps are summed per trigger, slowest first",
         ),
         pytest.param(
-            [], ["t3", "t1", "t2"], "no single trigger step was slow; running: t1, t2, t3",
+            [],
+            ["t3", "t1", "t2"],
+            "no single trigger step was slow; running: t1, t2, t3",
             id="without slow steps the running triggers are named",
         ),
         pytest.param([], [], "no trigger was running", id="nothing running says so"),
@@ -214,7 +220,9 @@ def idle_triggerer() -> Triggerer:
         pytest.param(0.01, 0.5, None, id="a replica renewing its leases on a responsive loop is healthy"),
         pytest.param(6.0, 0.5, "event loop lagged 6.00s", id="a replica whose loop lagged is unhealthy"),
         pytest.param(
-            0.01, 10.0, "lease loop has not completed a cycle",
+            0.01,
+            10.0,
+            "lease loop has not completed a cycle",
             id="a replica whose lease loop stalled is unhealthy",
         ),
     ],

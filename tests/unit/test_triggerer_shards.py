@@ -84,9 +84,12 @@ def test_fair_share_is_the_ceiling(shards: int, replicas: int, share: int) -> No
 def test_shard_capacity_follows_airflows_trigger_capacity(
     running: int, trigger_capacity: int, held: int, shards: int
 ) -> None:
-    assert shard_capacity(
-        running_triggers=running, trigger_capacity=trigger_capacity, held_shards=held, shard_count=16
-    ) == shards
+    assert (
+        shard_capacity(
+            running_triggers=running, trigger_capacity=trigger_capacity, held_shards=held, shard_count=16
+        )
+        == shards
+    )
 
 
 def holders_of(*assignment: str | None) -> dict[int, str | None]:
@@ -97,48 +100,91 @@ def holders_of(*assignment: str | None) -> dict[int, str | None]:
     ("identity", "capacity", "holders", "capacities", "plan"),
     [
         pytest.param(
-            "a", 16, holders_of(*[None] * 4), {}, ShardPlan(acquire=(0, 1, 2, 3)),
+            "a",
+            16,
+            holders_of(*[None] * 4),
+            {},
+            ShardPlan(acquire=(0, 1, 2, 3)),
             id="a lone replica takes every free shard",
         ),
         pytest.param(
-            "a", 2, holders_of(*[None] * 4), {}, ShardPlan(acquire=(0, 1)),
+            "a",
+            2,
+            holders_of(*[None] * 4),
+            {},
+            ShardPlan(acquire=(0, 1)),
             id="a lone replica takes no more than its capacity",
         ),
         pytest.param(
-            "a", 16, holders_of(*["a"] * 8), {"b": 16}, ShardPlan(release=(4, 5, 6, 7)),
+            "a",
+            16,
+            holders_of(*["a"] * 8),
+            {"b": 16},
+            ShardPlan(release=(4, 5, 6, 7)),
             id="the holder of everything releases half when a second replica joins",
         ),
         pytest.param(
-            "b", 16, holders_of(*["a"] * 4, *[None] * 4), {"a": 16}, ShardPlan(acquire=(4, 5, 6, 7)),
+            "b",
+            16,
+            holders_of(*["a"] * 4, *[None] * 4),
+            {"a": 16},
+            ShardPlan(acquire=(4, 5, 6, 7)),
             id="the joining replica takes the released shards",
         ),
         pytest.param(
-            "a", 16, holders_of(*["a"] * 4, *[None] * 4), {"b": 16}, ShardPlan(),
+            "a",
+            16,
+            holders_of(*["a"] * 4, *[None] * 4),
+            {"b": 16},
+            ShardPlan(),
             id="no replica releases while free shards can cover the newcomer",
         ),
         pytest.param(
-            "a", 16, holders_of("a", "a", "a", "b", "b", "b", "c", "c", "c"), {"d": 16},
+            "a",
+            16,
+            holders_of("a", "a", "a", "b", "b", "b", "c", "c", "c"),
+            {"d": 16},
             ShardPlan(release=(2,)),
             id="with nine shards and a fourth replica each holder gives up one",
         ),
         pytest.param(
-            "a", 16, holders_of(*[None] * 8), {"b": 2}, ShardPlan(acquire=(0, 1, 2, 3, 4, 5)),
+            "a",
+            16,
+            holders_of(*[None] * 8),
+            {"b": 2},
+            ShardPlan(acquire=(0, 1, 2, 3, 4, 5)),
             id="a replica takes more than its share when a peer's capacity is smaller",
         ),
         pytest.param(
-            "a", 3, holders_of(*[None] * 8), {"b": 3}, ShardPlan(acquire=(0, 1, 2)),
+            "a",
+            3,
+            holders_of(*[None] * 8),
+            {"b": 3},
+            ShardPlan(acquire=(0, 1, 2)),
             id="when capacities are too small some shards stay unowned",
         ),
         pytest.param(
-            "b", 16, holders_of("a", None, "a", None), {"a": 16}, ShardPlan(acquire=(1, 3)),
+            "b",
+            16,
+            holders_of("a", None, "a", None),
+            {"a": 16},
+            ShardPlan(acquire=(1, 3)),
             id="free and expired shards are taken lowest first",
         ),
         pytest.param(
-            "a", 16, holders_of("a", "a", "b", "b"), {"b": 16}, ShardPlan(),
+            "a",
+            16,
+            holders_of("a", "a", "b", "b"),
+            {"b": 16},
+            ShardPlan(),
             id="a balanced assignment is left alone",
         ),
         pytest.param(
-            "a", 16, holders_of("a", "a", "a", "a"), {"b": 0}, ShardPlan(),
+            "a",
+            16,
+            holders_of("a", "a", "a", "a"),
+            {"b": 0},
+            ShardPlan(),
             id="a replica with no capacity is not given shards",
         ),
     ],
@@ -163,8 +209,11 @@ def settle(
         shuffle(order)
         for replica in order:
             plan = plan_shards(
-                identity=replica, shard_count=shard_count, capacity=capacities[replica],
-                holders=holders, capacities=capacities,
+                identity=replica,
+                shard_count=shard_count,
+                capacity=capacities[replica],
+                holders=holders,
+                capacities=capacities,
             )
             for shard in plan.release:
                 holders[shard], changed = None, True

@@ -15,12 +15,8 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
+from zonda.dag_dependencies import DEFAULT_EXECUTION_DATE, DEFAULT_RECURSION_DEPTH
 from zonda.operators.empty import EmptyOperator
-
-#: Airflow's default: the marker points at the same logical date in the other DAG.
-DEFAULT_EXECUTION_DATE = "{{ logical_date.isoformat() }}"
-#: Airflow's default limit on how many markers one clear may follow in a chain.
-DEFAULT_RECURSION_DEPTH = 10
 
 
 class ExternalTaskMarker(EmptyOperator):

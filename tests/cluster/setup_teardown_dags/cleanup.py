@@ -7,8 +7,12 @@ from zonda.decorators import setup, teardown
 from zonda.exceptions import AirflowFailException
 
 
-@dag(dag_id="cleanup", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
-     default_args={"retries": 0})
+@dag(
+    dag_id="cleanup",
+    schedule=None,
+    start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+    default_args={"retries": 0},
+)
 def cleanup():
     @setup
     def create() -> str:

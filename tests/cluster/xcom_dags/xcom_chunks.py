@@ -8,8 +8,12 @@ import pendulum
 from zonda import dag, task
 
 
-@dag(dag_id="xcom_chunks", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
-     default_args={"retries": 0})
+@dag(
+    dag_id="xcom_chunks",
+    schedule=None,
+    start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+    default_args={"retries": 0},
+)
 def xcom_chunks():
     @task
     def small() -> str:

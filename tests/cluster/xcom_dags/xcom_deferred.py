@@ -31,8 +31,12 @@ class PushThenDefer(BaseOperator):
         return pulled
 
 
-@dag(dag_id="xcom_deferred", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
-     default_args={"retries": 0})
+@dag(
+    dag_id="xcom_deferred",
+    schedule=None,
+    start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+    default_args={"retries": 0},
+)
 def xcom_deferred():
     @task
     def consume(ti=None):

@@ -6,8 +6,12 @@ import pendulum
 from zonda import dag, task
 
 
-@dag(dag_id="xcom_prior", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
-     default_args={"retries": 0})
+@dag(
+    dag_id="xcom_prior",
+    schedule=None,
+    start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+    default_args={"retries": 0},
+)
 def xcom_prior():
     @task
     def count(ti=None) -> dict:
