@@ -2,7 +2,8 @@
 
 The UI renders the task's `template_fields` with the same invocation
 (`invocation_builder.task_invocation`), context (`task_context.build_context`) and sandbox the runner
-uses for that try, so what it shows is what the try rendered. Deliberate differences, said on the page and in docs/ui.md: `var` and `conn` are read from the
+uses for that try, so what it shows is what the try rendered.
+Deliberate differences, said on the page and in docs/ui.md: `var` and `conn` are read from the
 try's environment (its pod's secrets), which the UI does not have, so a template using them shows an
 error rather than the UI process's own environment; `prev_data_interval_*_success` are not looked up;
 and only built-in and provider operators are imported to learn their `template_fields` (the UI does not
