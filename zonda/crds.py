@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from zonda import xcom_chunks
 from zonda.backfill_models import BackfillSpec, BackfillStatus
 from zonda.dagrun_models import DagRunSpec, DagRunStatus
-from zonda.models import GROUP, VERSION, DagSpec, DagStatus
+from zonda.models import BACKFILLS, DAGRUNS, DAGS, GROUP, POOLS, TRIGGERS, VERSION, DagSpec, DagStatus
 from zonda.pool_models import PoolSpec, PoolStatus
 from zonda.trigger_models import TriggerSpec, TriggerStatus
 
@@ -175,7 +175,7 @@ def generate() -> dict[str, Schema]:
     ]
     dag = _crd(
         "DAG",
-        "dags",
+        DAGS,
         "dag",
         dag_spec,
         schema_for(DagStatus),
@@ -195,7 +195,7 @@ def generate() -> dict[str, Schema]:
     )
     dagrun = _crd(
         "DagRun",
-        "dagruns",
+        DAGRUNS,
         "dr",
         schema_for(DagRunSpec),
         schema_for(DagRunStatus),
@@ -213,7 +213,7 @@ def generate() -> dict[str, Schema]:
     )
     trigger = _crd(
         "Trigger",
-        "triggers",
+        TRIGGERS,
         "trig",
         schema_for(TriggerSpec),
         schema_for(TriggerStatus),
@@ -230,7 +230,7 @@ def generate() -> dict[str, Schema]:
     )
     backfill = _crd(
         "Backfill",
-        "backfills",
+        BACKFILLS,
         "bf",
         schema_for(BackfillSpec),
         schema_for(BackfillStatus),
@@ -269,7 +269,7 @@ def generate() -> dict[str, Schema]:
     )
     pool = _crd(
         "Pool",
-        "pools",
+        POOLS,
         "pl",
         schema_for(PoolSpec),
         schema_for(PoolStatus),

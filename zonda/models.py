@@ -30,6 +30,12 @@ from zonda.durations import DURATION_PATTERN
 GROUP = "zonda.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+#: The resources' plurals (their path in the API): the one definition, for the CRDs and every client.
+DAGS = "dags"
+DAGRUNS = "dagruns"
+TRIGGERS = "triggers"
+POOLS = "pools"
+BACKFILLS = "backfills"
 
 #: A duration string such as ``30s``, ``5m`` or ``1h30m`` (see `zonda.durations.parse_duration`).
 Duration = Annotated[str, Field(pattern=DURATION_PATTERN, json_schema_extra={"format": "duration"})]

@@ -36,10 +36,9 @@ from controller.executors import references
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
-from controller.kube import DAGRUNS, DAGS, Kube
+from controller.kube import BACKFILLS, DAGRUNS, DAGS, Kube
 from controller.kube.client import in_cluster_server
 from controller.reconcilers import metrics
-from controller.reconcilers.backfills import BACKFILLS
 from controller.reconcilers.index import RunSummary
 from controller.reconcilers.pools import POOLS, runs_to_wake
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers

@@ -18,8 +18,7 @@ import click
 
 from controller.cli import progress
 from controller.cli.common import namespace_or_default, run_kube
-from controller.kube import DAGS, AlreadyExists, Kube
-from controller.reconcilers.backfills import BACKFILLS
+from controller.kube import BACKFILLS, DAGS, AlreadyExists, Kube
 from zonda.backfill_models import BackfillSpec, BackfillState, ReprocessBehavior
 from zonda.models import API_VERSION
 

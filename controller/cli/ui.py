@@ -16,7 +16,7 @@ import click
 import yaml
 
 from controller import logs as zonda_logs
-from controller.cli import logs as task_logs
+from controller import try_logs as task_logs
 from controller.cli.common import STATE_DIR
 
 
@@ -61,7 +61,7 @@ def ui(
     if not namespaces and not all_namespaces:
         namespaces = (os.environ.get("POD_NAMESPACE") or "default",)
     if state_dir is None:
-        candidates = task_logs.state_dir_candidates(None, kubeconfig)
+        candidates = task_logs.state_dir_candidates(None, kubeconfig, STATE_DIR)
         state_dir = next((c for c in candidates if c.is_dir()), candidates[-1])
     settings = UiSettings(
         namespaces=None if all_namespaces else list(namespaces),

@@ -21,3 +21,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         if port not in _HANDED_OUT:
             _HANDED_OUT.add(port)
             return port
+
+
+def free_port_near(preferred: int, host: str = "127.0.0.1") -> int:
+    """`preferred` when nothing listens there and it was not handed out, else any free port (for the
+    UI of `zonda up`, which people open by its usual port)."""
+    if preferred not in _HANDED_OUT:
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, preferred))
+            except OSError:
+                pass
+            else:
+                _HANDED_OUT.add(preferred)
+                return preferred
+    return free_port(host)

@@ -33,6 +33,7 @@ import yaml
 from controller.devtools import realnode, task_rbac
 from controller.devtools.control_plane_files import API_BINARIES, NODE_BINARIES, ClusterError, binaries_dir
 from controller.devtools.devcluster import REPO_ROOT, Cluster, log, start_local_cluster
+from controller.devtools.ports import free_port_near
 from controller.devtools.up_leftovers import clean_after_previous_up, last_up_record, stop_task_processes
 from zonda.dagrun_models import manual_dagrun
 from zonda.scheduling import dagrun_name
@@ -203,8 +204,6 @@ def _start_ui(
     children: list[subprocess.Popen[bytes]], cluster: Cluster, workdir: Path, state_dir: Path
 ) -> str:
     """Start `zonda ui` (port 8080 when free) and say where it is."""
-    from controller.ui.server import free_port_near
-
     port = free_port_near(8080)
     kubeconfig = str(cluster.kubeconfig)
     args = ["ui", "--namespace", "default", "--kubeconfig", kubeconfig, "--state-dir", str(state_dir)]

@@ -5,11 +5,13 @@
 "decide again".
 """
 
-from controller.kube.client import DAGRUNS, DAGS, POOLS, TRIGGERS, Kube
+from controller.kube.client import Kube
 from controller.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from controller.kube.protocol import KubeApi
+from zonda.models import BACKFILLS, DAGRUNS, DAGS, POOLS, TRIGGERS
 
 __all__ = [
+    "BACKFILLS",
     "DAGRUNS",
     "DAGS",
     "POOLS",

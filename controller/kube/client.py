@@ -32,11 +32,6 @@ from zonda.wire import format_micro_time
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
-DAGS = "dags"
-DAGRUNS = "dagruns"
-TRIGGERS = "triggers"
-POOLS = "pools"
-
 Body = dict[str, Any]
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
+from controller.kube import BACKFILLS, DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.dags import run_ref
 from zonda import backfills
@@ -24,7 +24,6 @@ from zonda.models import API_VERSION, DagSpec
 from zonda.run_types import RunType
 from zonda.wire import LABEL_DAG, LABEL_RUN_TYPE, label_value
 
-BACKFILLS = "backfills"
 #: On each of a backfill's runs: the backfill's name (the watch wakes the backfill when a run changes).
 LABEL_BACKFILL = "zonda.dev/backfill"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controller.cli import logs as task_logs
+from controller import try_logs as task_logs
 from controller.kube import Kube, KubeError
 from controller.ui import tries
 from controller.ui.server import KUBE, SECURITY_HEADERS, SETTINGS, STORE, require

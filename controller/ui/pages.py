@@ -18,7 +18,7 @@ import jinja2
 from aiohttp import web
 from markupsafe import Markup
 
-from controller.cli import logs as task_logs
+from controller import try_logs as task_logs
 from controller.kube import KubeError
 from controller.ui import graphs, log_stream, params_form, tries, views
 from controller.ui.markup import render_markdown

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from controller.cli.pools import PoolRow, pool_rows
 from controller.kube import POOLS
+from controller.pool_rows import PoolRow, pool_rows
 from controller.ui.pages import render
 from controller.ui.server import POOLS_WATCH, SETTINGS, STORE, require
 

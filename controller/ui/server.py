@@ -236,19 +236,6 @@ def create_app(kube: Kube, settings: UiSettings, *, follow: bool = True) -> web.
     return app
 
 
-def free_port_near(preferred: int = 8080) -> int:
-    """`preferred` when nothing listens there, else any free port (for `zonda up`)."""
-    import socket
-
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            probe.bind(("127.0.0.1", 0))
-            return int(probe.getsockname()[1])
-
-
 async def serve(
     settings: UiSettings, *, host: str, port: int, kubeconfig: str | None, stop: asyncio.Event
 ) -> None:

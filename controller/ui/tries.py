@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.cli import logs as task_logs
+from controller import try_logs as task_logs
 from controller.kube import Kube, KubeError
 from zonda.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 

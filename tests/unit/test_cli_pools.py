@@ -10,13 +10,12 @@ import click
 import pytest
 
 from controller.cli.pools import (
-    pool_row,
-    pool_rows,
     pools_from_json,
     pools_to_json,
     resource_name,
     wanted_spec,
 )
+from controller.pool_rows import pool_row, pool_rows
 
 
 def pool(name: str, spec: dict[str, Any], status: dict[str, Any] | None = None, generation: int = 1) -> Any:

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.cli import logs, runs
+from controller import try_logs
+from controller.cli import runs
+from controller.cli.common import STATE_DIR
 from controller.devtools import up, up_leftovers
 from zonda.models import DagSpec, dag_display_fields
 
@@ -72,12 +74,12 @@ def test_describe_prints_task_instances_in_dag_order_and_events_oldest_first() -
 
 
 def test_a_task_that_never_ran_is_reported_as_such() -> None:
-    assert "has not run yet" in (logs.never_ran_message("r", "t", None) or "")
-    message = logs.never_ran_message(
+    assert "has not run yet" in (try_logs.never_ran_message("r", "t", None) or "")
+    message = try_logs.never_ran_message(
         "r", "t", {"state": "upstream_failed", "tryNumber": 0, "reason": "x failed"}
     )
     assert message == "task 't' of r never ran (state upstream_failed: x failed)"
-    assert logs.never_ran_message("r", "t", {"state": "success", "tryNumber": 1}) is None
+    assert try_logs.never_ran_message("r", "t", {"state": "success", "tryNumber": 1}) is None
 
 
 def test_the_state_dir_is_found_from_the_kubeconfig_zonda_up_wrote(tmp_path: Path) -> None:
@@ -92,11 +94,11 @@ def test_the_state_dir_is_found_from_the_kubeconfig_zonda_up_wrote(tmp_path: Pat
             }
         )
     )
-    assert logs.kubeconfig_state_dir(str(kubeconfig)) is None
+    assert try_logs.kubeconfig_state_dir(str(kubeconfig)) is None
     up._record_state_dir(kubeconfig, tmp_path / "state")
-    assert logs.kubeconfig_state_dir(str(kubeconfig)) == tmp_path / "state"
-    candidates = logs.state_dir_candidates(None, str(kubeconfig))
-    assert tmp_path / "state" in candidates and candidates[-1] == logs.STATE_DIR
+    assert try_logs.kubeconfig_state_dir(str(kubeconfig)) == tmp_path / "state"
+    candidates = try_logs.state_dir_candidates(None, str(kubeconfig), STATE_DIR)
+    assert tmp_path / "state" in candidates and candidates[-1] == STATE_DIR
 
 
 def test_local_tries_groups_attempts_by_try(tmp_path: Path) -> None:
@@ -104,7 +106,7 @@ def test_local_tries_groups_attempts_by_try(tmp_path: Path) -> None:
         (tmp_path / name).mkdir()
         (tmp_path / name / "attempt.json").write_text(json.dumps({"task_id": task, "try_number": number}))
         (tmp_path / name / "log").write_text(text)
-    found = logs.local_tries(tmp_path, "t")
+    found = try_logs.local_tries(tmp_path, "t")
     assert sorted(found) == [1, 2] and found[2].parts == ["two"]
 
 

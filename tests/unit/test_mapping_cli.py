@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 
-from controller.cli import logs
+from controller import try_logs
 from controller.cli.listings import task_state_rows
 from controller.cli.xcom import find_xcom
 from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
@@ -58,8 +58,8 @@ def test_logs_of_a_mapped_instance_come_from_its_own_attempts(tmp_path: Path) ->
         record = {"task_id": "work", "try_number": 1, "map_index": index}
         (tmp_path / name / "attempt.json").write_text(json.dumps(record))
         (tmp_path / name / "log").write_text(text)
-    assert logs.local_tries(tmp_path, "work[1]")[1].parts == ["one"]
-    assert logs.local_tries(tmp_path, "work")[1].parts == ["unmapped"]
+    assert try_logs.local_tries(tmp_path, "work[1]")[1].parts == ["one"]
+    assert try_logs.local_tries(tmp_path, "work")[1].parts == ["unmapped"]
 
 
 def test_a_mapped_instance_pod_carries_its_map_index_label() -> None:
