@@ -36,5 +36,5 @@ lint: install
 	hadolint Dockerfile
 
 crds:
-	$(PYTHON) -m zonda.crds crds
+	$(PYTHON) -m zonda.resources.crds crds
 	cp crds/*.yaml helm/zonda/crds/

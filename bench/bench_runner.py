@@ -52,9 +52,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from controller.executors.local import LocalExecutor  # noqa: E402
-from zonda.dags import ResolvedTask  # noqa: E402
-from zonda.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation  # noqa: E402
-from zonda.run_types import RunType  # noqa: E402
+from zonda.resources.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation  # noqa: E402
+from zonda.resources.run_types import RunType  # noqa: E402
+from zonda.specs.dags import ResolvedTask  # noqa: E402
 
 MARKS_ENV = "BENCH_RUNNER_MARKS"
 OPERATOR = "bench_runner_operators.TimedBashOperator"

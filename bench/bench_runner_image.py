@@ -34,8 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from zonda.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation  # noqa: E402
-from zonda.run_types import RunType  # noqa: E402
+from zonda.resources.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation  # noqa: E402
+from zonda.resources.run_types import RunType  # noqa: E402
 
 IMAGE_CACHE = Path.home() / ".cache" / "zonda" / "image"
 IMAGE_USER = "10001:10001"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from zonda import xcoms
-from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus
-from zonda.models import DagRunState, TaskInstanceState
+from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus
+from zonda.resources.models import DagRunState, TaskInstanceState
+from zonda.tries import xcoms
 
 OBJECT_LIMIT_BYTES = 3 * 512 * 1024  # 1.5 MiB
 

@@ -34,12 +34,12 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from controller.coordination.shards import SHARD_LABEL, shard_for  # noqa: E402
 from controller.kube import TRIGGERS, Kube  # noqa: E402
 from controller.triggerer.leases import shard_lease_name  # noqa: E402
 from controller.triggerer.runtime import Triggerer  # noqa: E402
 from controller.triggerer.settings import TriggererSettings  # noqa: E402
-from controller.triggerer.shards import SHARD_LABEL, shard_for  # noqa: E402
-from zonda.models import API_VERSION  # noqa: E402
+from zonda.resources.models import API_VERSION  # noqa: E402
 from zonda.triggers import DateTimeTrigger, serialize_trigger  # noqa: E402
 
 SHARDS = 16

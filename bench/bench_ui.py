@@ -33,7 +33,8 @@ from playwright.async_api import Page, async_playwright
 
 from controller.devtools.devcluster import connect_cluster, free_port
 from controller.kube import DAGRUNS, DAGS, Kube
-from controller.ui.server import STORE, UiSettings, create_app
+from controller.ui.app_state import STORE, UiSettings
+from controller.ui.server import create_app
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS
 
 STATES = ["success", "failed", "running", "success", "skipped", "upstream_failed", "success"]

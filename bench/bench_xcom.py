@@ -33,12 +33,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from controller.kube_rest import KubeRest
-from controller.xcom_backends import XComStore
-from zonda import xcom_chunks, xcoms
-from zonda.invocations import TaskInvocation
-from zonda.models import API_VERSION, GROUP, VERSION
-from zonda.run_types import RunType
+from controller.kube.rest import KubeRest
+from controller.xcom.backends import XComStore
+from zonda.resources import xcom_chunks
+from zonda.resources.invocations import TaskInvocation
+from zonda.resources.models import API_VERSION, GROUP, VERSION
+from zonda.resources.run_types import RunType
+from zonda.tries import xcoms
 
 
 @contextlib.contextmanager

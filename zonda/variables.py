@@ -3,7 +3,7 @@
 Where they live: variables in ConfigMaps and Secrets labelled `zonda.dev/variables: "true"` (each key
 a variable), connections in Secrets labelled `zonda.dev/connections: "true"` (each key a conn id, each
 value an `AIRFLOW_CONN_*`-style URI or JSON). The controller puts them into a task's environment under
-Airflow's own names, `AIRFLOW_VAR_<KEY>` and `AIRFLOW_CONN_<CONN_ID>` (`zonda.secret_refs` decides
+Airflow's own names, `AIRFLOW_VAR_<KEY>` and `AIRFLOW_CONN_<CONN_ID>` (`zonda.tries.secret_refs` decides
 which), so `Variable.get`, `BaseHook.get_connection` and the templates' `var` and `conn` read the
 environment exactly as Airflow's `EnvironmentVariablesBackend` does. A task set up by hand (the local
 executor, `dag.test()`) gets them the same way: export `AIRFLOW_VAR_X` / `AIRFLOW_CONN_Y`.

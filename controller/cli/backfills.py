@@ -1,7 +1,7 @@
 """`zonda backfill DAG --from --to`: create a Backfill and follow it with a progress bar.
 
 Airflow's `airflow backfill create --dag-id --from-date --to-date` (3.x) and `dags backfill` (2.x).
-The controller does the work (`zonda.backfills`); this command only creates the resource, whose name
+The controller does the work (`zonda.schedules.backfills`); this command only creates the resource, whose name
 is derived from the DAG and the range (the same command twice is refused, never run twice), and then
 reads its status until it is completed. Ctrl-C stops following, not the backfill: pause it with
 `zonda backfills pause NAME`, cancel what has not started with `kubectl delete backfill NAME`.
@@ -19,8 +19,8 @@ import click
 from controller.cli import progress
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import BACKFILLS, DAGS, AlreadyExists, Kube
-from zonda.backfill_models import BackfillSpec, BackfillState, ReprocessBehavior
-from zonda.models import API_VERSION
+from zonda.resources.backfill_models import BackfillSpec, BackfillState, ReprocessBehavior
+from zonda.resources.models import API_VERSION
 
 _DONE = frozenset({BackfillState.COMPLETED.value, BackfillState.FAILED.value, BackfillState.DRY_RUN.value})
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from controller.app.settings import DEFAULTS
 from controller.kube import Kube, KubeError
+from controller.manager.settings import DEFAULTS
 
 #: The local executor's default state dir (`zonda controller --state-dir`, `$ZONDA_STATE_DIR`).
 STATE_DIR: Path = DEFAULTS.state_dir

@@ -114,12 +114,12 @@ def apply(
     ignore_syntax: str | None,
 ) -> None:
     """Render the DAGs in PATHS and server-side apply them (field manager `zonda-dags`)."""
-    from controller.cli.main import _namespace, _run
+    from controller.cli.common import namespace_or_default, run_kube
 
     report = _render(paths, airflow_compat, safe_mode, ignore_syntax)
     if report.failed and prune:
         raise click.ClickException("not pruning: some files failed to render (their DAGs would be deleted)")
-    _run(_apply(report.manifests, _namespace(namespace), prune=prune))
+    run_kube(_apply(report.manifests, namespace_or_default(namespace), prune=prune))
     if report.failed:
         sys.exit(1)
 

@@ -13,8 +13,8 @@ import click
 
 from controller.cli import progress
 from controller.kube import DAGRUNS
-from zonda.models import FINISHED_TI_STATES, DagRunState, TaskInstanceState
-from zonda.states import FINISHED_RUN_STATES
+from zonda.resources.models import FINISHED_TI_STATES, DagRunState, TaskInstanceState
+from zonda.resources.states import FINISHED_RUN_STATES
 
 
 def run_progress(name: str, run: Mapping[str, Any]) -> progress.Step:

@@ -2,7 +2,7 @@
 `zonda runs list DAG`, `zonda tasks states RUN`.
 
 Each reads the resources (or merge-patches `spec.paused`) and prints a kubectl-like table; the
-upcoming runs come from the same pure code the scheduler uses (`zonda.upcoming`).
+upcoming runs come from the same pure code the scheduler uses (`zonda.schedules.upcoming`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from controller.cli.common import connect, namespace_options, namespace_or_defau
 from controller.cli.progress import progress_bar
 from controller.cli.runs import clock, duration, table
 from controller.kube import DAGRUNS, DAGS, Kube
-from zonda import dag_dependencies, mapping, upcoming
-from zonda.models import DagSpec, DagStatus
+from zonda.resources.models import DagSpec, DagStatus
+from zonda.schedules import dag_dependencies, upcoming
+from zonda.specs import mapping
 
 
 async def _dag(kube: Kube, namespace: str, name: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import click
 
 from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube
-from controller.try_logs import (
+from controller.operations.try_logs import (
     TryLogs,
     deleted_pods_note,
     local_tries,
@@ -24,10 +24,10 @@ from controller.try_logs import (
     pod_tries,
     state_dir_candidates,
 )
-from zonda import mapping
-from zonda.wire import (
+from zonda.resources.wire import (
     LABEL_DAGRUN_UID,
 )
+from zonda.specs import mapping
 
 
 @click.command("logs")

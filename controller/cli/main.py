@@ -21,8 +21,6 @@ from pathlib import Path
 
 import click
 
-from controller import logs as zonda_logs
-from controller.app.settings import DEFAULTS
 from controller.cli import backfills as backfill_commands
 from controller.cli import dags as dags_commands
 from controller.cli import listings
@@ -32,12 +30,12 @@ from controller.cli import pools as pools_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
 from controller.cli import xcom as xcom_commands
-from controller.cli.common import namespace_or_default, run_kube
+from controller.cli.common import namespace_or_default
 from controller.kube import Kube
+from controller.manager.settings import DEFAULTS
+from controller.processes import logs as zonda_logs
 from controller.triggerer.settings import DEFAULTS as TRIGGERER
 from controller.triggerer.settings import TriggererSettings
-
-_namespace, _run = namespace_or_default, run_kube
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -144,11 +142,11 @@ def controller(
     log_format: str,
 ) -> None:
     """Run the controller: schedule DAGs, run task instances, move them through Airflow's states."""
-    from controller.app.main import run_controller
+    from controller.manager.main import run_controller
 
     zonda_logs.configure(log_format)
     if not namespaces and not all_namespaces:
-        namespaces = (_namespace(None),)
+        namespaces = (namespace_or_default(None),)
     settings = dataclasses.replace(
         DEFAULTS,
         namespaces=() if all_namespaces else tuple(namespaces),
@@ -235,7 +233,7 @@ def triggerer(
     settings = TriggererSettings(
         namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or (namespaces or ("default",))[0],
         identity=identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
-        watch_namespaces=[] if all_namespaces else list(namespaces or (_namespace(None),)),
+        watch_namespaces=[] if all_namespaces else list(namespaces or (namespace_or_default(None),)),
         shards=shards,
         capacity=capacity,
         lease_duration=lease_duration,

@@ -1,7 +1,7 @@
 """`zonda trigger`, `zonda clear`, `zonda mark`: the commands that start a run or change its task instances.
 
 Apart from `main.py` (the group and the long-running components) because these act on one run through
-`controller.run_actions` and report what changed; `main.py` registers them.
+`controller.operations.run_actions` and report what changed; `main.py` registers them.
 """
 
 from __future__ import annotations
@@ -11,15 +11,16 @@ from datetime import UTC, datetime
 
 import click
 
-from controller import run_actions
 from controller.cli import follow
 from controller.cli.common import namespace_or_default, parse_conf, run_kube
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
-from zonda import actions, clear_across_dags, params
-from zonda.actions import ActionResult
-from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
-from zonda.dags import ResolvedDag
-from zonda.models import TaskInstanceState
+from controller.operations import run_actions
+from zonda.actions import across_dags, clear_and_mark
+from zonda.actions.clear_and_mark import ActionResult
+from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
+from zonda.resources.models import TaskInstanceState
+from zonda.specs import params
+from zonda.specs.dags import ResolvedDag
 
 _namespace, _run = namespace_or_default, run_kube
 
@@ -46,7 +47,7 @@ def trigger(
     ns = _namespace(namespace)
 
     async def create() -> str:
-        from zonda.scheduling import dagrun_name
+        from zonda.schedules.scheduling import dagrun_name
 
         async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
             dag_object = await kube.get_custom(DAGS, ns, dag)
@@ -75,7 +76,8 @@ def trigger(
 async def _act_on_run(
     kube: Kube, namespace: str, run_name: str, act: Callable[[ResolvedDag, DagRunStatus], ActionResult]
 ) -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
-    """Read the run, apply a pure `zonda.actions` action, write the status back (see `run_actions`)."""
+    """Read the run, apply a pure `zonda.actions.clear_and_mark` action, write the status back (see
+    `run_actions`)."""
     try:
         return await run_actions.act_on_run(kube, namespace, run_name, act, component="zonda-cli")
     except run_actions.RunActionError as exc:
@@ -88,7 +90,7 @@ def _report(run_name: str, verb: str, outcome: tuple[ActionResult, dict[str, Tas
         click.echo(f"{run_name}: nothing to {verb}")
         return
     click.echo(f"{run_name}: {len(result.changed)} task instance(s) changed")
-    for line in actions.describe(result, before):
+    for line in clear_and_mark.describe(result, before):
         click.echo(f"  {line}")
 
 
@@ -122,7 +124,7 @@ def clear(
     DAG's run at the marker's logical date too, as Airflow does, up to the marker's recursion_depth.
     """
     ns = _namespace(namespace)
-    first = clear_across_dags.RunClear(
+    first = across_dags.RunClear(
         run_name, tuple(tasks) or None, upstream=upstream, downstream=downstream, only_failed=only_failed
     )
 
@@ -150,7 +152,7 @@ def clear(
 @click.command()
 @click.argument("run_name")
 @click.argument("task_id")
-@click.argument("state", type=click.Choice(sorted(s.value for s in actions.MARKABLE_STATES)))
+@click.argument("state", type=click.Choice(sorted(s.value for s in clear_and_mark.MARKABLE_STATES)))
 @click.option("--downstream", "-d", is_flag=True, help="Also mark its downstream tasks.")
 @click.option("--upstream", "-u", is_flag=True, help="Also mark its upstream tasks.")
 @click.option("--namespace", "-n", default=None)
@@ -171,7 +173,7 @@ def mark(
     ns = _namespace(namespace)
 
     def act(dag: ResolvedDag, status: DagRunStatus) -> ActionResult:
-        return actions.mark(
+        return clear_and_mark.mark(
             dag,
             status,
             task_ids=[task_id],

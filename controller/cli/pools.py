@@ -1,6 +1,7 @@
 """`zonda pools list|get|set|delete`: Airflow's `airflow pools` commands, on the namespace's `Pool` resources.
 
-Airflow's pool names are Kubernetes names here (`zonda.pool_models.pool_resource_name`: ``my_pool`` is the
+Airflow's pool names are Kubernetes names here (`zonda.resources.pool_models.pool_resource_name`: ``my_pool``
+is the
 Pool ``my-pool``). `set` creates the Pool or updates its spec only if nobody changed it since it was
 read (the resourceVersion travels in the patch: a concurrent edit fails the command instead of being
 overwritten). `delete` refuses `default_pool`, as Airflow does. `default_pool` is listed even while no
@@ -21,9 +22,9 @@ from pydantic import ValidationError
 from controller.cli.common import connect, namespace_options, namespace_or_default, run_kube
 from controller.cli.runs import table
 from controller.kube import POOLS, AlreadyExists, Conflict, Kube
-from controller.pool_rows import DEFAULT_POOL, implicit_default_pool, pool_row, pool_rows
-from zonda import pool_models
-from zonda.models import API_VERSION
+from controller.operations.pool_rows import DEFAULT_POOL, implicit_default_pool, pool_row, pool_rows
+from zonda.resources import pool_models
+from zonda.resources.models import API_VERSION
 
 HEADER = [
     "NAME",

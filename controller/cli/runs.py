@@ -16,7 +16,7 @@ import click
 
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube
-from zonda.wire import parse_time
+from zonda.resources.wire import parse_time
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -15,9 +15,9 @@ from typing import Any
 import click
 import yaml
 
-from controller import logs as zonda_logs
-from controller import try_logs as task_logs
 from controller.cli.common import STATE_DIR
+from controller.operations import try_logs as task_logs
+from controller.processes import logs as zonda_logs
 
 
 @click.command()
@@ -55,7 +55,8 @@ def ui(
 ) -> None:
     """Serve the web UI: DAGs, grid, graph, runs, logs; trigger, clear, mark and pause as yourself."""
     from controller.ui.access import AuthMode
-    from controller.ui.server import UiSettings, serve
+    from controller.ui.app_state import UiSettings
+    from controller.ui.server import serve
 
     zonda_logs.configure(log_format)
     if not namespaces and not all_namespaces:

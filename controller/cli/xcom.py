@@ -14,10 +14,11 @@ import click
 
 from controller.cli.common import namespace_or_default, run_kube
 from controller.kube import DAGRUNS, Kube
-from controller.xcom_backends import XComStore
-from zonda import mapping, xcoms
-from zonda.dagrun_models import DagRunStatus
-from zonda.models import FINISHED_TI_STATES
+from controller.xcom.backends import XComStore
+from zonda.resources.dagrun_models import DagRunStatus
+from zonda.resources.models import FINISHED_TI_STATES
+from zonda.specs import mapping
+from zonda.tries import xcoms
 
 
 def find_xcom(status: DagRunStatus, run_name: str, task_id: str, key: str, map_index: int) -> Any:

@@ -20,16 +20,18 @@ from typing import Any
 import pendulum
 
 from controller.runner.task import run_task
-from zonda import callbacks, decisions, invocation_builder, plans, triggers
+from zonda import triggers
 from zonda.authoring import compat, dag_files, manifests
 from zonda.authoring.dags import DAG
-from zonda.callbacks import CallbackLaunch, callback_task
-from zonda.dagrun_models import DagRunSpec, DagRunStatus
-from zonda.dags import parse_dag_spec, resolve_dag
-from zonda.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
-from zonda.invocations import TaskOutcome
-from zonda.models import DagRunState
-from zonda.run_types import RunType
+from zonda.passes import callbacks, decisions, plans
+from zonda.passes.callbacks import CallbackLaunch, callback_task
+from zonda.passes.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
+from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
+from zonda.resources.invocations import TaskOutcome
+from zonda.resources.models import DagRunState
+from zonda.resources.run_types import RunType
+from zonda.specs.dags import parse_dag_spec, resolve_dag
+from zonda.tries import invocation_builder
 
 #: Longest a test run may take (the scheduler's passes plus the waits it asks for).
 TIMEOUT = timedelta(minutes=10)

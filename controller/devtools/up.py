@@ -35,10 +35,10 @@ from controller.devtools.control_plane_files import API_BINARIES, NODE_BINARIES,
 from controller.devtools.devcluster import REPO_ROOT, Cluster, log, start_local_cluster
 from controller.devtools.ports import free_port_near
 from controller.devtools.up_leftovers import clean_after_previous_up, last_up_record, stop_task_processes
-from zonda.dagrun_models import manual_dagrun
-from zonda.scheduling import dagrun_name
-from zonda.states import FINISHED_RUN_STATES
-from zonda.wire import KUBECONFIG_STATE_DIR_EXTENSION
+from zonda.resources.dagrun_models import manual_dagrun
+from zonda.resources.states import FINISHED_RUN_STATES
+from zonda.resources.wire import KUBECONFIG_STATE_DIR_EXTENSION
+from zonda.schedules.scheduling import dagrun_name
 
 EXAMPLES_DIR = REPO_ROOT / "examples" / "dags"
 #: Where `zonda logs` finds the local executor's state dir: a kubeconfig context extension.

@@ -3,7 +3,7 @@
 - `controller.executors.kubernetes.KubernetesExecutor` (default): one Pod per try.
 - `controller.executors.local.LocalExecutor` (Airflow's LocalExecutor): tries as local processes.
 
-Both speak the same protocol with the task runner (`zonda.invocations`), so states and results are
+Both speak the same protocol with the task runner (`zonda.resources.invocations`), so states and results are
 identical whichever runs a try.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from zonda.dags import ResolvedTask
-from zonda.decisions import ObservedAttempt
-from zonda.invocations import TaskInvocation
+from zonda.passes.decisions import ObservedAttempt
+from zonda.resources.invocations import TaskInvocation
+from zonda.specs.dags import ResolvedTask
 
 
 class Executor(Protocol):

@@ -2,7 +2,7 @@
 
 The manifest comes from the pure builder `controller.executors.pods`; this module only submits,
 lists and deletes (409 AlreadyExists counts as launched, so a launch is idempotent). A pod gets the
-variables and connections its task names as references (`zonda.secret_refs`), never their values.
+variables and connections its task names as references (`zonda.tries.secret_refs`), never their values.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 from controller.executors import pods, references
 from controller.kube import AlreadyExists, Kube
-from zonda import secret_refs
-from zonda.dags import ResolvedTask
-from zonda.decisions import ObservedAttempt
-from zonda.invocations import TaskInvocation
-from zonda.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
+from zonda.passes.decisions import ObservedAttempt
+from zonda.resources.invocations import TaskInvocation
+from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
+from zonda.specs.dags import ResolvedTask
+from zonda.tries import secret_refs
 
 
 class KubernetesExecutor:

@@ -30,10 +30,11 @@ from typing import Any
 
 from controller.executors import pods
 from controller.executors.local_forkserver import RUNNER_MODULE, ForkServer, ForkServerLost
-from zonda import operator_registry, wire
-from zonda.dags import ResolvedTask
-from zonda.decisions import AttemptPhase, ObservedAttempt
-from zonda.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation, TaskOutcome
+from zonda.passes.decisions import AttemptPhase, ObservedAttempt
+from zonda.resources import wire
+from zonda.resources.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation, TaskOutcome
+from zonda.specs import operator_registry
+from zonda.specs.dags import ResolvedTask
 
 logger = logging.getLogger(__name__)
 

@@ -12,13 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zonda import merging
-from zonda.dags import ResolvedTask
-from zonda.decisions import AttemptPhase, ObservedAttempt
-from zonda.invocations import INVOCATION_ENV, TaskInvocation, TaskResult
-from zonda.models import API_VERSION
-from zonda.operator_registry import CONTAINER_OPERATORS
-from zonda.wire import (
+from zonda.passes.decisions import AttemptPhase, ObservedAttempt
+from zonda.resources.invocations import INVOCATION_ENV, TaskInvocation, TaskResult
+from zonda.resources.models import API_VERSION
+from zonda.resources.wire import (
     ANNOTATION_LOGICAL_DATE,
     ANNOTATION_TASK_ID,
     LABEL_DAG,
@@ -28,7 +25,10 @@ from zonda.wire import (
     LABEL_TRY,
     label_value,
 )
-from zonda.wire import parse_time as _parse_time
+from zonda.resources.wire import parse_time as _parse_time
+from zonda.specs import merging
+from zonda.specs.dags import ResolvedTask
+from zonda.specs.operator_registry import CONTAINER_OPERATORS
 
 BASE_CONTAINER = "base"  # Airflow's name for the task's container in pod_override
 

@@ -1,6 +1,6 @@
 """Gather what variables and connections a namespace offers, for a try's pod or local process.
 
-`zonda.secret_refs` decides which references a try gets; this module only reads the API. For a pod
+`zonda.tries.secret_refs` decides which references a try gets; this module only reads the API. For a pod
 it reads labelled ConfigMaps' names and labelled Secrets' key names, dropping the values at once: the
 kubelet resolves the references. The local executor has no kubelet, so `local_environment` plays its
 part and reads the values of the referenced keys only. Nothing here logs a value.
@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from controller.kube import Kube, KubeError
-from zonda import secret_refs
-from zonda.dags import ResolvedTask
+from zonda.specs.dags import ResolvedTask
+from zonda.tries import secret_refs
 from zonda.variables import LABEL_CONNECTIONS, LABEL_VARIABLES, VARIABLE_ENV_PREFIX
 
 _SELECTED = "true"

@@ -26,8 +26,8 @@ from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kube.errors import KubeError, NotFound, translate
-from zonda.models import GROUP, VERSION
-from zonda.wire import format_micro_time
+from zonda.resources.models import GROUP, VERSION
+from zonda.resources.wire import format_micro_time
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -1,4 +1,5 @@
-"""`BackfillReconciler`: gather a Backfill, its DAG and the DAG's runs, `zonda.backfills.plan_backfill`,
+"""`BackfillReconciler`: gather a Backfill, its DAG and the DAG's runs,
+`zonda.schedules.backfills.plan_backfill`,
 create the runs it asks for (deterministic names, 409 = created before), write the status.
 
 It runs again whenever a run of its DAG starts or finishes (the controller keeps the DAG -> backfills
@@ -17,12 +18,12 @@ from pydantic import ValidationError
 from controller.kube import BACKFILLS, DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.dags import run_ref
-from zonda import backfills
-from zonda.backfill_models import BackfillSpec, BackfillStatus
-from zonda.dagrun_models import DagRunSpec
-from zonda.models import API_VERSION, DagSpec
-from zonda.run_types import RunType
-from zonda.wire import LABEL_DAG, LABEL_RUN_TYPE, label_value
+from zonda.resources.backfill_models import BackfillSpec, BackfillStatus
+from zonda.resources.dagrun_models import DagRunSpec
+from zonda.resources.models import API_VERSION, DagSpec
+from zonda.resources.run_types import RunType
+from zonda.resources.wire import LABEL_DAG, LABEL_RUN_TYPE, label_value
+from zonda.schedules import backfills
 
 #: On each of a backfill's runs: the backfill's name (the watch wakes the backfill when a run changes).
 LABEL_BACKFILL = "zonda.dev/backfill"

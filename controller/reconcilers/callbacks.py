@@ -1,9 +1,9 @@
-"""Act on `zonda.callbacks.plan_callbacks`: launch callback tries through the run's executor.
+"""Act on `zonda.passes.callbacks.plan_callbacks`: launch callback tries through the run's executor.
 
 A callback try is a try of the task whose context it carries, run by the same executor (a pod or a
 local process) under the callback's deterministic name, so launching it again is a no-op. A
 container task's callback runs in the runner (Zonda's image), since the task's own image may not
-have Python nor Zonda (`zonda.callbacks.callback_task`).
+have Python nor Zonda (`zonda.passes.callbacks.callback_task`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Any
 
 from controller.executors.base import Executor
 from controller.reconcilers import metrics
-from zonda import invocation_builder
-from zonda.callbacks import CallbackLaunch, callback_task
-from zonda.dagrun_models import DagRunSpec, DagRunStatus
-from zonda.dags import ResolvedDag
-from zonda.decisions import ObservedAttempt
-from zonda.models import DagSpec
-from zonda.names import is_callback_name
+from zonda.passes.callbacks import CallbackLaunch, callback_task
+from zonda.passes.decisions import ObservedAttempt
+from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
+from zonda.resources.models import DagSpec
+from zonda.resources.names import is_callback_name
+from zonda.specs.dags import ResolvedDag
+from zonda.tries import invocation_builder
 
 
 def split_attempts(

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from controller.kube import Conflict, KubeApi
 from controller.reconcilers import metrics
-from zonda.run_events import RunEvent
+from zonda.resources.run_events import RunEvent
 
 logger = logging.getLogger(__name__)
 

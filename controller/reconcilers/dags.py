@@ -1,6 +1,7 @@
-"""`DagReconciler`: gather a DAG and its runs, `zonda.dag_plans.plan_dag`, create the due runs, write status.
+"""`DagReconciler`: gather a DAG and its runs, `zonda.schedules.dag_plans.plan_dag`, create the due runs,
+write status.
 
-Runs get deterministic names (`zonda.scheduling.dagrun_name`): a restart or a second controller
+Runs get deterministic names (`zonda.schedules.scheduling.dagrun_name`): a restart or a second controller
 gets 409 AlreadyExists instead of a duplicate.
 """
 
@@ -16,13 +17,14 @@ from pydantic import ValidationError
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
-from zonda import dag_plans, history, scheduling
-from zonda.dagrun_models import DagRunSpec
-from zonda.models import API_VERSION, DagRunState, DagSpec, DagStatus
-from zonda.run_types import RunType
+from zonda.passes import history
+from zonda.resources.dagrun_models import DagRunSpec
+from zonda.resources.models import API_VERSION, DagRunState, DagSpec, DagStatus
+from zonda.resources.run_types import RunType
+from zonda.resources.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TYPE, label_value, parse_time
+from zonda.schedules import dag_plans, scheduling
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
-from zonda.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TYPE, label_value, parse_time
 
 _RUN_TYPES = frozenset(t.value for t in RunType)
 _RUN_STATES = frozenset(s.value for s in DagRunState)

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from zonda import run_slots
-from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
-from zonda.models import DagRunState, DagSpec, TaskInstanceState
-from zonda.pools import Candidate, SlotHolder
-from zonda.wire import parse_time
+from zonda.passes import run_slots
+from zonda.passes.pools import Candidate, SlotHolder
+from zonda.resources.models import DagRunState, DagSpec, TaskInstanceState
+from zonda.resources.wire import parse_time
+from zonda.specs.dags import DagInvalid, ResolvedDag, resolve_dag
 
 logger = logging.getLogger(__name__)
 

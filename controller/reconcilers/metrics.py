@@ -7,7 +7,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from zonda.dagrun_models import DagRunStatus
+from zonda.resources.dagrun_models import DagRunStatus
 
 DAG_RUNS = Gauge("zonda_dag_runs", "DagRuns by state, as last reconciled", ["namespace", "state"])
 TASK_INSTANCES = Gauge("zonda_task_instances", "Task instances by state", ["namespace", "state"])

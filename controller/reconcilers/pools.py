@@ -1,6 +1,6 @@
 """Pools in the controller: the admission critical section, wake-ups when slots free up, Pool status.
 
-Admission (`zonda.pools.admit`, called from the run's pass) must not over-admit when kopf's workers
+Admission (`zonda.passes.pools.admit`, called from the run's pass) must not over-admit when kopf's workers
 reconcile several runs at once: a run whose pass would launch anything decides again inside
 `PoolAdmission.lock`, with the pools read from the API and what every other run holds from the
 `RunIndex`, and reserves what it admits in the index (`RunIndex.reserve`) before the lock is
@@ -24,9 +24,9 @@ from controller.kube import DAGRUNS, POOLS, KubeApi
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter
 from controller.reconcilers.index import RunIndex, RunSummary
-from zonda import pools
-from zonda.pool_models import PoolSpec
-from zonda.pools import Concurrency, PoolLimit
+from zonda.passes import pools
+from zonda.passes.pools import Concurrency, PoolLimit
+from zonda.resources.pool_models import PoolSpec
 
 __all__ = ["POOLS", "PoolAdmission", "PoolReconciler", "runs_to_wake"]
 

@@ -1,8 +1,10 @@
 """Reconcilers: gather from the API, call the pure core, act once. No scheduling logic lives here.
 
-- `DagReconciler` (dags.py): `zonda.dag_plans.plan_dag` decides which runs are due and the DAG's status.
-- `RunReconciler` (runs.py): `zonda.plans.start_run` / `observe`, then `zonda._decide_runs.decide`.
-- `BackfillReconciler` (backfills.py): `zonda.backfills.plan_backfill` decides which backfill runs to create.
+- `DagReconciler` (dags.py): `zonda.schedules.dag_plans.plan_dag` decides which runs are due and the DAG's
+status.
+- `RunReconciler` (runs.py): `zonda.passes.plans.start_run` / `observe`, then `zonda.passes.run_pass.decide`.
+- `BackfillReconciler` (backfills.py): `zonda.schedules.backfills.plan_backfill` decides which backfill runs
+to create.
 - `PoolReconciler` (pools.py): a Pool's status; pools.py also holds the admission critical section.
 - `Reconcilers` below is what the kopf process holds: both, sharing one status writer and run index.
 
@@ -23,9 +25,9 @@ from controller.reconcilers.dags import DagReconciler
 from controller.reconcilers.index import RunIndex
 from controller.reconcilers.pools import PoolReconciler
 from controller.reconcilers.runs import RunReconciler
-from zonda import conditions
-from zonda.models import Condition
-from zonda.states import FINISHED_RUN_STATES
+from zonda.resources import conditions
+from zonda.resources.models import Condition
+from zonda.resources.states import FINISHED_RUN_STATES
 
 __all__ = ["FINISHED_RUN_STATES", "Reconcilers"]
 

@@ -1,10 +1,11 @@
-"""`RunReconciler`: gather a DagRun, its attempts and triggers; `zonda._decide_runs.decide`; act on the plan.
+"""`RunReconciler`: gather a DagRun, its attempts and triggers; `zonda.passes.run_pass.decide`; act on the
+plan.
 
 Acting is: create triggers, launch attempts, write the status (one optimistic write,
 resourceVersion-checked), then kill attempts, delete triggers and post Events. Launches come before
 the write so a crash in between leaves a pod the next pass adopts by its deterministic name, never a
 status that claims a launch that did not happen. A write the apiserver refuses as too large keeps the
-status last written and says so (`zonda.status_budget.refused_write`), instead of failing every pass.
+status last written and says so (`zonda.passes.status_budget.refused_write`), instead of failing every pass.
 """
 
 from __future__ import annotations
@@ -29,22 +30,14 @@ from controller.reconcilers.index import RunIndex, RunSummary, previous_states, 
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
 from controller.reconcilers.stored_xcoms import StoredXComReader
 from controller.reconcilers.trigger_resources import trigger_body, trigger_report
-from zonda import (
-    callbacks,
-    container_mapping,
-    decisions,
-    events,
-    history,
-    invocation_builder,
-    mapping,
-    plans,
-    status_budget,
-)
-from zonda.dagrun_models import DagRunSpec, DagRunStatus, dag_label_problem
-from zonda.dags import DagInvalid, ResolvedDag, resolve_dag
-from zonda.models import Condition, DagSpec
-from zonda.states import FINISHED_RUN_STATES
-from zonda.wire import LABEL_DAGRUN_UID, parse_time
+from zonda.passes import callbacks, container_mapping, decisions, events, history, plans, status_budget
+from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus, dag_label_problem
+from zonda.resources.models import Condition, DagSpec
+from zonda.resources.states import FINISHED_RUN_STATES
+from zonda.resources.wire import LABEL_DAGRUN_UID, parse_time
+from zonda.specs import mapping
+from zonda.specs.dags import DagInvalid, ResolvedDag, resolve_dag
+from zonda.tries import invocation_builder
 
 logger = logging.getLogger(__name__)
 
@@ -291,7 +284,7 @@ class RunReconciler:
         attempts: Mapping[str, decisions.ObservedAttempt],
         now: datetime,
     ) -> decisions.Observation:
-        """Gather what the triggerer reports; `zonda.plans.observe_run` sorts it with the attempts."""
+        """Gather what the triggerer reports; `zonda.passes.plans.observe_run` sorts it with the attempts."""
         meta = run["metadata"]
         triggers = [
             trigger_report(trigger)

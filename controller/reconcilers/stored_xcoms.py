@@ -1,6 +1,6 @@
 """The values in the XCom backend that a run's mapped KubernetesPodOperators map over, read for a
 pass: their pods are built by the controller, so it picks each instance's items
-(`zonda.container_mapping`), including from a list too large for the run's status.
+(`zonda.passes.container_mapping`), including from a list too large for the run's status.
 
 XComChunks are read with the controller's own client (the chart lets it `get` them); a value in
 object storage (the fsspec backend) with the controller's credentials for that storage. A value read
@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.kube import KubeApi, KubeError
-from controller.kube.xcom_reads import read_chunks
-from controller.xcom_backends import XComStore
-from zonda import xcom_chunks, xcoms
+from controller.xcom.backends import XComStore
+from controller.xcom.reads import read_chunks
+from zonda.resources import xcom_chunks
+from zonda.tries import xcoms
 
 #: Values kept between passes: a few lists, each mapped over by a run's pods for many passes.
 CACHED_VALUES = 16

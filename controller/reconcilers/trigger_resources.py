@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.triggerer.shards import shard_for
-from zonda import decisions
-from zonda.decisions import ObservedTrigger
-from zonda.models import API_VERSION
-from zonda.trigger_models import TriggerSpec
-from zonda.wire import LABEL_DAGRUN, LABEL_DAGRUN_UID, LABEL_SHARD, label_value
+from controller.coordination.shards import shard_for
+from zonda.passes import decisions
+from zonda.passes.decisions import ObservedTrigger
+from zonda.resources.models import API_VERSION
+from zonda.resources.trigger_models import TriggerSpec
+from zonda.resources.wire import LABEL_DAGRUN, LABEL_DAGRUN_UID, LABEL_SHARD, label_value
 
 
 def trigger_body(meta: Mapping[str, Any], request: decisions.TriggerRequest, shards: int) -> dict[str, Any]:

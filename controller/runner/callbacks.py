@@ -7,7 +7,7 @@ A try calls its task's own callbacks where Airflow's task process does
 failure result means the callback ran. A callback's exception is logged and changes nothing, as in
 Airflow.
 
-A *callback try* (`TaskInvocation.callback`, launched by the controller: see `zonda.callbacks`) calls
+A *callback try* (`TaskInvocation.callback`, launched by the controller: see `zonda.passes.callbacks`) calls
 only the callbacks it names: a failure the task's process could not report (`context["exception"]`
 is then the reason, as Airflow's zombie callbacks get a message), a DAG's `on_success_callback` /
 `on_failure_callback` (`context["reason"]`), or `sla_miss_callback(dag, task_list,
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import task_context
 from zonda.exceptions import AirflowException
-from zonda.imports import import_string
-from zonda.invocations import TaskInvocation, TaskOutcome, TaskResult
-from zonda.retries import is_eligible_to_retry
+from zonda.passes.retries import is_eligible_to_retry
+from zonda.resources.invocations import TaskInvocation, TaskOutcome, TaskResult
+from zonda.specs.imports import import_string
+from zonda.tries import task_context
 
 log = logging.getLogger("zonda.task")
 

@@ -35,11 +35,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controller.runner import process
-from zonda import operator_registry
-from zonda.imports import import_string
+from zonda.specs import operator_registry
+from zonda.specs.imports import import_string
 
 #: Pre-imported so that a forked try finds them loaded (user modules are imported by each child).
-PRELOADED_MODULES = ("jinja2.sandbox", "pendulum", "zonda.triggers", "zonda.templating", "zonda.task_context")
+PRELOADED_MODULES = (
+    "jinja2.sandbox",
+    "pendulum",
+    "zonda.triggers",
+    "zonda.tries.templating",
+    "zonda.tries.task_context",
+)
 
 
 def preload() -> None:

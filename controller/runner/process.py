@@ -26,7 +26,7 @@ from typing import NoReturn
 
 from controller.runner.task import FAILED_OUTCOMES, print_traceback, run_task, shorten
 from zonda.authoring import compat
-from zonda.invocations import (
+from zonda.resources.invocations import (
     DEFAULT_RESULT_PATH,
     INVOCATION_ENV,
     RESULT_LIMIT_BYTES,

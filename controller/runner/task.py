@@ -22,8 +22,7 @@ from types import FrameType
 from typing import Any
 
 from controller.runner import callbacks
-from controller.xcom_backends import XComStore
-from zonda import json_values, mapped_groups, mapping, operator_registry, task_context, templating, xcoms
+from controller.xcom.backends import XComStore
 from zonda.context import Context
 from zonda.exceptions import (
     AirflowFailException,
@@ -33,15 +32,18 @@ from zonda.exceptions import (
     AirflowTaskTerminated,
     TaskDeferred,
 )
-from zonda.imports import import_string
-from zonda.invocations import (
+from zonda.operators.base import BaseOperator, SkipMixin
+from zonda.operators.python import resolve_python_callable
+from zonda.resources import json_values
+from zonda.resources.invocations import (
     DeferralRequest,
     TaskInvocation,
     TaskOutcome,
     TaskResult,
 )
-from zonda.operators.base import BaseOperator, SkipMixin
-from zonda.operators.python import resolve_python_callable
+from zonda.specs import mapped_groups, mapping, operator_registry
+from zonda.specs.imports import import_string
+from zonda.tries import task_context, templating, xcoms
 
 #: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.
 MESSAGE_LIMIT_CHARS = 1024

@@ -5,8 +5,8 @@ I/O parts: `leases.LeaseKeeper`, `runtime.Triggerer` and `run_triggerer`, `runni
 trigger to its first event), `writes.write_outcome` (its status, once). See docs/triggerer.md.
 """
 
+from controller.coordination.shards import SHARD_LABEL, fair_share, plan_shards, shard_for, shard_selector
 from controller.triggerer.runtime import Triggerer, run_triggerer
-from controller.triggerer.shards import SHARD_LABEL, fair_share, plan_shards, shard_for, shard_selector
 from controller.triggerer.writes import write_outcome
 
 __all__ = [

@@ -22,9 +22,10 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from controller.kube import Conflict, NotFound, leases
-from controller.kube.leases import LeaseObserver
-from zonda.wire import ANNOTATION_CAPACITY, LABEL_COMPONENT, LABEL_LEASE_KIND, LABEL_SHARD
+from controller.coordination import leases
+from controller.coordination.leases import LeaseObserver
+from controller.kube import Conflict, NotFound
+from zonda.resources.wire import ANNOTATION_CAPACITY, LABEL_COMPONENT, LABEL_LEASE_KIND, LABEL_SHARD
 
 log = logging.getLogger(__name__)
 

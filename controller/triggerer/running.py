@@ -12,7 +12,7 @@ import inspect
 import logging
 from collections.abc import Callable
 
-from controller.triggerer.health import TimedSteps
+from controller.processes.health import TimedSteps
 from zonda.triggers import BaseTrigger, TriggerEvent
 
 log = logging.getLogger("controller.triggerer.runtime")

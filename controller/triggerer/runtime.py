@@ -32,14 +32,15 @@ from typing import Any
 
 from aiohttp import web
 
+from controller.coordination.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
 from controller.kube import TRIGGERS, Kube, KubeError
-from controller.providers.kubernetes.triggers import current_kube
-from controller.triggerer.health import (
+from controller.processes.health import (
     LoopWatchdog,
     SlowSteps,
     describe_culprits,
     serve_http,
 )
+from controller.providers.kubernetes.triggers import current_kube
 from controller.triggerer.leases import (
     LEASE_KIND_LABEL,
     MEMBER_KIND,
@@ -52,9 +53,8 @@ from controller.triggerer.leases import (
 from controller.triggerer.metrics import CONTENT_TYPE_LATEST, TriggererMetrics
 from controller.triggerer.running import RunningTrigger, TriggerResult, drive_trigger
 from controller.triggerer.settings import TriggererSettings
-from controller.triggerer.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
 from controller.triggerer.writes import FINISHED_STATES, Outcome, WriteResult, write_outcome
-from zonda.trigger_models import TriggerState, TriggerStatus
+from zonda.resources.trigger_models import TriggerState, TriggerStatus
 from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,8 @@
 """The triggerer's settings: one typed object, read once at start (kopf's `OperatorSettings` shape).
 
 `zonda triggerer` and `python -m controller.triggerer` build it from their options (whose defaults
-come from here; `tests/unit/test_triggerer_settings.py` checks the CLI against it) and hand it to
+come from here; `tests/unit/controller/triggerer/test_triggerer_settings.py` checks the CLI against it) and
+hand it to
 `run_triggerer`, which hands it to `Triggerer`: no setting is threaded through signatures one by one.
 """
 

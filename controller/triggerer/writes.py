@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.kube import TRIGGERS, Conflict, Kube, NotFound
-from zonda.trigger_models import TriggerState
+from zonda.resources.trigger_models import TriggerState
 
 FINISHED_STATES = frozenset({TriggerState.FIRED.value, TriggerState.FAILED.value})
 

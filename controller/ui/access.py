@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from controller.kube import Kube
-from zonda.models import GROUP
+from zonda.resources.models import GROUP
 
 #: Resources the UI reads outside our own API group.
 _CORE_RESOURCES = frozenset({"pods", "events"})

@@ -15,18 +15,18 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from controller import run_actions
 from controller.kube import DAGRUNS, DAGS, Kube, KubeError
+from controller.operations import run_actions
 from controller.ui import params_form
 from controller.ui.access import Viewer
-from controller.ui.server import ACCESS, SETTINGS, STORE, VIEWER, require
-from zonda import actions as zonda_actions
-from zonda import clear_across_dags
-from zonda.actions import ActionResult
-from zonda.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
-from zonda.dags import ResolvedDag
-from zonda.models import TaskInstanceState
-from zonda.scheduling import dagrun_name
+from controller.ui.app_state import ACCESS, SETTINGS, STORE, VIEWER, require
+from zonda.actions import across_dags
+from zonda.actions import clear_and_mark as zonda_actions
+from zonda.actions.clear_and_mark import ActionResult
+from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
+from zonda.resources.models import TaskInstanceState
+from zonda.schedules.scheduling import dagrun_name
+from zonda.specs.dags import ResolvedDag
 
 T = TypeVar("T")
 ActionOutcome = tuple[ActionResult, dict[str, TaskInstanceStatus]]
@@ -160,7 +160,7 @@ async def clear(request: web.Request) -> web.Response:
         except run_actions.RunActionError as exc:
             raise ActionRefused(exc.status, exc.message) from exc
         return web.json_response({"tasks": list(result.changed), "dry_run": True})
-    first = clear_across_dags.RunClear(
+    first = across_dags.RunClear(
         run_name,
         tuple(task_ids) if task_ids is not None else None,
         upstream=flags["upstream"],

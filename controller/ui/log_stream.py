@@ -19,11 +19,11 @@ from typing import Any
 
 from aiohttp import web
 
-from controller import try_logs as task_logs
 from controller.kube import Kube, KubeError
+from controller.operations import try_logs as task_logs
 from controller.ui import tries
-from controller.ui.server import KUBE, SECURITY_HEADERS, SETTINGS, STORE, require
-from zonda.wire import LABEL_TRY
+from controller.ui.app_state import KUBE, SECURITY_HEADERS, SETTINGS, STORE, require
+from zonda.resources.wire import LABEL_TRY
 
 #: States in which a try may still write to its log (a sensor between pokes, a deferred task).
 LIVE_STATES = frozenset({"queued", "running", "deferred", "up_for_reschedule"})

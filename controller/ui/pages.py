@@ -18,12 +18,12 @@ import jinja2
 from aiohttp import web
 from markupsafe import Markup
 
-from controller import try_logs as task_logs
 from controller.kube import KubeError
+from controller.operations import try_logs as task_logs
 from controller.ui import graphs, log_stream, params_form, tries, views
+from controller.ui.app_state import KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token, require
 from controller.ui.markup import render_markdown
-from controller.ui.server import KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token, require
-from zonda.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
+from zonda.tries.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
 
 PAGE_SIZE = 100
 

@@ -59,6 +59,6 @@ def params_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
 def conf_errors(spec: Mapping[str, Any], conf: Mapping[str, Any]) -> list[str]:
     """Why `conf` merged over the DAG's params fails `spec.paramsSchema` (or a task's), one sentence
     per problem."""
-    from zonda import params
+    from zonda.specs import params
 
     return params.run_conf_errors(spec, conf)

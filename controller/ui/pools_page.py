@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from controller.kube import POOLS
-from controller.pool_rows import PoolRow, pool_rows
+from controller.operations.pool_rows import PoolRow, pool_rows
+from controller.ui.app_state import POOLS_WATCH, SETTINGS, STORE, require
 from controller.ui.pages import render
-from controller.ui.server import POOLS_WATCH, SETTINGS, STORE, require
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller import try_logs as task_logs
 from controller.kube import Kube, KubeError
-from zonda.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
+from controller.operations import try_logs as task_logs
+from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from zonda import mapping, wire
-from zonda.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
+from zonda.resources import wire
+from zonda.specs import mapping
+from zonda.specs.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
 
 Body = Mapping[str, Any]
 
@@ -53,7 +54,7 @@ GROUP_STATE_PRIORITY: tuple[str, ...] = (
 
 
 def parse_time(value: Any) -> datetime | None:
-    """`zonda.wire.parse_time`, lenient: a page shows "-" rather than fail on an odd timestamp."""
+    """`zonda.resources.wire.parse_time`, lenient: a page shows "-" rather than fail on an odd timestamp."""
     try:
         return wire.parse_time(value)
     except ValueError:

@@ -1,6 +1,6 @@
 """The value of a task instance's XCom, as JSON: what the task page links to for a stored value.
 
-Status keeps a value over 1 KiB as a reference (`zonda.xcoms`); the page shows the reference and its
+Status keeps a value over 1 KiB as a reference (`zonda.tries.xcoms`); the page shows the reference and its
 size, and links here, so a 3 MB value is fetched only when asked for. XComChunks are read with the
 UI's own account (it may `get` them, like DagRuns) once the viewer is allowed to `get` them too;
 a value in object storage is read with the UI's credentials for that storage.
@@ -13,12 +13,13 @@ import json
 
 from aiohttp import web
 
-from controller.kube.xcom_reads import read_chunks
-from controller.ui.server import KUBE, STORE, require
-from controller.xcom_backends import XComStore
-from zonda import xcom_chunks, xcoms
-from zonda.dagrun_models import TaskInstanceStatus
-from zonda.models import FINISHED_TI_STATES
+from controller.ui.app_state import KUBE, STORE, require
+from controller.xcom.backends import XComStore
+from controller.xcom.reads import read_chunks
+from zonda.resources import xcom_chunks
+from zonda.resources.dagrun_models import TaskInstanceStatus
+from zonda.resources.models import FINISHED_TI_STATES
+from zonda.tries import xcoms
 
 
 async def xcom_value(request: web.Request) -> web.Response:

@@ -1,7 +1,7 @@
 """Airflow's "branch_without_trigger" (Concepts > DAGs > Trigger Rules), as a Zonda DAG file.
 
 The branch follows branch_a; join, downstream of the skipped branch_false, is skipped under all_success.
-Renders to branch_without_trigger.yaml (tests/unit/test_authoring_examples.py compares them).
+Renders to branch_without_trigger.yaml (tests/unit/zonda/authoring/test_authoring_examples.py compares them).
 """
 
 import pendulum

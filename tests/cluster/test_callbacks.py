@@ -18,7 +18,7 @@ from typing import Any
 from controller.devtools.devcluster import Cluster
 from tests.cluster.callback_targets import EVIDENCE_ENV
 from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for, wait_run_finished
-from zonda.names import is_callback_name
+from zonda.resources.names import is_callback_name
 
 TARGETS = "tests.cluster.callback_targets"
 

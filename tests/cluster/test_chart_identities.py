@@ -493,9 +493,9 @@ def test_the_task_identity_writes_and_reads_xcom_chunks_and_nothing_more(
     ServiceAccount: a value written as XComChunks owned by a real DagRun and read back; no deletes."""
     from urllib.parse import urlsplit
 
-    from controller import kube_rest
-    from controller.xcom_backends import XComStore
-    from zonda.invocations import TaskInvocation
+    from controller.kube import rest
+    from controller.xcom.backends import XComStore
+    from zonda.resources.invocations import TaskInvocation
 
     cluster, namespace = release.cluster, release.namespace
     run = {**dagrun(release), "metadata": {"name": "xcom-owner"}}
@@ -520,7 +520,7 @@ def test_the_task_identity_writes_and_reads_xcom_chunks_and_nothing_more(
     admin = json.loads(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]
     (mounted / "ca.crt").write_text(Path(admin["certificate-authority"]).read_text())
     server = urlsplit(admin["server"])
-    monkeypatch.setattr(kube_rest, "SERVICE_ACCOUNT_DIR", mounted)
+    monkeypatch.setattr(rest, "SERVICE_ACCOUNT_DIR", mounted)
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", str(server.hostname))
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(server.port))

@@ -25,7 +25,7 @@ from tests.cluster.zonda_processes import (
     wait_run_finished,
     zonda,
 )
-from zonda import wire
+from zonda.resources import wire
 
 
 def dag(name: str, tasks: list[dict[str, Any]]) -> dict[str, Any]:

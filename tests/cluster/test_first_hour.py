@@ -34,8 +34,8 @@ from tests.cluster.zonda_processes import (
     wait_for,
     wait_run_finished,
 )
-from tests.unit.test_readme_examples import readme_yaml_blocks
-from zonda import crds
+from tests.unit.zonda.authoring.test_readme_examples import readme_yaml_blocks
+from zonda.resources import crds
 
 AGE = re.compile(r"^\d+(\.\d+)?[smhdy](\d+[smh])?$")  # kubectl's rendering of a past date column
 ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")

@@ -5,7 +5,7 @@ reads the XComChunks and gives each pod its own item; an instance whose items ca
 Real: the apiserver, the controller process (Kubernetes executor), XComChunk objects, kwok's pods.
 Simulated: the upstream task's try. kwok runs no code, so its result (a reference to the chunks)
 comes from the pod's termination-message annotation, and the chunks are written here as the task
-runner's Kubernetes XCom backend writes them (`zonda.xcom_chunks`).
+runner's Kubernetes XCom backend writes them (`zonda.resources.xcom_chunks`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from typing import Any
 
 from controller.devtools.devcluster import Cluster
 from tests.cluster.zonda_processes import apply, controller, get, ti_states, trigger, wait_run_finished
-from zonda import mapping, xcom_chunks, xcom_refs, xcoms
-from zonda.invocations import TaskOutcome, TaskResult
+from zonda.resources import xcom_chunks, xcom_refs
+from zonda.resources.invocations import TaskOutcome, TaskResult
+from zonda.specs import mapping
+from zonda.tries import xcoms
 
 ITEMS = [["echo", f"item-{index}-" + "x" * 300] for index in range(4)]  # > 1 KiB: in the backend
 

@@ -25,7 +25,8 @@ from controller.devtools import realnode
 from controller.devtools.devcluster import Cluster
 from controller.kube import Kube
 from controller.ui import log_stream
-from controller.ui.server import STORE, UiSettings, create_app
+from controller.ui.app_state import STORE, UiSettings
+from controller.ui.server import create_app
 from tests.cluster.test_controller import SEED_EXAMPLES, dag
 from tests.cluster.zonda_processes import (
     apply,
@@ -40,7 +41,7 @@ from tests.cluster.zonda_processes import (
     wait_run_finished,
     zonda,
 )
-from zonda.names import is_callback_name
+from zonda.resources.names import is_callback_name
 
 
 def followed_log(cluster: Cluster, namespace: str, pod: str) -> str:

@@ -24,7 +24,7 @@ from controller.reconcilers.pools import POOLS
 from controller.reconcilers.reconcilers import Reconcilers
 from tests.cluster.test_mapping import DAG_FOLDER, local_controller
 from tests.cluster.zonda_processes import get, ti_states, trigger, wait_run_finished, zonda
-from tests.unit.test_reconcilers import FakeExecutor
+from tests.unit.fake_world import FakeExecutor
 
 
 def test_a_mapped_task_past_the_status_budget_fails_with_the_sizes_and_the_run_finishes(

@@ -24,15 +24,15 @@ from typing import Any, TypeVar
 
 import pytest
 
+from controller.coordination.shards import SHARD_LABEL, shard_for
 from controller.devtools.devcluster import REPO_ROOT, Cluster, free_port
 from controller.kube import TRIGGERS, Kube
 from controller.providers.kubernetes.triggers import ObjectConditionTrigger
 from controller.triggerer.leases import shard_lease_name
 from controller.triggerer.runtime import Triggerer
 from controller.triggerer.settings import TriggererSettings
-from controller.triggerer.shards import SHARD_LABEL, shard_for
 from controller.triggerer.writes import WriteResult, write_outcome
-from zonda.models import API_VERSION
+from zonda.resources.models import API_VERSION
 from zonda.triggers import BaseTrigger, DateTimeTrigger, TriggerEvent, serialize_trigger
 
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """The UI as the chart runs it: its Deployment's arguments, as the chart's UI ServiceAccount.
 
-`tests/unit/test_chart_ui.py` pins the UI account's grants on paper; here `zonda ui` really runs with
+`tests/unit/chart/test_chart_ui.py` pins the UI account's grants on paper; here `zonda ui` really runs with
 a token of that account (list+watch of DAGs and DagRuns, Events, nothing else) behind the chart's
 defaults (`--auth=token --read-only`), and a viewer's token drives it over HTTP. A 403 in the UI's
 log would mean the chart forgot a permission the UI uses.

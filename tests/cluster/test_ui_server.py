@@ -23,7 +23,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from controller.devtools.devcluster import Cluster
 from controller.kube import Kube
 from controller.ui.access import AuthMode
-from controller.ui.server import STORE, UiSettings, create_app
+from controller.ui.app_state import STORE, UiSettings
+from controller.ui.server import create_app
 from tests.cluster.zonda_processes import apply, controller, get, wait_for, wait_run_finished
 
 pytestmark = pytest.mark.cluster
@@ -418,8 +419,8 @@ async def test_a_stored_xcom_value_is_linked_from_the_task_page_and_read_from_it
 ) -> None:
     """A value the Kubernetes XCom backend stored (XComChunks written as a task runner writes them) is
     shown by reference on the page and served, whole, to a viewer who may get XComChunks."""
-    from controller import xcom_kubernetes
-    from controller.kube_rest import KubeRest
+    from controller.kube.rest import KubeRest
+    from controller.xcom import chunks
 
     client, viewers = ui
     run = {"apiVersion": "zonda.dev/v1alpha1", "kind": "DagRun", "metadata": {"name": "with-xcom"},
@@ -428,7 +429,7 @@ async def test_a_stored_xcom_value_is_linked_from_the_task_page_and_read_from_it
     uid = get(cluster, namespace, "dagrun", "with-xcom")["metadata"]["uid"]
     value = {"rows": list(range(300_000))}  # ~2 MB: three chunks
     data = json.dumps(value, separators=(",", ":")).encode()
-    url = xcom_kubernetes.write(
+    url = chunks.write(
         KubeRest.connect(str(cluster.kubeconfig)), data, namespace=namespace, run_name="with-xcom",
         run_uid=uid, task_id="hello", map_index=-1, try_number=1, key="return_value",
     )  # fmt: skip

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
-from controller.xcom_backends import XComStore
+from controller.xcom.backends import XComStore
 from tests.cluster.zonda_processes import apply
-from zonda.dagrun_models import dagrun_labels
-from zonda.invocations import TaskInvocation
-from zonda.run_types import RunType
+from zonda.resources.dagrun_models import dagrun_labels
+from zonda.resources.invocations import TaskInvocation
+from zonda.resources.run_types import RunType
 
 
 def finished_run(

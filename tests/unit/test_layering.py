@@ -16,7 +16,7 @@ ZONDA = Path(__file__).resolve().parents[2] / "zonda"
 FORBIDDEN_IMPORTS = ("kubernetes", "kubernetes_asyncio", "kopf", "controller", "aiohttp")
 #: (module, function) pairs allowed to read the wall clock, each injectable.
 CLOCK_READERS = {
-    ("zonda/timetables/base.py", "utcnow"),  # pinned by zonda.scheduling (contextvar)
+    ("zonda/timetables/base.py", "utcnow"),  # pinned by zonda.schedules.scheduling (contextvar)
     ("zonda/sensors/base.py", "utcnow"),  # run time, in the task's pod; tests pin it
     ("zonda/triggers/timezone.py", "system_clock"),  # run time, in the triggerer; use_clock() replaces it
 }
@@ -82,7 +82,7 @@ def test_providers_register_their_operators_by_entry_point() -> None:
     import importlib
 
     from controller.providers.kubernetes.sensors import WaitForObjectSensor
-    from zonda import operator_registry
+    from zonda.specs import operator_registry
 
     classpath = operator_registry.operator_classpath("WaitForObjectSensor")
     module, _, name = classpath.rpartition(".")

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zonda import mapped_groups, mapping
-from zonda.durations import format_duration
+from zonda.resources.durations import format_duration
+from zonda.specs import mapped_groups, mapping
 
 if TYPE_CHECKING:
     from zonda.authoring.dags import DAG

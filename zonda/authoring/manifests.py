@@ -19,16 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from zonda import names, operator_registry
 from zonda.authoring.manifest_values import DAG_FILE_MODULES, ValueWriter, utc_iso
 from zonda.authoring.relations import Node
 from zonda.authoring.task_groups import TaskGroup
-from zonda.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
-from zonda.durations import format_duration
-from zonda.models import API_VERSION, TaskDefaults
 from zonda.operators.base import SCHEDULER_ARGUMENTS
 from zonda.operators.container import ContainerOperator
-from zonda.wire import ANNOTATION_DAG_ID
+from zonda.resources import names
+from zonda.resources.durations import format_duration
+from zonda.resources.models import API_VERSION, TaskDefaults
+from zonda.resources.wire import ANNOTATION_DAG_ID
+from zonda.specs import operator_registry
+from zonda.specs.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
 
 if TYPE_CHECKING:
     from zonda.authoring.dags import DAG
@@ -268,7 +269,8 @@ class _Compiler(ValueWriter):
         return body
 
     def expand(self, task: BaseOperator, where: str) -> dict[str, Any]:
-        """A mapped task's `expand` (`zonda.models.ExpandSpec`): its sources as the manifest writes them."""
+        """A mapped task's `expand` (`zonda.resources.models.ExpandSpec`): its sources as the manifest writes
+        them."""
         spec = task.expand_spec or {}
         result: dict[str, Any] = {}
         if spec.get("kwargs") is not None:

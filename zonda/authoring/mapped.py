@@ -3,7 +3,7 @@ and `XComArg.zip()`, as Airflow 2.3+ writes them.
 
 A mapped task is an ordinary operator (or TaskFlow task) that also carries `expand_spec`: the
 sources to map over (literal lists and dicts, `XComArg`s, zips and maps of them), which the manifest
-compiler writes as the task's `expand` field (see `zonda.mapping`). The scheduler decides how many
+compiler writes as the task's `expand` field (see `zonda.specs.mapping`). The scheduler decides how many
 instances it gets when its upstreams finish; each instance's try receives its own items.
 """
 
@@ -134,7 +134,7 @@ class PartialOperator:
         return self._build(kwargs_list=source)
 
     def _build(self, **expand: Any) -> BaseOperator:
-        from zonda import operator_arguments
+        from zonda.specs import operator_arguments
 
         # Required arguments each instance gets are None while authoring, and left out of the manifest.
         required = operator_arguments.signature_of_class(self.operator_class).required

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from zonda import operator_arguments
 from zonda.authoring import contexts
+from zonda.specs import operator_arguments
 
 if TYPE_CHECKING:
     from zonda.authoring.dags import DAG

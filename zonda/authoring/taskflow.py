@@ -19,11 +19,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from zonda import xcom_refs
 from zonda.authoring import contexts
 from zonda.authoring.relations import DependencyMixin, Node
 from zonda.operators.base import BaseOperator
 from zonda.operators.python import BranchPythonOperator, PythonOperator, ShortCircuitOperator
+from zonda.resources import xcom_refs
 from zonda.sensors.python import PythonSensor
 
 #: Arguments of `@task.kubernetes` that shape the task's container (Airflow's KubernetesPodOperator).

@@ -1,1 +1,1 @@
-"""Operators with Airflow 2.x's names and semantics; `zonda.operator_registry` maps names to them."""
+"""Operators with Airflow 2.x's names and semantics; `zonda.specs.operator_registry` maps names to them."""

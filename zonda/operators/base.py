@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from zonda import operator_arguments, templating, xcom_refs
 from zonda.authoring import operator_hooks
 from zonda.authoring.relations import Label, Node, chain, cross_downstream
 from zonda.context import Context
@@ -34,6 +33,9 @@ from zonda.exceptions import (
     TaskDeferred,
     TriggerFailureReason,
 )
+from zonda.resources import xcom_refs
+from zonda.specs import operator_arguments
+from zonda.tries import templating
 
 if TYPE_CHECKING:
     import jinja2

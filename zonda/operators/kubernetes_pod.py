@@ -1,7 +1,7 @@
 """Airflow's `KubernetesPodOperator`, reduced to what it describes: a container to run.
 
 The controller runs such a task as a plain container in the try's Pod, never through the task runner
-(`zonda.operator_registry.CONTAINER_OPERATORS`): it builds the operator from the task's args, renders
+(`zonda.specs.operator_registry.CONTAINER_OPERATORS`): it builds the operator from the task's args, renders
 its `template_fields`, and takes `to_container()` and `to_pod_override()`. Arguments about reaching a
 cluster or following the pod (`in_cluster`, `get_logs`, `on_finish_action`...) are accepted and
 ignored: the controller does that work.

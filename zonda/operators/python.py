@@ -15,8 +15,8 @@ from typing import Any
 
 from zonda.context import Context
 from zonda.exceptions import AirflowException
-from zonda.imports import import_string
 from zonda.operators.base import BaseOperator, SkipMixin
+from zonda.specs.imports import import_string
 
 #: Prefix of a callable reference into a DAG file (`zonda.authoring.manifests` writes them).
 DAG_FILE_SCHEME = "dagfile:"

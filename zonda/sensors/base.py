@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from zonda.context import Context
-from zonda.durations import parse_duration
 from zonda.exceptions import (
     AirflowException,
     AirflowFailException,
@@ -30,6 +29,7 @@ from zonda.exceptions import (
     TaskDeferralTimeout,
 )
 from zonda.operators.base import BaseOperator
+from zonda.resources.durations import parse_duration
 
 #: Airflow's `[sensors] default_timeout`: seven days.
 DEFAULT_SENSOR_TIMEOUT = 7 * 24 * 3600.0

@@ -3,7 +3,7 @@
 It does nothing when it runs (the scheduler marks it successful without a Pod, as an EmptyOperator);
 its arguments matter when a user clears it: `zonda clear` (and the UI) follow it into the run of
 `external_dag_id` at `execution_date` and clear `external_task_id` and its downstream there, then
-any markers among those, up to `recursion_depth` hops (`zonda.clear_across_dags.plan_clear_across_dags`).
+any markers among those, up to `recursion_depth` hops (`zonda.actions.across_dags.plan_clear_across_dags`).
 
 `ExternalTaskSensor` itself reads the API, so it lives in Zonda's Kubernetes provider
 (`from airflow.sensors.external_task import ExternalTaskSensor` maps onto it).
@@ -15,8 +15,8 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
-from zonda.dag_dependencies import DEFAULT_EXECUTION_DATE, DEFAULT_RECURSION_DEPTH
 from zonda.operators.empty import EmptyOperator
+from zonda.schedules.dag_dependencies import DEFAULT_EXECUTION_DATE, DEFAULT_RECURSION_DEPTH
 
 
 class ExternalTaskMarker(EmptyOperator):

@@ -3,12 +3,12 @@
 Everything Airflow's ``airflow.timetables.base``, ``.simple``, ``.interval``, ``.trigger`` and ``.events``
 export for timetable authors is here under the same names and signatures. The differences that matter:
 
-* no hidden clock: ``zonda.timetables.base.utcnow()`` is pinned by ``zonda.scheduling`` (see ``base``);
-* exact daylight-saving semantics for cron schedules (see ``_cron``);
+* no hidden clock: ``zonda.timetables.base.utcnow()`` is pinned by ``zonda.schedules.scheduling`` (see
+``base``);
+* exact daylight-saving semantics for cron schedules (see ``cron``);
 * invalid cron expressions, timezones and deltas fail when the timetable is built, not later.
 """
 
-from zonda.timetables._cron import CRON_PRESETS
 from zonda.timetables.base import (
     AirflowTimetableInvalid,
     DagRunInfo,
@@ -16,6 +16,7 @@ from zonda.timetables.base import (
     TimeRestriction,
     Timetable,
 )
+from zonda.timetables.cron import CRON_PRESETS
 from zonda.timetables.events import EventsTimetable
 from zonda.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
 from zonda.timetables.schedules import load_timetable, timetable_for_schedule

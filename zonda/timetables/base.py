@@ -11,7 +11,7 @@ off), which makes a scheduling decision depend on when it is computed and forces
 Zonda keeps Airflow's signature -- adding a ``now`` parameter would break every user timetable -- and instead
 makes the clock injectable: :func:`utcnow` is the single clock read in the whole ``zonda`` package, and it
 returns the instant pinned in the :data:`current_time` context variable when one is set.
-``zonda.scheduling`` pins it to the controller's ``now`` around every timetable call (see
+``zonda.schedules.scheduling`` pins it to the controller's ``now`` around every timetable call (see
 :func:`pinned_clock`), so the built-in timetables, and custom timetables that ask
 ``zonda.timetables.base.utcnow()`` for the time, are pure functions of their arguments.
 Only outside a pinned block (a REPL, a user's own script) does :func:`utcnow` fall back to the real clock.
@@ -53,7 +53,8 @@ class AirflowTimetableInvalid(ValueError):
     """
 
 
-#: The instant :func:`utcnow` reports while set. ``zonda.scheduling`` sets it; nothing else should need to.
+#: The instant :func:`utcnow` reports while set. ``zonda.schedules.scheduling`` sets it; nothing else should
+#: need to.
 current_time: ContextVar[DateTime | None] = ContextVar("zonda_timetables_current_time", default=None)
 
 
@@ -209,7 +210,8 @@ class Timetable:
         """Airflow's run id: ``<run_type>__<logical date in ISO 8601>``.
 
         ``run_type`` may be a string or a string enum (Airflow's ``DagRunType`` is one); Kubernetes
-        object names come from ``zonda.scheduling.dagrun_name`` instead, since run ids are not DNS names.
+        object names come from ``zonda.schedules.scheduling.dagrun_name`` instead, since run ids are not DNS
+        names.
         """
         kind = getattr(run_type, "value", run_type)
         return f"{kind}__{logical_date.isoformat()}"

@@ -14,8 +14,6 @@ import pendulum
 from dateutil.relativedelta import relativedelta
 from pendulum import DateTime
 
-from zonda.timetables._cron import CronMixin, encode_timezone, parse_timezone
-from zonda.timetables._deltas import Delta, decode_delta, encode_delta, is_positive
 from zonda.timetables.base import (
     AirflowTimetableInvalid,
     DagRunInfo,
@@ -25,6 +23,8 @@ from zonda.timetables.base import (
     coerce_utc,
     utcnow,
 )
+from zonda.timetables.cron import CronMixin, encode_timezone, parse_timezone
+from zonda.timetables.deltas import Delta, decode_delta, encode_delta, is_positive
 
 __all__ = ["CronDataIntervalTimetable", "DeltaDataIntervalTimetable"]
 
@@ -80,7 +80,7 @@ class CronDataIntervalTimetable(CronMixin, _DataIntervalTimetable):
     """Data intervals between consecutive firings of a cron expression, evaluated in ``timezone``.
 
     This corresponds to ``schedule=<cron>`` and the ``@hourly``-style presets. Daylight-saving semantics
-    are those of :mod:`zonda.timetables._cron`. Don't pass ``@once``; use ``OnceTimetable``.
+    are those of :mod:`zonda.timetables.cron`. Don't pass ``@once``; use ``OnceTimetable``.
     """
 
     @classmethod

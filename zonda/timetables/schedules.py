@@ -7,9 +7,9 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from zonda.durations import DURATION_PATTERN, parse_duration
-from zonda.timetables._cron import CRON_PRESETS
+from zonda.resources.durations import DURATION_PATTERN, parse_duration
 from zonda.timetables.base import AirflowTimetableInvalid, Timetable
+from zonda.timetables.cron import CRON_PRESETS
 from zonda.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
 from zonda.timetables.simple import ContinuousTimetable, NullTimetable, OnceTimetable
 

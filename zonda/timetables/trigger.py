@@ -7,8 +7,6 @@ from typing import Any
 
 from pendulum import DateTime
 
-from zonda.timetables._cron import CronMixin, TimezoneLike, encode_timezone, parse_timezone
-from zonda.timetables._deltas import Delta, decode_delta, encode_delta
 from zonda.timetables.base import (
     AirflowTimetableInvalid,
     DagRunInfo,
@@ -18,6 +16,8 @@ from zonda.timetables.base import (
     coerce_utc,
     utcnow,
 )
+from zonda.timetables.cron import CronMixin, TimezoneLike, encode_timezone, parse_timezone
+from zonda.timetables.deltas import Delta, decode_delta, encode_delta
 
 __all__ = ["CronTriggerTimetable"]
 
@@ -27,7 +27,7 @@ class CronTriggerTimetable(CronMixin, Timetable):
 
     Unlike ``CronDataIntervalTimetable``, the cron expression says *when to run*, not what data a run covers.
     With catchup off, the most recent firing that has already passed is still run (Airflow 2.x behaviour).
-    Firing instants follow the daylight-saving semantics of :mod:`zonda.timetables._cron`.
+    Firing instants follow the daylight-saving semantics of :mod:`zonda.timetables.cron`.
     """
 
     def __init__(

@@ -4,7 +4,7 @@ Deferrable operators hand a trigger to `BaseOperator.defer`; the triggerer (`con
 rebuilds it with `load_trigger` from a `Trigger` resource and runs it until its first event.
 """
 
-from zonda.json_values import from_json_safe, to_json_safe
+from zonda.resources.json_values import from_json_safe, to_json_safe
 from zonda.triggers import timezone
 from zonda.triggers.base import (
     BaseTaskEndEvent,

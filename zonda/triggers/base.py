@@ -16,9 +16,9 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
-from zonda.imports import import_string
-from zonda.json_values import from_json_safe, to_json_safe
-from zonda.models import TaskInstanceState
+from zonda.resources.json_values import from_json_safe, to_json_safe
+from zonda.resources.models import TaskInstanceState
+from zonda.specs.imports import import_string
 
 
 class BaseTrigger(abc.ABC):

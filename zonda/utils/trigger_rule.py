@@ -1,5 +1,5 @@
 """`from zonda.utils.trigger_rule import TriggerRule`, as Airflow's `airflow.utils.trigger_rule`."""
 
-from zonda.models import TriggerRule
+from zonda.resources.models import TriggerRule
 
 __all__ = ["TriggerRule"]

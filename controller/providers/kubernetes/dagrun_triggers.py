@@ -5,7 +5,7 @@
   would do but for the list of states; the event carries the state the run reached.
 - `WorkflowTrigger`: a deferrable `ExternalTaskSensor`. The external run is found by logical date,
   not by name, so it lists the namespace's DagRuns and applies the sensor's own verdict
-  (`zonda.dag_dependencies.external_verdict`) until it is no longer "waiting".
+  (`zonda.schedules.dag_dependencies.external_verdict`) until it is no longer "waiting".
 
 Both poll through the triggerer's API connection (`KubeTrigger`).
 """
@@ -19,9 +19,9 @@ from typing import Any
 
 from controller.kube import DAGRUNS, KubeError
 from controller.providers.kubernetes.triggers import KubeTrigger
-from zonda.dag_dependencies import ExternalRun, ExternalWait, Verdict, external_verdict
+from zonda.resources.wire import parse_time
+from zonda.schedules.dag_dependencies import ExternalRun, ExternalWait, Verdict, external_verdict
 from zonda.triggers import TriggerEvent
-from zonda.wire import parse_time
 
 
 class DagStateTrigger(KubeTrigger):

@@ -2,7 +2,7 @@
 
 The sensor lists DagRuns from the task's own try (the task pod's ServiceAccount, or the local
 executor's kubeconfig; see the chart's `taskPods.rbac.dagDependencies`) and asks the pure
-`zonda.dag_dependencies.external_verdict`. With ``deferrable=True`` the wait moves to the triggerer
+`zonda.schedules.dag_dependencies.external_verdict`. With ``deferrable=True`` the wait moves to the triggerer
 (`dagrun_triggers.WorkflowTrigger`) and the try's Pod is freed. `ExternalTaskMarker` needs no API (it
 matters only when cleared) and lives in `zonda.sensors.external_task`; it is re-exported here because
 Airflow's `airflow.sensors.external_task`, which maps to this module, holds both.
@@ -19,14 +19,14 @@ from typing import Any
 from controller.kube import DAGRUNS, DAGS, Kube
 from controller.providers.kubernetes.dagrun_triggers import WorkflowTrigger
 from controller.providers.kubernetes.sensors import run_namespace
-from zonda import dag_dependencies
 from zonda.context import Context
-from zonda.dag_dependencies import ExternalRun, ExternalWait, Verdict
 from zonda.exceptions import AirflowException, AirflowSkipException
 from zonda.operators.python import resolve_python_callable
+from zonda.resources.wire import parse_time
+from zonda.schedules import dag_dependencies
+from zonda.schedules.dag_dependencies import ExternalRun, ExternalWait, Verdict
 from zonda.sensors.base import BaseSensorOperator, to_timedelta
 from zonda.sensors.external_task import ExternalTaskMarker
-from zonda.wire import parse_time
 
 
 async def _external_runs(namespace: str) -> list[ExternalRun]:

@@ -15,19 +15,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from controller import run_actions
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube, KubeApi
+from controller.operations import run_actions
 from controller.providers.kubernetes.dagrun_triggers import DagStateTrigger
 from controller.providers.kubernetes.sensors import run_namespace
-from zonda import actions, dag_dependencies, names
+from zonda.actions import clear_and_mark
 from zonda.context import Context
-from zonda.dag_dependencies import Parent
-from zonda.dagrun_models import DagRunStatus
-from zonda.dags import ResolvedDag
 from zonda.exceptions import AirflowException, AirflowSkipException
 from zonda.operators.base import BaseOperator
+from zonda.resources import names
+from zonda.resources.dagrun_models import DagRunStatus
+from zonda.resources.wire import parse_time
+from zonda.schedules import dag_dependencies
+from zonda.schedules.dag_dependencies import Parent
 from zonda.sensors import base as sensor_base
-from zonda.wire import parse_time
+from zonda.specs.dags import ResolvedDag
 
 #: Airflow's XCom keys for the triggered run.
 XCOM_RUN_ID = "trigger_run_id"
@@ -219,8 +221,8 @@ class TriggerDagRunOperator(BaseOperator):
 async def _reset(kube: KubeApi, namespace: str, run_name: str, *, who: str) -> None:
     """Airflow's `reset_dag_run`: clear every task instance of the existing run so it runs again."""
 
-    def clear_all(dag: ResolvedDag, status: DagRunStatus) -> actions.ActionResult:
-        return actions.clear(dag, status, now=sensor_base.utcnow(), who=who)
+    def clear_all(dag: ResolvedDag, status: DagRunStatus) -> clear_and_mark.ActionResult:
+        return clear_and_mark.clear(dag, status, now=sensor_base.utcnow(), who=who)
 
     try:
         await run_actions.act_on_run(kube, namespace, run_name, clear_all, component="zonda-task")

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.kube import Kube, KubeError
-from zonda import wire
+from zonda.resources import wire
 from zonda.triggers import BaseTrigger, TriggerEvent
 
 #: The triggerer's API connection; triggers started by it inherit it. Outside a triggerer (a test, a

@@ -1,1 +1,0 @@
-"""The controller process: kopf wiring (`main`), the work queue, leader election and metrics."""

@@ -1,0 +1,342 @@
+"""The controller process: kopf watches, our work queue reconciles.
+
+kopf gives us login, watch streams (with re-listing and back-off), namespaces, and a liveness
+probe. Its handlers here are thin: they note what changed and enqueue a key; the reconcilers in
+`controller.reconcilers.reconcilers` do the work. Only `on.event` handlers are used, so kopf stores nothing on
+our objects (no finalizers, no annotations): GitOps tools see no drift, and deleting a DAG never
+waits for a controller that is down.
+
+One replica acts at a time: with `--leader-election`, the work queue is gated by a Lease.
+
+The process is one object, `ControllerProcess`: its settings, and what it builds at start (the API
+client, the executor, the reconcilers, the work queue, the leader elector) in one `Services`. Its
+kopf handlers are its own methods, registered on a registry of its own, so nothing lives at module
+level and importing this module registers nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+from collections.abc import Hashable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import kopf
+from aiohttp import web
+from prometheus_client import start_http_server
+
+from controller.executors import references
+from controller.executors.base import Executor
+from controller.executors.kubernetes import KubernetesExecutor
+from controller.executors.local import LocalExecutor
+from controller.kube import BACKFILLS, DAGRUNS, DAGS, Kube
+from controller.kube.client import in_cluster_server
+from controller.manager import leader
+from controller.manager.settings import ControllerSettings
+from controller.manager.workqueue import WorkQueue
+from controller.processes.health import serve_http
+from controller.reconcilers import metrics
+from controller.reconcilers.index import RunSummary
+from controller.reconcilers.pools import POOLS, runs_to_wake
+from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
+from zonda.resources.models import GROUP, VERSION
+from zonda.resources.wire import LABEL_DAGRUN_UID
+
+logger = logging.getLogger(__name__)
+
+#: How long a stopping controller waits for the Events its last passes are still posting.
+EVENT_FLUSH_SECONDS = 5.0
+
+_PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS}
+
+
+@dataclass
+class Services:
+    """What the process builds at start (it needs the event loop), all at once: never half built."""
+
+    kube: Kube
+    executor: Executor
+    reconcilers: Reconcilers
+    queue: WorkQueue
+    elector: leader.LeaderElector | None = None
+
+
+class ControllerProcess:
+    """The controller process: settings read once, the services built at start, the kopf handlers."""
+
+    def __init__(self, settings: ControllerSettings) -> None:
+        self.settings = settings
+        self.services: Services | None = None  # None until kopf's startup has built them
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.http: list[web.AppRunner] = []
+        #: (namespace, DAG) -> its Backfills, from their watch: a run of the DAG starting or finishing
+        #: wakes them (a finished run makes room for the next).
+        self.backfills: dict[tuple[str, str], set[str]] = {}
+
+    def registry(self) -> kopf.OperatorRegistry:
+        """kopf's handlers: this object's methods. Only `on.event`, so kopf stores nothing on objects."""
+        registry = kopf.OperatorRegistry()
+        kopf.on.startup(registry=registry)(self.startup)
+        kopf.on.cleanup(registry=registry)(self.cleanup)
+        kopf.on.login(registry=registry)(self.login)
+        kopf.on.event(GROUP, VERSION, "dags", registry=registry)(self.on_dag)
+        kopf.on.event(GROUP, VERSION, BACKFILLS, registry=registry)(self.on_backfill)
+        kopf.on.event(GROUP, VERSION, POOLS, registry=registry)(self.on_pool)
+        kopf.on.event(GROUP, VERSION, "dagruns", registry=registry)(self.on_dagrun)
+        kopf.on.event("", "v1", "pods", labels={LABEL_DAGRUN_UID: kopf.PRESENT}, registry=registry)(
+            self.on_task_pod
+        )
+        kopf.on.event(GROUP, VERSION, "triggers", registry=registry)(self.on_trigger)
+        return registry
+
+    # ------------------------------------------------------------------------------------ the queue
+
+    def enqueue(self, kind: str, namespace: str, name: str) -> None:
+        if self.services is not None:
+            self.services.queue.add((kind, namespace, name))
+
+    async def reconcile(self, key: Hashable) -> datetime | None:
+        assert isinstance(key, tuple) and self.services is not None
+        kind, namespace, name = key
+        reconcilers = self.services.reconcilers
+        metrics.RECONCILES.labels(kind).inc()
+        if kind == "dag":
+            return await reconcilers.reconcile_dag(namespace, name)
+        if kind == "backfill":
+            return await reconcilers.reconcile_backfill(namespace, name)
+        if kind == "pool":
+            return await reconcilers.reconcile_pool(namespace, name)
+        return await reconcilers.reconcile_run(namespace, name)
+
+    async def report_failing(self, key: Hashable, failures: int, error: BaseException) -> None:
+        assert isinstance(key, tuple) and self.services is not None
+        kind, namespace, name = key
+        await self.services.reconcilers.report_failing(_PLURALS[kind], namespace, name, failures, error)
+
+    async def report_recovered(self, key: Hashable) -> None:
+        assert isinstance(key, tuple) and self.services is not None
+        kind, namespace, name = key
+        await self.services.reconcilers.report_recovered(_PLURALS[kind], namespace, name)
+
+    # ---------------------------------------------------------------------------------- life cycle
+
+    async def startup(self, settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # our reconcilers post the Events users read
+        settings.scanning.disabled = True  # no cluster-wide CRD/namespace scans: least privilege
+        settings.watching.server_timeout = 300
+        # kopf waits for a quiet window before calling handlers (0.1 s by default); ours only enqueue a
+        # key and the queue deduplicates bursts, so the window would only add latency.
+        settings.batching.batch_window = 0.005
+        settings.networking.request_timeout = 60
+        ours = self.settings
+        kube = await Kube.connect(ours.kubeconfig, component="zonda-controller")
+        executor: Executor
+        if ours.executor == "local":
+            executor = LocalExecutor(
+                ours.state_dir,
+                parallelism=ours.parallelism,
+                on_exit=lambda namespace, run: self.enqueue("run", namespace, run),
+                environment_for=references.LocalEnvironment(kube),
+            )
+        else:
+            executor = KubernetesExecutor(kube, ours.pod_defaults)
+        reconcilers = Reconcilers(
+            kube,
+            executor,
+            trigger_shards=ours.trigger_shards,
+            pod_pending_timeout=ours.pod_pending_timeout,
+            max_map_length=ours.max_map_length,
+            status_budget_bytes=ours.status_budget_bytes,
+            on_run_state_change=self.run_state_changed,
+            enqueue=self.enqueue,
+        )
+        queue = WorkQueue(
+            self.reconcile,
+            workers=ours.workers,
+            on_failing=self.report_failing,
+            on_recovered=self.report_recovered,
+        )
+        elector = None
+        if ours.leader_election:
+            queue.pause()
+            elector = leader.LeaderElector(
+                kube,
+                namespace=ours.leader_namespace or (ours.namespaces or ["default"])[0],
+                name=ours.leader_lease,
+                identity=ours.identity,
+                on_started_leading=queue.resume,
+                on_stopped_leading=queue.pause,
+            )
+            self.tasks.append(asyncio.create_task(elector.run(), name="leader-election"))
+        self.services = Services(
+            kube=kube, executor=executor, reconcilers=reconcilers, queue=queue, elector=elector
+        )
+        queue.start()
+        if ours.health_port:
+            runner, _port = await serve_http(
+                {"/healthz": self.healthz, "/readyz": self.readyz}, host="0.0.0.0", port=ours.health_port
+            )
+            self.http.append(runner)
+        if isinstance(executor, LocalExecutor):
+            executor.adopt()
+        if ours.metrics_port:
+            start_http_server(ours.metrics_port)
+        logger.info(
+            "zonda controller started (executor=%s, namespaces=%s)", ours.executor, ours.namespaces or "all"
+        )
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        """Liveness: the event loop answers (this handler runs) and every reconcile worker is alive."""
+        queue = self.services.queue if self.services else None
+        dead = [task.get_name() for task in (queue.tasks if queue else []) if task.done()]
+        if dead:
+            return web.Response(status=500, text=f"reconcile workers stopped: {', '.join(dead)}\n")
+        return web.Response(text=f"ok: {queue.pending if queue else 0} keys queued\n")
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        """Readiness: started and connected. A standby replica is ready too (it takes over on failover)."""
+        if self.services is None:
+            return web.Response(status=503, text="starting\n")
+        elector = self.services.elector
+        return web.Response(text="ok: leading\n" if elector is None or elector.leading else "ok: standby\n")
+
+    async def cleanup(self, **_: Any) -> None:
+        for runner in self.http:
+            await runner.cleanup()
+        services = self.services
+        if services is not None:
+            await services.queue.stop()
+            unposted = await services.reconcilers.writer.flush_events(within=EVENT_FLUSH_SECONDS)
+            if unposted:
+                logger.warning(
+                    "stopping with %d Event posts unfinished after %ss", unposted, EVENT_FLUSH_SECONDS
+                )
+        for task in self.tasks:
+            task.cancel()
+        if services is None:
+            return
+        if services.elector is not None:
+            await services.elector.release()
+        if isinstance(services.executor, LocalExecutor):
+            await services.executor.close()
+        await services.kube.close()
+
+    def login(self, **kwargs: Any) -> kopf.ConnectionInfo | None:
+        if self.settings.kubeconfig:
+            os.environ["KUBECONFIG"] = self.settings.kubeconfig
+        in_pod = kopf.login_with_service_account(**kwargs)
+        if in_pod is None:
+            return kopf.login_with_kubeconfig(**kwargs)
+        # kopf names the apiserver `kubernetes.default.svc`, which needs cluster DNS; in-cluster
+        # clients (client-go, our own Kube) use the Service's address from the environment: no DNS.
+        return dataclasses.replace(in_pod, server=in_cluster_server(os.environ) or in_pod.server)
+
+    # --------------------------------------------------------------------------------- the watches
+
+    def on_dag(self, **event: Any) -> None:
+        if self.services is None or event["type"] == "DELETED":
+            return
+        version = event["body"].get("metadata", {}).get("resourceVersion")
+        if not self.services.reconcilers.is_own_write(DAGS, event["namespace"], event["name"], version):
+            self.enqueue("dag", event["namespace"], event["name"])
+
+    def on_backfill(self, **event: Any) -> None:
+        if self.services is None:
+            return
+        dag = (event["body"].get("spec") or {}).get("dagName", "")
+        for names in self.backfills.values():
+            names.discard(event["name"])  # the DAG may have changed
+        if event["type"] == "DELETED":
+            return  # deleting a backfill cancels what has not started: nothing more is created
+        self.backfills.setdefault((event["namespace"], dag), set()).add(event["name"])
+        version = event["body"].get("metadata", {}).get("resourceVersion")
+        if not self.services.reconcilers.is_own_write(BACKFILLS, event["namespace"], event["name"], version):
+            self.enqueue("backfill", event["namespace"], event["name"])
+
+    def on_dagrun(self, **event: Any) -> None:
+        type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
+        if self.services is None:
+            return
+        reconcilers = self.services.reconcilers
+        dag_name = (body.get("spec") or {}).get("dagName")
+        if type == "DELETED":
+            self.wake_for_slots(namespace, name, reconcilers.index.remove(namespace, name))
+            if dag_name:
+                self.enqueue("dag", namespace, dag_name)
+            return
+        previous = reconcilers.index.update(body)
+        self.wake_for_slots(namespace, name, previous)
+        if not reconcilers.is_own_write(
+            DAGRUNS, namespace, name, body.get("metadata", {}).get("resourceVersion")
+        ):
+            self.enqueue("run", namespace, name)
+        new_state = (body.get("status") or {}).get("state")
+        if dag_name and (previous is None or previous.state != new_state):
+            self.run_state_changed(namespace, dag_name, name, new_state)  # new, or changed by someone else
+
+    def wake_for_slots(self, namespace: str, name: str, previous: RunSummary | None) -> None:
+        """A run changed by someone else (a user's mark or clear, a deletion) may free pool slots."""
+        if self.services is None:
+            return
+        index = self.services.reconcilers.index
+        runs, pools = runs_to_wake(index, namespace, name, previous, index.runs.get((namespace, name)))
+        for run in sorted(runs):
+            self.enqueue("run", namespace, run)
+        for pool in sorted(pools):
+            self.enqueue("pool", namespace, pool)
+
+    def on_pool(self, **event: Any) -> None:
+        """A Pool created or resized: its status, and the runs waiting for slots (it may have grown)."""
+        if self.services is None or event["type"] == "DELETED":
+            return
+        namespace = event["namespace"]
+        version = event["body"].get("metadata", {}).get("resourceVersion")
+        if self.services.reconcilers.is_own_write(POOLS, namespace, event["name"], version):
+            return
+        self.enqueue("pool", namespace, event["name"])
+        for name, summary in self.services.reconcilers.index.in_namespace(namespace).items():
+            if summary.waiting:
+                self.enqueue("run", namespace, name)
+
+    def run_state_changed(self, namespace: str, dag_name: str, run_name: str, new_state: str | None) -> None:
+        """A run started or finished: its DAG may schedule more, its siblings may proceed."""
+        self.enqueue("dag", namespace, dag_name)  # maxActiveRuns, last run state
+        for backfill in self.backfills.get((namespace, dag_name), ()):
+            self.enqueue("backfill", namespace, backfill)
+        if new_state in FINISHED_RUN_STATES and self.services is not None:
+            # dependsOnPast / maxActiveTasks: the DAG's other unfinished runs may proceed now
+            for other, summary in self.services.reconcilers.index.of_dag(namespace, dag_name).items():
+                if summary.state not in FINISHED_RUN_STATES and other != run_name:
+                    self.enqueue("run", namespace, other)
+
+    def on_task_pod(self, **event: Any) -> None:
+        body, namespace = event["body"], event["namespace"]
+        for owner in body.get("metadata", {}).get("ownerReferences") or []:
+            if owner.get("kind") == "DagRun":
+                self.enqueue("run", namespace, owner["name"])
+
+    def on_trigger(self, **event: Any) -> None:
+        body, namespace = event["body"], event["namespace"]
+        run_name = (body.get("spec") or {}).get("dagRun")
+        if run_name:
+            self.enqueue("run", namespace, run_name)
+
+
+def run_controller(settings: ControllerSettings) -> None:
+    """Run until SIGINT/SIGTERM (kopf handles the signals)."""
+    process = ControllerProcess(settings)
+    if settings.kubeconfig:
+        os.environ["KUBECONFIG"] = settings.kubeconfig
+    # Our logging (controller.processes.logs) stays in charge; kopf's per-handler chatter is not news.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    logging.getLogger("kopf.activities").setLevel(logging.WARNING)
+    kopf.run(
+        registry=process.registry(),
+        standalone=True,
+        clusterwide=not settings.namespaces,
+        namespaces=settings.namespaces,
+    )

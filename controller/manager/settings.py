@@ -1,0 +1,66 @@
+"""The controller process's settings: one typed object, read once at start (kopf's `OperatorSettings`).
+
+`zonda controller`'s options take their defaults from `DEFAULTS`
+(tests/unit/controller/manager/test_settings.py checks
+that every option maps to a field with the same default, and every field to an option or a stated
+derivation), so the CLI, the Helm chart's arguments and the process cannot disagree. The environment
+is read here, once, at import: `$ZONDA_STATE_DIR`, `$ZONDA_TRIGGER_SHARDS`, `$ZONDA_TASK_*`,
+`$ZONDA_XCOM_*` and `$POD_NAMESPACE`; nothing else in the process reads it for these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller.executors.pods import PodDefaults
+from controller.xcom import backends
+from zonda.passes import status_budget
+
+
+def _environment(environ: Mapping[str, str]) -> dict[str, object]:
+    return {
+        "state_dir": Path(environ.get("ZONDA_STATE_DIR", Path.home() / ".local/state/zonda")),
+        "trigger_shards": int(environ.get("ZONDA_TRIGGER_SHARDS", "16")),
+        "leader_namespace": environ.get("POD_NAMESPACE"),
+        "image_pull_secrets": tuple(json.loads(environ.get("ZONDA_TASK_IMAGE_PULL_SECRETS") or "[]")),
+        "task_env": backends.task_environment(environ),
+    }
+
+
+_ENV = _environment(os.environ)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    namespaces: tuple[str, ...] = ()  # empty: cluster-wide
+    executor: str = "kubernetes"  # kubernetes | local
+    state_dir: Path = _ENV["state_dir"]  # type: ignore[assignment]
+    parallelism: int = 8  # local executor: tries at once
+    workers: int = 4  # reconciles at once
+    trigger_shards: int = _ENV["trigger_shards"]  # type: ignore[assignment]  # = the triggerer's --shards
+    pod_pending_timeout: float = 300.0  # seconds; Airflow's worker_pods_pending_timeout; 0: never
+    max_map_length: int = 1024  # Airflow's [core] max_map_length: a mapped task's most instances
+    #: A mapped task that would take its run's status past this many bytes fails (etcd's limit: 1.5 MiB).
+    status_budget_bytes: int = status_budget.DEFAULT_STATUS_BUDGET_BYTES
+    pod_defaults: PodDefaults = field(
+        default_factory=lambda: PodDefaults(
+            image_pull_secrets=_ENV["image_pull_secrets"],  # type: ignore[arg-type]
+            env=_ENV["task_env"],  # type: ignore[arg-type]  # $ZONDA_XCOM_*, passed on to task pods
+        )
+    )
+    metrics_port: int | None = None
+    health_port: int | None = None
+    leader_election: bool = False
+    leader_lease: str = "zonda-controller-leader"
+    leader_namespace: str | None = _ENV["leader_namespace"]  # type: ignore[assignment]
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    kubeconfig: str | None = None
+
+
+#: The defaults `zonda controller`'s options show and use.
+DEFAULTS = ControllerSettings()

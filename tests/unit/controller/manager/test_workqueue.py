@@ -1,0 +1,118 @@
+"""The work queue's per-key backoff, and a failing reconcile reported on the object.
+
+`Backoff` is pure (counts, no clock), so its delays are a table. The queue test runs a real event
+loop with millisecond delays and waits on outcomes, never on time. The report is checked against
+`FakeKube`, where the condition and the Event land.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable
+from datetime import datetime
+
+import pytest
+
+from controller.kube import DAGS
+from controller.kube.fake import FakeKube
+from controller.manager.workqueue import Backoff, WorkQueue
+from controller.reconcilers.reconcilers import Reconcilers
+from tests.unit.fake_world import FakeExecutor, dag_body
+
+
+def test_delays_double_per_failure_up_to_the_cap_and_reset_on_success() -> None:
+    backoff = Backoff(base=0.5, cap=5.0)
+    assert [backoff.failed("a") for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert backoff.failed("b") == 0.5  # per key
+    assert backoff.succeeded("a") == 6
+    assert backoff.failed("a") == 0.5
+
+
+def test_a_failing_streak_is_reported_exactly_once() -> None:
+    backoff = Backoff(report_after=3)
+    reported = []
+    for _ in range(6):
+        backoff.failed("k")
+        reported.append(backoff.should_report("k"))
+    assert reported == [False, False, True, False, False, False]
+
+
+def test_the_queue_retries_with_backoff_reports_once_and_recovers() -> None:
+    calls: list[Hashable] = []
+    failing: list[tuple[Hashable, int, str]] = []
+    recovered: list[Hashable] = []
+
+    async def scenario() -> None:
+        done = asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            calls.append(key)
+            if len(calls) <= 4:
+                raise RuntimeError(f"boom {len(calls)}")
+            done.set()
+            return None
+
+        async def on_failing(key: Hashable, failures: int, error: BaseException) -> None:
+            failing.append((key, failures, str(error)))
+
+        async def on_recovered(key: Hashable) -> None:
+            recovered.append(key)
+
+        queue = WorkQueue(
+            reconcile,
+            workers=1,
+            backoff=Backoff(base=0.001, cap=0.004, report_after=3),
+            on_failing=on_failing,
+            on_recovered=on_recovered,
+        )
+        queue.start()
+        queue.add("key")
+        await asyncio.wait_for(done.wait(), timeout=30)
+        await asyncio.sleep(0)
+        await queue.stop()
+
+    asyncio.run(scenario())
+    assert calls == ["key"] * 5
+    assert failing == [("key", 3, "boom 3")]
+    assert recovered == ["key"]
+
+
+@pytest.mark.parametrize("recovers", [False, True])
+def test_a_failing_reconcile_says_so_on_the_object(recovers: bool) -> None:
+    kube = FakeKube()
+    reconcilers = Reconcilers(kube, FakeExecutor())
+
+    async def scenario() -> None:
+        await kube.create_custom(DAGS, "ns", dag_body("etl"))
+        for _ in range(2):  # reported once, however often the queue calls it
+            await reconcilers.report_failing(DAGS, "ns", "etl", 3, RuntimeError("apiserver said no"))
+        if recovers:
+            await reconcilers.report_recovered(DAGS, "ns", "etl")
+
+    asyncio.run(scenario())
+    condition = kube.objects[(DAGS, "ns", "etl")]["status"]["conditions"][0]
+    reasons = [event.reason for event in kube.events]
+    if recovers:
+        assert (condition["status"], condition["reason"]) == ("True", "Reconciled")
+        assert reasons == ["ReconcileFailing", "Reconciled"]
+    else:
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "Reconciled",
+            "False",
+            "ReconcileFailing",
+        )
+        assert "RuntimeError: apiserver said no" in condition["message"]
+        assert reasons == ["ReconcileFailing"]
+        assert kube.events[0].warning
+
+
+def test_recovering_without_having_failed_writes_nothing() -> None:
+    kube = FakeKube()
+    reconcilers = Reconcilers(kube, FakeExecutor())
+
+    async def scenario() -> None:
+        await kube.create_custom(DAGS, "ns", dag_body("etl"))
+        await reconcilers.report_recovered(DAGS, "ns", "etl")
+
+    asyncio.run(scenario())
+    assert "status" not in kube.objects[(DAGS, "ns", "etl")] and kube.events == []

@@ -1,0 +1,114 @@
+"""Task-instance times come from the runner's own clock (sub-second), never before the try was queued.
+
+A pod's status says when its container started and finished in whole seconds, truncated: durations
+read 0 or 1 s and a start can precede the instance's queued time. The runner reports its own start
+and end in its `TaskResult`; the executors prefer them, and `decide` never dates a start before the
+queueing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from controller.executors import pods
+from tests.unit.pure_runs import Run, make_dag, started
+from zonda.passes.decisions import AttemptPhase, ObservedAttempt
+from zonda.resources.invocations import TaskOutcome, TaskResult
+from zonda.resources.models import TaskInstanceState
+
+MS = timedelta(milliseconds=1)
+
+
+def whole_second(moment: Any) -> str:
+    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def finished_pod(started_at: Any, finished_at: Any, result: TaskResult | None) -> dict[str, Any]:
+    terminated: dict[str, Any] = {
+        "exitCode": 0,
+        "reason": "Completed",
+        "startedAt": whole_second(started_at),
+        "finishedAt": whole_second(finished_at),
+    }
+    if result is not None:
+        terminated["message"] = result.encode().decode()
+    return {
+        "metadata": {"name": "pod"},
+        "status": {
+            "phase": "Succeeded",
+            "startTime": whole_second(started_at),
+            "containerStatuses": [{"name": pods.BASE_CONTAINER, "state": {"terminated": terminated}}],
+        },
+    }
+
+
+def test_a_pods_times_are_the_runners_own_when_it_reported_them() -> None:
+    run = started(make_dag({"t": {}}))
+    queued = run.ti("t").queued_at
+    assert queued is not None
+    began, ended = queued + 250 * MS, queued + 370 * MS
+    result = TaskResult(outcome=TaskOutcome.SUCCESS, started_at=began, ended_at=ended)
+    observed = pods.observe_pod(finished_pod(began, ended, result), task_id="t", try_number=1)
+    assert (observed.started_at, observed.finished_at) == (began, ended)
+    without = pods.observe_pod(finished_pod(began, ended, None), task_id="t", try_number=1)
+    assert without.started_at == began.replace(microsecond=0), "no result: the pod's whole seconds"
+
+
+def test_a_task_instance_keeps_sub_second_times_from_its_attempt() -> None:
+    run = started(make_dag({"t": {}}))
+    ti = run.ti("t")
+    assert ti.queued_at is not None and ti.pod_name is not None
+    began, ended = ti.queued_at + 120 * MS, ti.queued_at + 450 * MS
+    pod_start = began.replace(microsecond=0) + timedelta(seconds=1)  # a pod's own, later, whole second
+    running = ObservedAttempt(
+        task_id="t",
+        try_number=ti.try_number,
+        name=ti.pod_name,
+        phase=AttemptPhase.RUNNING,
+        started_at=pod_start,
+    )
+    run.step(running)
+    assert run.ti("t").start_date == pod_start, "while it runs, the pod's start is all there is"
+    run.step(
+        ObservedAttempt(
+            task_id="t",
+            try_number=ti.try_number,
+            name=ti.pod_name,
+            phase=AttemptPhase.SUCCEEDED,
+            result=TaskResult(outcome=TaskOutcome.SUCCESS),
+            exit_code=0,
+            started_at=began,
+            finished_at=ended,
+        ),
+        after=timedelta(seconds=1),
+    )
+    done = run.ti("t")
+    assert done.state is TaskInstanceState.SUCCESS
+    assert (done.start_date, done.end_date) == (began, ended)
+    assert done.duration_seconds is not None and abs(done.duration_seconds - 0.33) < 1e-6
+
+
+def test_a_start_in_whole_seconds_is_never_before_the_queued_time() -> None:
+    run = Run(make_dag({"t": {}}))
+    run.now = run.now + 700 * MS  # queued at .700 of a second; the pod's start truncates to .000
+    run.step()
+    ti = run.ti("t")
+    assert ti.queued_at is not None and ti.pod_name is not None
+    truncated = ti.queued_at.replace(microsecond=0)
+    running = ObservedAttempt(
+        task_id="t", try_number=1, name=ti.pod_name, phase=AttemptPhase.RUNNING, started_at=truncated
+    )
+    run.step(running, after=timedelta(seconds=1))
+    assert run.ti("t").start_date == ti.queued_at
+    finished = ObservedAttempt(
+        task_id="t",
+        try_number=1,
+        name=ti.pod_name,
+        phase=AttemptPhase.FAILED,
+        exit_code=1,
+        started_at=truncated,
+        finished_at=ti.queued_at + timedelta(seconds=2),
+    )
+    run.step(finished, after=timedelta(seconds=2))
+    assert run.ti("t").start_date == ti.queued_at

@@ -1,0 +1,92 @@
+"""Which of a pass's `RunEvent`s become Kubernetes Events: one per change a user needs, the rest folded.
+
+`decide` explains every state change with a `RunEvent`; posting each as an Event cost about 3.6 API
+writes per task instance, more than the work itself. What `kubectl describe dagrun` must still tell:
+
+- the run's own story: RunStarted, RunSucceeded, RunFailed, RunTimedOut — each its own Event;
+- what went wrong: every warning (TaskFailed, TaskUpForRetry, TaskUpstreamFailed) — each its own;
+- what finished or waits: one Event per pass for all other task changes, its reason the weightiest
+  (TaskDeferred before TaskSucceeded...), its note every change of the pass in order, progress
+  (scheduled, queued, running) included;
+- progress alone (a pod seen running, a retry queued) posts nothing: the status already says it.
+
+Purely computational; the reconciler posts the result in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from zonda.resources.dagrun_models import DagRunStatus
+from zonda.resources.models import TaskInstanceState
+from zonda.resources.run_events import RunEvent
+
+#: Progress a user reads in the status; an Event only as part of a pass's aggregate.
+PROGRESS_REASONS = frozenset({"TaskScheduled", "TaskQueued", "TaskRunning"})
+#: The aggregate's reason: the first of these present in the pass.
+_WEIGHT = (
+    "TaskDeferred",
+    "TaskUpForReschedule",
+    "TaskRestarting",
+    "TaskRemoved",
+    "TaskReset",
+    "TaskSkipped",
+    "TaskSucceeded",
+)
+_MAX_NOTE = 1024  # what the Events API keeps of a note
+
+
+def events_to_post(events: Sequence[RunEvent]) -> list[RunEvent]:
+    """The Events to post for one pass, in the order a user should read them."""
+    run_events = [event for event in events if event.reason.startswith("Run")]
+    task_events = [event for event in events if not event.reason.startswith("Run")]
+    starts = [event for event in run_events if event.reason == "RunStarted"]
+    ends = [event for event in run_events if event.reason != "RunStarted"]
+    warnings = [event for event in task_events if event.warning]
+    normal = [event for event in task_events if not event.warning]
+    outcomes = [event for event in normal if event.reason not in PROGRESS_REASONS]
+    aggregate: list[RunEvent] = []
+    if len(normal) == 1 and outcomes:
+        aggregate = outcomes
+    elif outcomes:
+        reasons = {event.reason for event in outcomes}
+        reason = next((name for name in _WEIGHT if name in reasons), outcomes[0].reason)
+        note = "; ".join(event.message for event in normal)
+        if len(note) > _MAX_NOTE:
+            note = note[: _MAX_NOTE - 20] + f" ... ({len(normal)} changes)"
+        aggregate = [RunEvent(reason, note)]
+    return [*starts, *warnings, *aggregate, *ends]
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """One state change of a run (`task` None) or of one of its task instances, for the log."""
+
+    task: str | None
+    try_number: int | None
+    old: str
+    new: str
+    reason: str | None
+
+
+def state_changes(old: DagRunStatus, new: DagRunStatus) -> list[StateChange]:
+    """Every state change from `old` to `new`: the run's first, then its task instances' in DAG order."""
+    changes: list[StateChange] = []
+    if old.state != new.state:
+        changes.append(StateChange(None, None, _name(old.state), _name(new.state), new.message))
+    for task_id, ti in new.task_instances.items():
+        before = old.task_instances.get(task_id)
+        if before is None and ti.state is TaskInstanceState.NONE:
+            continue  # created, nothing happened yet
+        if before is None or before.state is not ti.state:
+            old_state = before.state.value if before is not None else "none"
+            changes.append(StateChange(task_id, ti.try_number, old_state, ti.state.value, ti.reason))
+    return changes
+
+
+def _name(state: object) -> str:
+    return str(getattr(state, "value", state)) if state is not None else "none"
+
+
+__all__ = ["PROGRESS_REASONS", "StateChange", "events_to_post", "state_changes"]

@@ -1,0 +1,274 @@
+"""What the run reconciler decides, as pure functions with `now` passed in.
+
+- `start_run`: snapshot the DAG into a new run and work out its logical date, data interval and run
+  id (or say why it cannot start: DAG missing or invalid).
+- `observe` / `observe_run`: sort what the executor and the triggerer report into the current attempt
+  of each task instance and the strays to stop or delete (the only place that decides what is a
+  stray); `decide_run` then runs `zonda.passes.run_pass.decide` over the run.
+- `latest_window_end`: LatestOnlyOperator's window, from the run's timetable.
+- `task_invocation` / `mapped_container_args`: what a launched try gets.
+
+The controller gathers (API reads), calls these, and acts (creates, writes, posts Events). The DAG
+reconciler's decisions are in `zonda.schedules.dag_plans`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from zonda.passes.container_mapping import mapped_container_args
+from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger, RunPlan
+from zonda.passes.run_pass import decide
+from zonda.resources import conditions
+from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
+from zonda.resources.models import DagRunState, DagSpec, TaskInstanceState
+from zonda.resources.run_events import RunEvent
+from zonda.resources.run_types import RunType
+from zonda.resources.states import FINISHED_RUN_STATES
+from zonda.schedules import scheduling
+from zonda.schedules.dag_plans import timetable_for, utc_interval
+from zonda.specs import params
+from zonda.specs.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
+from zonda.timetables import TimeRestriction
+from zonda.timetables.base import coerce_utc, pinned_clock
+
+S = TaskInstanceState
+#: Attempts the executor still runs: a stray in one of these phases is stopped.
+_ALIVE = frozenset({AttemptPhase.PENDING, AttemptPhase.RUNNING})
+
+
+@dataclass(frozen=True)
+class DagRef:
+    """The DAG a run is started from: its spec as stored, and its generation."""
+
+    spec: Mapping[str, Any]
+    generation: int | None
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """A run's status after `start_run`; `started` is False when it waits for its DAG (see `Ready`)."""
+
+    status: DagRunStatus
+    started: bool
+    events: tuple[RunEvent, ...] = ()
+
+
+def start_run(
+    spec: DagRunSpec,
+    status: DagRunStatus,
+    dag: DagRef | None,
+    *,
+    namespace: str,
+    created_at: datetime,
+    generation: int | None,
+    now: datetime,
+) -> RunStart:
+    """Snapshot the DAG into a new run (editing the DAG later never changes this run).
+
+    The logical date and data interval are the spec's (a scheduled run's), else the timetable's
+    manual interval for the logical date given or the run's creation time (Airflow's `dags trigger`).
+    A conf that, merged over the DAG's params, violates `paramsSchema` fails the run without starting
+    it (Airflow refuses to create such a run; a DagRun created with kubectl cannot be refused).
+    """
+    if status.state in FINISHED_RUN_STATES:
+        return RunStart(status=status, started=False)
+    if dag is None:
+        return _not_started(
+            status, "DagNotFound", f"DAG {spec.dag_name!r} does not exist in namespace {namespace}", now
+        )
+    try:
+        dag_spec = parse_dag_spec(dag.spec)
+        resolve_dag(spec.dag_name, dag_spec)
+        timetable = timetable_for(dag_spec)
+    except (DagInvalid, ValueError, ImportError) as exc:
+        return _not_started(status, "InvalidDag", f"DAG {spec.dag_name!r} is invalid: {exc}", now)
+    conf_errors = params.run_conf_errors(dag_spec.to_wire(), spec.conf)
+    if conf_errors:
+        return _failed_to_start(
+            status, "InvalidConf", "conf does not match the DAG's params: " + "; ".join(conf_errors), now
+        )
+    if spec.data_interval is not None:
+        interval = utc_interval(spec.data_interval.start, spec.data_interval.end)
+        logical_date = coerce_utc(spec.logical_date or interval.start)
+    else:
+        due = scheduling.manual_run(timetable, run_after=spec.logical_date or created_at)
+        interval, logical_date = due.data_interval, due.logical_date
+    conds = conditions.set_condition(
+        status.conditions,
+        type="Ready",
+        status=True,
+        reason="Started",
+        message=f"DAG generation {dag.generation}",
+        now=now,
+    )
+    started = status.model_copy(
+        update={
+            "dag_spec": dict(dag.spec),
+            "dag_generation": dag.generation,
+            "run_id": f"{spec.run_type.value}__{logical_date.isoformat()}",
+            "logical_date": logical_date,
+            "data_interval_start": interval.start,
+            "data_interval_end": interval.end,
+            "queued_at": status.queued_at or now,
+            "state": status.state or DagRunState.QUEUED,
+            "conditions": conds,
+            "observed_generation": generation,
+        }
+    )
+    return RunStart(status=started, started=True)
+
+
+def _not_started(status: DagRunStatus, reason: str, message: str, now: datetime) -> RunStart:
+    conds = conditions.set_condition(
+        status.conditions, type="Ready", status=False, reason=reason, message=message, now=now
+    )
+    events: tuple[RunEvent, ...] = ()
+    if conditions.condition_changed(status.conditions, conds, "Ready"):
+        events = (RunEvent(reason, message, warning=True),)
+    new = status.model_copy(update={"conditions": conds, "state": DagRunState.QUEUED})
+    return RunStart(status=new, started=False, events=events)
+
+
+def _failed_to_start(status: DagRunStatus, reason: str, message: str, now: datetime) -> RunStart:
+    """A run that can never start (its conf is invalid): failed, the reason on a condition and an Event."""
+    conds = conditions.set_condition(
+        status.conditions, type="Ready", status=False, reason=reason, message=message, now=now
+    )
+    new = status.model_copy(
+        update={
+            "conditions": conds,
+            "state": DagRunState.FAILED,
+            "end_date": status.end_date or now,
+            "message": message,
+        }
+    )
+    return RunStart(status=new, started=False, events=(RunEvent(reason, message, warning=True),))
+
+
+def observe(
+    status: DagRunStatus,
+    attempts: Mapping[str, ObservedAttempt],
+    triggers: Iterable[ObservedTrigger],
+    **context: Any,
+) -> Observation:
+    """Sort the executor's attempts (by name) and the run's triggers into current ones and strays.
+
+    An attempt is current when it is the `podName` of a queued or running task instance; any other
+    attempt still alive is a stray (an earlier try, or one cleared or marked by a user) to stop. A
+    queued or running task instance whose attempt is not reported gets a `missing` one (a zombie).
+    A trigger is current when it is the `triggerName` of a deferred task instance, else a stray to
+    delete. `context` fills the rest of the `Observation` (previous run, LatestOnly window...).
+    """
+    expected = {ti.pod_name: task_id for task_id, ti in status.task_instances.items() if ti.pod_name}
+    current: dict[str, ObservedAttempt] = {}
+    stray_attempts: list[str] = []
+    for name, attempt in attempts.items():
+        task_id = expected.get(name)
+        ti = status.task_instances.get(task_id) if task_id is not None else None
+        if task_id is not None and ti is not None and ti.state in (S.QUEUED, S.RUNNING):
+            current[task_id] = attempt
+        elif attempt.phase in _ALIVE:
+            stray_attempts.append(name)
+    for task_id, ti in status.task_instances.items():
+        if ti.state in (S.QUEUED, S.RUNNING) and task_id not in current:
+            current[task_id] = ObservedAttempt(
+                task_id=task_id,
+                try_number=ti.try_number,
+                name=ti.pod_name or "",
+                phase=AttemptPhase.MISSING,
+                message="its pod (or process) no longer exists",
+            )
+    current_triggers: dict[str, ObservedTrigger] = {}
+    stray_triggers: list[str] = []
+    for trigger in triggers:
+        ti = status.task_instances.get(trigger.task_id)
+        if ti is None or ti.state is not S.DEFERRED or ti.trigger_name != trigger.name:
+            stray_triggers.append(trigger.name)
+        else:
+            current_triggers[trigger.task_id] = trigger
+    return Observation(
+        attempts=current,
+        stray_attempts=tuple(stray_attempts),
+        triggers=current_triggers,
+        stray_triggers=tuple(stray_triggers),
+        **context,
+    )
+
+
+def observe_run(
+    dag_spec: DagSpec,
+    status: DagRunStatus,
+    attempts: Mapping[str, ObservedAttempt],
+    triggers: Iterable[ObservedTrigger],
+    *,
+    now: datetime,
+    **context: Any,
+) -> Observation:
+    """What a pass over a run observes, as the controller and `DAG.test()` both gather it: `observe`,
+    with the LatestOnly window worked out for `now`; `context` as `observe`'s (previous runs...)."""
+    return observe(
+        status, attempts, triggers, latest_window_end=latest_window_end(dag_spec, status, now), **context
+    )
+
+
+def decide_run(
+    dag: ResolvedDag,
+    status: DagRunStatus,
+    *,
+    observed: Observation,
+    run_name: str,
+    run_type: RunType,
+    now: datetime,
+    pending_timeout: timedelta | None = None,
+    max_map_length: int | None = None,
+    status_budget_bytes: int | None = None,
+) -> RunPlan:
+    """`decisions.decide` for a pass over a run, seeded with the run's own logical date and data
+    interval: one call for the controller and `DAG.test()`."""
+    return decide(
+        dag,
+        run_name=run_name,
+        run_type=run_type,
+        status=status,
+        observed=observed,
+        now=now,
+        logical_date=status.logical_date,
+        data_interval_end=status.data_interval_end,
+        pending_timeout=pending_timeout,
+        max_map_length=max_map_length,
+        status_budget_bytes=status_budget_bytes,
+    )
+
+
+def latest_window_end(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> datetime | None:
+    """End of the interval after this run's: LatestOnlyOperator's "is this the latest run" window."""
+    if status.data_interval_start is None or status.data_interval_end is None:
+        return None
+    try:
+        timetable = timetable_for(dag_spec)
+        with pinned_clock(coerce_utc(now)):
+            info = timetable.next_dagrun_info(
+                last_automated_data_interval=utc_interval(
+                    status.data_interval_start, status.data_interval_end
+                ),
+                restriction=TimeRestriction(earliest=None, latest=None, catchup=True),
+            )
+    except Exception:  # a custom timetable that cannot answer: LatestOnly then treats the run as latest
+        return None
+    return info.data_interval.end if info else None
+
+
+__all__ = [
+    "DagRef",
+    "RunStart",
+    "decide_run",
+    "latest_window_end",
+    "mapped_container_args",
+    "observe",
+    "observe_run",
+    "start_run",
+]

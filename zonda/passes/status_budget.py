@@ -1,0 +1,108 @@
+"""How large a run's status may grow: the apiserver keeps a DagRun in one etcd value, and etcd refuses
+a write over its `--max-request-bytes` (1.5 MiB by default) with ``500 etcdserver: request is too
+large`` (a request body over 3 MiB gets ``413 Request entity too large`` first).
+
+Without a check, a run whose mapped tasks outgrow that limit cannot be written any more: every pass
+fails and retries, and the run never finishes. So an expansion is checked against a budget, well
+under the limit, before it is made (`expansion_problem`, applied by `zonda.passes.mapped_instances`): a
+mapped task that would take the status past it fails, as a `max_map_length` failure does. The
+estimate is the status the pass is about to write, serialized, plus what its unfinished instances and
+the new ones will weigh once finished (`INSTANCE_BYTES` each). An instance holding a large inline
+XCom can still weigh more, so the controller also reports a refused write (`refused_write`): a
+condition and one Event, and the status last written is kept as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from zonda.resources import conditions
+from zonda.resources.models import FINISHED_TI_STATES, Condition
+
+#: etcd's default `--max-request-bytes`: the most one object (metadata, spec and status) may weigh.
+APISERVER_OBJECT_LIMIT_BYTES = 1_572_864
+#: The default budget of a run's status: two thirds of the limit, leaving room for the spec,
+#: metadata and instances that finish larger than estimated.
+DEFAULT_STATUS_BUDGET_BYTES = 1_048_576
+#: What a finished mapped instance is estimated to weigh in the status: measured 404 bytes (state,
+#: try, pod name, three dates, duration, exit code, reason, a small XCom: docs/decisions.md), plus a
+#: tenth; an inline XCom can add up to 1 KiB more. Two tasks of 1,024 instances fit the default
+#: budget, a third does not (3 x 1,024 x 448 bytes is past 1 MiB, and 4 x 1,024 x 404 past the limit).
+INSTANCE_BYTES = 448
+#: The condition a refused status write sets (False) and a later successful one takes back (True).
+STATUS_WRITTEN = "StatusWritten"
+
+_FINISHED = frozenset(state.value for state in FINISHED_TI_STATES)
+
+
+def wire_bytes(wire: Any) -> int:
+    """The size of a JSON value as the API stores it (compact separators)."""
+    return len(json.dumps(wire, separators=(",", ":")))
+
+
+def projected_bytes(status_wire: Mapping[str, Any], new_instances: int) -> int:
+    """The status's size once its unfinished task instances and `new_instances` more have finished,
+    each at least `INSTANCE_BYTES`."""
+    growth = sum(
+        max(0, INSTANCE_BYTES - wire_bytes({key: ti}))
+        for key, ti in (status_wire.get("taskInstances") or {}).items()
+        if ti.get("state") not in _FINISHED
+    )
+    return wire_bytes(status_wire) + growth + new_instances * INSTANCE_BYTES
+
+
+def expansion_problem(
+    length: int,
+    new_instances: int,
+    status_wire: Mapping[str, Any],
+    budget_bytes: int,
+    group: str | None = None,
+) -> str | None:
+    """The sentence failing a mapped task whose `length` instances (`new_instances` of them not in
+    the status yet, with its mapped task `group`'s) would take the status past `budget_bytes`, or None."""
+    projected = projected_bytes(status_wire, new_instances)
+    if projected <= budget_bytes:
+        return None
+    together = f" ({new_instances} with the other tasks of its mapped task group {group})" if group else ""
+    return (
+        f"The mapped task would have {length} instances{together}, taking the run's status to about "
+        f"{projected:,} bytes (about {INSTANCE_BYTES} bytes per finished instance), over the status "
+        f"budget of {budget_bytes:,} bytes (--status-budget-bytes; the apiserver refuses an object over "
+        f"{APISERVER_OBJECT_LIMIT_BYTES:,} bytes): map over fewer items or split the work across runs"
+    )
+
+
+def is_too_large(status: int, message: str) -> bool:
+    """Whether an API error is the object size limit: etcd's 500 or the apiserver's 413."""
+    return status == 413 or "request is too large" in message
+
+
+def refused_write(
+    old: list[Condition], size: int, error: str, *, now: datetime
+) -> tuple[list[Condition], str | None]:
+    """The conditions after the apiserver refused a status of `size` bytes as too large, and the
+    Event's message when the condition turned False (one write and one Event, not one per pass)."""
+    if any(c.type == STATUS_WRITTEN and c.status == "False" for c in old):
+        return old, None
+    message = (
+        f"The apiserver refused this run's status of {size:,} bytes: {error} (etcd keeps an object of up "
+        f"to about {APISERVER_OBJECT_LIMIT_BYTES:,} bytes). The status last written is kept and the run "
+        "waits, its tries' results kept by their pods or processes, until a status fits; a lower "
+        "--status-budget-bytes fails expansions this large instead"
+    )
+    new = conditions.set_condition(
+        old, type=STATUS_WRITTEN, status=False, reason="StatusTooLarge", message=message, now=now
+    )
+    return new, message
+
+
+def written(old: list[Condition], *, now: datetime) -> list[Condition]:
+    """The conditions of a status that is written again: a refusal reported before is taken back."""
+    if not any(c.type == STATUS_WRITTEN and c.status == "False" for c in old):
+        return old
+    return conditions.set_condition(
+        old, type=STATUS_WRITTEN, status=True, reason="StatusWritten", message="", now=now
+    )

@@ -1,0 +1,213 @@
+"""What the DAG reconciler decides, as one pure function with `now` passed in: `plan_dag`.
+
+`plan_dag` validates a DAG, works out the runs its timetable says are due
+(`zonda.schedules.scheduling.catchup_backlog` within `maxActiveRuns`) and its whole new status (Valid and
+Ready
+conditions, the next run, the last automated interval) — what `reconcile_dag` writes after creating
+the runs. `timetable_for` and `last_automated_interval` are shared with backfills, the upcoming-runs
+view and the run reconciler's decisions in `zonda.passes.plans`.
+
+Its own module because the DAG reconciler's decisions share nothing with a run's but the timetable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from zonda.resources import conditions
+from zonda.resources.models import DagRunState, DagSpec, DagStatus, dag_display_fields
+from zonda.resources.run_events import RunEvent
+from zonda.resources.run_types import RunType
+from zonda.resources.states import FINISHED_RUN_STATES
+from zonda.schedules import scheduling
+from zonda.specs.dags import DagInvalid, parse_dag_spec, resolve_dag
+from zonda.timetables import DataInterval, Timetable, load_timetable, timetable_for_schedule
+from zonda.timetables.base import coerce_utc
+
+#: Run types whose data intervals the timetable continues from (Airflow's "automated" runs).
+_AUTOMATED_RUN_TYPES = frozenset({RunType.SCHEDULED, RunType.BACKFILL})
+
+
+def timetable_for(spec: DagSpec) -> Timetable:
+    """The DAG's timetable: its custom `timetable`, else its `schedule` (Airflow's `dag.timetable`)."""
+    if spec.timetable is not None:
+        return load_timetable(spec.timetable.class_, dict(spec.timetable.params))
+    return timetable_for_schedule(spec.schedule, spec.timezone)
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """What the DAG's scheduling needs to know of one of its existing runs."""
+
+    name: str
+    created_at: datetime
+    run_type: RunType | None
+    state: DagRunState | None
+    data_interval: DataInterval | None  # the spec's, for scheduled and backfill runs
+
+
+@dataclass(frozen=True)
+class DagPlan:
+    """The DAG's new status, the runs to create now (oldest first), what to tell the user, when to wake."""
+
+    status: DagStatus
+    runs_to_create: tuple[scheduling.DueRun, ...] = ()
+    events: tuple[RunEvent, ...] = ()
+    wake_at: datetime | None = None
+
+
+def plan_dag(
+    name: str,
+    raw_spec: Mapping[str, Any],
+    *,
+    status: DagStatus,
+    generation: int | None,
+    created_at: datetime,
+    runs: Sequence[RunRef],
+    now: datetime,
+) -> DagPlan:
+    """One scheduling pass over a DAG: Airflow's `DagModel.next_dagrun` bookkeeping, without a database.
+
+    Runs are created oldest first up to `maxActiveRuns` (a timetable's own `active_runs_limit`, e.g.
+    `@continuous`, caps it further); a paused DAG creates none. The status assumes every run listed in
+    `runs_to_create` gets created (an AlreadyExists counts: it was created before).
+    """
+    try:
+        spec = parse_dag_spec(raw_spec)
+        resolve_dag(name, spec)
+        timetable = timetable_for(spec)
+    except (DagInvalid, ValueError, ImportError) as exc:
+        return _invalid_dag(exc, status=status, generation=generation, now=now)
+
+    active = sum(1 for run in runs if run.state not in FINISHED_RUN_STATES)
+    limit = timetable.active_runs_limit
+    max_active_runs = min(spec.max_active_runs, limit) if limit else spec.max_active_runs
+    last_interval = last_automated_interval(status, runs)
+    start_date = spec.start_date or created_at
+    room = 0 if spec.paused else max(max_active_runs - active, 0)
+    due, after = scheduling.catchup_backlog(
+        timetable,
+        last_automated_data_interval=last_interval,
+        start_date=start_date,
+        end_date=spec.end_date,
+        catchup=spec.catchup,
+        now=now,
+        limit=room,
+    )
+    active += len(due)
+    last_interval = due[-1].data_interval if due else last_interval
+    # The run to show as next: the one due now but held back (maxActiveRuns, pause), else the one due
+    # when the trailing decision wakes.
+    upcoming = after.due
+    if upcoming is None and after.wake_at is not None:
+        upcoming = scheduling.decide_next_run(
+            timetable,
+            last_automated_data_interval=last_interval,
+            start_date=start_date,
+            end_date=spec.end_date,
+            catchup=spec.catchup,
+            now=after.wake_at,
+        ).due
+    if spec.paused:
+        ready = ("Paused", False, "paused: no scheduled runs are created (manual runs are accepted)")
+    elif not timetable.can_be_scheduled:
+        ready = ("ManualOnly", True, "no schedule: runs are created manually")
+    elif active >= max_active_runs and after.due is not None:
+        ready = ("MaxActiveRuns", True, f"{active} active runs reached maxActiveRuns")
+    else:
+        ready = ("Scheduled", True, "")
+    conds = conditions.set_condition(
+        status.conditions, type="Valid", status=True, reason="Valid", now=now, generation=generation
+    )
+    conds = conditions.set_condition(
+        conds,
+        type="Ready",
+        status=ready[1],
+        reason=ready[0],
+        message=ready[2],
+        now=now,
+        generation=generation,
+    )
+    latest = max(runs, key=lambda run: run.created_at, default=None)
+    update: dict[str, Any] = {
+        "conditions": conds,
+        "observed_generation": generation,
+        "timetable_summary": timetable.summary,
+        **dag_display_fields(spec, timetable.summary),
+        "active_runs": active,
+        "next_logical_date": upcoming.logical_date if upcoming else None,
+        "next_run_after": upcoming.run_after if upcoming else None,
+        "next_data_interval_start": upcoming.data_interval.start if upcoming else None,
+        "next_data_interval_end": upcoming.data_interval.end if upcoming else None,
+        "last_automated_data_interval_start": last_interval.start if last_interval else None,
+        "last_automated_data_interval_end": last_interval.end if last_interval else None,
+    }
+    if latest is not None:
+        update |= {"last_run": latest.name, "last_run_state": latest.state}
+    return DagPlan(
+        status=status.model_copy(update=update),
+        runs_to_create=tuple(due),
+        wake_at=None if after.due is not None else after.wake_at,
+    )
+
+
+def _invalid_dag(exc: Exception, *, status: DagStatus, generation: int | None, now: datetime) -> DagPlan:
+    message = "; ".join(exc.errors if isinstance(exc, DagInvalid) else [str(exc)])
+    conds = conditions.set_condition(
+        status.conditions,
+        type="Valid",
+        status=False,
+        reason="InvalidSpec",
+        message=message,
+        now=now,
+        generation=generation,
+    )
+    conds = conditions.set_condition(
+        conds,
+        type="Ready",
+        status=False,
+        reason="InvalidSpec",
+        message="the DAG is not scheduled until its spec is valid",
+        now=now,
+        generation=generation,
+    )
+    events: tuple[RunEvent, ...] = ()
+    if conditions.condition_changed(status.conditions, conds, "Valid"):
+        events = (RunEvent("InvalidSpec", message, warning=True),)
+    new = status.model_copy(update={"conditions": conds, "observed_generation": generation})
+    return DagPlan(status=new, events=events)
+
+
+def last_automated_interval(status: DagStatus, runs: Iterable[RunRef]) -> DataInterval | None:
+    """The newest automated data interval: from the DAG's status or its runs, whichever is later.
+
+    Keeping it in status means deleting a run does not make the controller create it again.
+    """
+    best: DataInterval | None = None
+    if status.last_automated_data_interval_start and status.last_automated_data_interval_end:
+        best = utc_interval(
+            status.last_automated_data_interval_start, status.last_automated_data_interval_end
+        )
+    for run in runs:
+        automated = run.run_type in _AUTOMATED_RUN_TYPES and run.data_interval is not None
+        if automated and run.data_interval is not None and (best is None or run.data_interval.end > best.end):
+            best = utc_interval(run.data_interval.start, run.data_interval.end)
+    return best
+
+
+def utc_interval(start: datetime, end: datetime) -> DataInterval:
+    """A data interval with both ends in UTC (as the timetables compute them)."""
+    return DataInterval(coerce_utc(start), coerce_utc(end))
+
+
+__all__ = [
+    "DagPlan",
+    "RunRef",
+    "last_automated_interval",
+    "plan_dag",
+    "timetable_for",
+    "utc_interval",
+]
