@@ -63,9 +63,7 @@ def strongly_connected(graph: grimp.ImportGraph, modules: set[str]) -> list[list
 
 def main(argv: list[str]) -> int:
     runtime = "--runtime" in argv
-    graph = grimp.build_graph(
-        "zonda", "controller", exclude_type_checking_imports=runtime, cache_dir=None
-    )
+    graph = grimp.build_graph("zonda", "controller", exclude_type_checking_imports=runtime, cache_dir=None)
     modules = {m for m in graph.modules if m.startswith(("zonda", "controller"))}
     unexpected = 0
     groups = strongly_connected(graph, modules)
