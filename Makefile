@@ -3,7 +3,7 @@
 PYTHON ?= python3
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 
-.PHONY: install binaries browser up test unit cluster lint crds bench
+.PHONY: install binaries browser up test unit cluster lint crds bench screenshots
 
 install:
 	$(PYTHON) -m pip install $(PIP_FLAGS) -e ".[test]"
@@ -22,6 +22,10 @@ browser:
 
 test: install binaries browser
 	$(PYTHON) -m pytest tests -p no:cacheprovider
+
+# Retakes docs/ui/*.png (a plain `make test` writes them to build/ui-screenshots/, untracked).
+screenshots: install binaries browser
+	ZONDA_UPDATE_SCREENSHOTS=1 $(PYTHON) -m pytest tests/ui -p no:cacheprovider
 
 unit: install
 	$(PYTHON) -m pytest tests/unit -q
