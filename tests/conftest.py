@@ -11,19 +11,20 @@ reproducible from its commit; locally the search stays random so new counterexam
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 
+from tests.tools import under_ci
+
 if TYPE_CHECKING:
     from controller.devtools.devcluster import Cluster
 
 settings.register_profile("zonda", deadline=None)
 settings.register_profile("zonda-ci", deadline=None, derandomize=True, print_blob=True)
-settings.load_profile("zonda-ci" if os.environ.get("CI") else "zonda")
+settings.load_profile("zonda-ci" if under_ci() else "zonda")
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 
 Real: the local control plane (tests/cluster), the controller running task code (local executor),
 `zonda ui` as a process, a headless Chromium. Nothing is downloaded: Playwright's driver ships in its
-wheel and the browser is the system one (`hack/install-browser.sh` installs it; CI calls it).
+wheel and the browser is the system one (`hack/install-browser.sh` installs it; CI calls it). Without
+it these tests skip locally and fail under CI (`tests.tools`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
+
+from tests.tools import require_file
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -30,8 +33,7 @@ CHROMIUM_ARGS = [
 # while it is open, and the unit tier that runs after tests/ui calls asyncio.run().
 @pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        raise RuntimeError(f"{CHROMIUM} is missing: run hack/install-browser.sh (apt-get install chromium)")
+    require_file(CHROMIUM, "run hack/install-browser.sh (apt-get install chromium)")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:

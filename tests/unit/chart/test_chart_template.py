@@ -7,8 +7,8 @@ The RBAC tests compute each ServiceAccount's *effective* grants from the rendere
 and their bindings, and compare them with the exact least-privilege tables below: a permission added
 to the chart without being added here fails, and so does one taken away.
 
-Without the helm binary these tests skip locally (with the reason) but FAIL when `CI` is set: CI
-must never pass by running nothing.
+Without the helm binary these tests skip locally (with the reason) but FAIL under CI (`tests.tools`):
+CI must never pass by running nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import yaml
 
 from controller.devtools.control_plane_files import ClusterError, binaries_dir
 from tests.paths import REPO_ROOT
+from tests.tools import tool_missing
 
 REPO = REPO_ROOT
 CHART = REPO / "helm" / "zonda"
@@ -52,9 +53,7 @@ def helm() -> Path:
     found = find_helm()
     if isinstance(found, Path):
         return found
-    if os.environ.get("CI"):
-        pytest.fail(f"the chart tests need helm and CI must not skip them: {found}", pytrace=False)
-    pytest.skip(found)
+    tool_missing(found)
 
 
 def run_helm(

@@ -1,23 +1,22 @@
 """`zonda dags show`: the DOT the UI lays out, from a manifest or a Python DAG file, as dot/svg/png.
 
-Real: the click command, zonda's DAG rendering, Graphviz's `dot` (svg/png tests skip without it
-locally; CI installs it through hack/install-browser.sh).
+Real: the click command, zonda's DAG rendering, Graphviz's `dot` (without it the svg/png test skips
+locally and fails under CI: `tests.tools`; hack/install-browser.sh installs it).
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
 import yaml
 from click.testing import CliRunner
 
 from controller.cli.main import main
 from tests.paths import REPO_ROOT
+from tests.tools import require_executable
 
 EXAMPLES = REPO_ROOT / "examples" / "dags"
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+GRAPHVIZ_INSTALL = "run hack/install-browser.sh (apt-get install graphviz)"
 
 
 def show(*args: str) -> bytes:
@@ -44,8 +43,8 @@ def test_a_file_with_several_dags_asks_which(tmp_path: Path) -> None:
     assert b'digraph "example-default-args"' in show(f"{both}:example-default-args")
 
 
-@needs_dot
 def test_svg_and_png_come_from_graphviz(tmp_path: Path) -> None:
+    require_executable("dot", GRAPHVIZ_INSTALL)
     svg = show(str(EXAMPLES / "example_bash.yaml"), "--format", "svg")
     assert b"<svg" in svg and b"node-extract" in svg.replace(b"&#45;", b"-")
     out = tmp_path / "dag.png"

@@ -6,7 +6,6 @@ Real: zonda's DAG resolution, markdown-it-py + nh3, jsonschema, Graphviz (`dot`)
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from controller.ui import graphs, params_form, views
 from controller.ui.markup import render_markdown
+from tests.tools import require_executable
 
 
 def dag(**spec: Any) -> dict[str, Any]:
@@ -232,10 +232,10 @@ def test_dot_escapes_quotes_and_an_invalid_dag_says_so() -> None:
     assert "this DAG is invalid" in invalid
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 def test_graphviz_lays_the_dot_out() -> None:
+    dot = require_executable("dot", "run hack/install-browser.sh (apt-get install graphviz)")
     svg = subprocess.run(
-        ["dot", "-Tsvg"], input=graphs.dag_dot(dag()), capture_output=True, text=True, check=True
+        [dot, "-Tsvg"], input=graphs.dag_dot(dag()), capture_output=True, text=True, check=True
     ).stdout
     ids = {g.get("id") for g in ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}g")}
     assert {"node-section.a", "node-group:section", "cluster-section"} & ids == {
