@@ -14,11 +14,22 @@ cannot start, every test here errors (never skips): CI must not pass without thi
 # browser tests (tests/ui) share one local control plane per session.
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from controller.devtools import realnode
 from controller.devtools.devcluster import Cluster, start_local_cluster
+
+CLUSTER_TIER = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of this tier needs the API, so every one gets the `cluster` marker (`-m cluster`,
+    `-m "not cluster"` select by it); a hook in a sub-folder's conftest still sees the session's items."""
+    for item in items:
+        if CLUSTER_TIER in item.path.parents:
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,11 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import pytest
-
 from controller.devtools.devcluster import Cluster, free_port
 from tests.cluster.test_chart_identities import DENIED, RELEASE, with_options, write_token_kubeconfig
 from tests.cluster.test_helm_rbac import CHART, run_helm
 from tests.cluster.test_ui_server import READ_RULES, service_account_token, ui_dag
 from tests.cluster.zonda_processes import ZondaProcess, apply, get, wait_for
-
-pytestmark = pytest.mark.cluster
 
 
 def fetch(url: str, token: str, body: dict[str, object] | None = None, csrf: str = "") -> tuple[int, str]:

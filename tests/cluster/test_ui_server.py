@@ -27,8 +27,6 @@ from controller.ui.app_state import STORE, UiSettings
 from controller.ui.server import create_app
 from tests.cluster.zonda_processes import apply, controller, get, wait_for, wait_run_finished
 
-pytestmark = pytest.mark.cluster
-
 SCRIPT = "<script>alert('xss')</script>"
 
 READ_RULES = [
