@@ -1,4 +1,4 @@
-"""`--airflow-compat`: run unchanged Airflow 2.x DAG files by mapping `airflow.*` imports onto Zonda.
+"""`--airflow-compat`: run unchanged Airflow 2.x and 3.x DAG files by mapping `airflow.*` imports onto Zonda.
 
 Active only inside `airflow_imports(enabled=True)` (while rendering, and while the task runner
 re-imports a DAG file) and only when a real `airflow` is not installed. A mapped module *is* the Zonda
@@ -71,6 +71,85 @@ MODULES: dict[str, str] = {
     "airflow.example_dags.plugins.workday": "examples.timetables.workday",
 }
 
+_STANDARD_OPERATORS = ("bash", "python", "empty", "branch", "latest_only", "trigger_dagrun", "datetime")
+
+#: Airflow 3's standard provider (also installed on Airflow 2.9+) and the Task SDK's modules -> the Airflow 2
+#: module they moved from: each is whatever that module maps to, so both spellings give the same classes.
+MOVED_MODULES: dict[str, str] = {
+    **{
+        f"airflow.providers.standard.operators.{name}": f"airflow.operators.{name}"
+        for name in (*_STANDARD_OPERATORS, "weekday")
+    },
+    **{
+        f"airflow.providers.standard.sensors.{name}": f"airflow.sensors.{name}"
+        for name in ("bash", "python", "time_delta", "date_time", "filesystem", "external_task", "weekday")
+    },
+    "airflow.providers.standard.sensors.time": "airflow.sensors.time_sensor",
+    **{
+        f"airflow.providers.standard.triggers.{name}": f"airflow.triggers.{name}"
+        for name in ("temporal", "file", "external_task")
+    },
+    "airflow.providers.standard.utils.weekday": "airflow.utils.weekday",
+    "airflow.providers.standard.utils.skipmixin": "airflow.models.skipmixin",
+    "airflow.sdk.bases.operator": "airflow.models.baseoperator",
+    "airflow.sdk.bases.sensor": "airflow.sensors.base",
+    "airflow.sdk.bases.hook": "airflow.hooks.base",
+    "airflow.sdk.definitions.dag": "airflow.models.dag",
+    "airflow.sdk.definitions.param": "airflow.models.param",
+    "airflow.sdk.definitions.taskgroup": "airflow.utils.task_group",
+    "airflow.sdk.definitions.edges": "airflow.utils.edgemodifier",
+    "airflow.sdk.definitions.context": "airflow.utils.context",
+    "airflow.sdk.definitions.xcom_arg": "airflow.models.xcom_arg",
+    "airflow.sdk.exceptions": "airflow.exceptions",
+    "airflow.sdk.io": "airflow.io",
+    "airflow.sdk.io.path": "airflow.io.path",
+    "airflow.task.trigger_rule": "airflow.utils.trigger_rule",
+}
+
+#: Names of `airflow.sdk` (Airflow 3's authoring API) -> (the Airflow 2 module, name) Zonda maps them from.
+#: Resolved when imported, so a name another part of the mapping provides later is found here too.
+SDK_NAMES: dict[str, tuple[str, str]] = {
+    "DAG": ("airflow.models.dag", "DAG"),
+    "dag": ("airflow.decorators", "dag"),
+    "task": ("airflow.decorators", "task"),
+    "task_group": ("airflow.decorators", "task_group"),
+    "setup": ("airflow.decorators", "setup"),
+    "teardown": ("airflow.decorators", "teardown"),
+    "TaskGroup": ("airflow.utils.task_group", "TaskGroup"),
+    "Param": ("airflow.models.param", "Param"),
+    "ParamsDict": ("airflow.models.param", "ParamsDict"),
+    "Variable": ("airflow.models.variable", "Variable"),
+    "Connection": ("airflow.models.connection", "Connection"),
+    "BaseHook": ("airflow.hooks.base", "BaseHook"),
+    "BaseOperator": ("airflow.models.baseoperator", "BaseOperator"),
+    "BaseSensorOperator": ("airflow.sensors.base", "BaseSensorOperator"),
+    "PokeReturnValue": ("airflow.sensors.base", "PokeReturnValue"),
+    "BaseBranchOperator": ("airflow.operators.branch", "BaseBranchOperator"),
+    "SkipMixin": ("airflow.models.baseoperator", "SkipMixin"),
+    "chain": ("airflow.utils.helpers", "chain"),
+    "cross_downstream": ("airflow.utils.helpers", "cross_downstream"),
+    "chain_linear": ("airflow.models.baseoperator", "chain_linear"),
+    "Label": ("airflow.utils.edgemodifier", "Label"),
+    "EdgeModifier": ("airflow.utils.edgemodifier", "EdgeModifier"),
+    "get_current_context": ("airflow.operators.python", "get_current_context"),
+    "Context": ("airflow.utils.context", "Context"),
+    "TriggerRule": ("airflow.utils.trigger_rule", "TriggerRule"),
+    "XComArg": ("airflow.models.xcom_arg", "XComArg"),
+    "ObjectStoragePath": ("airflow.io.path", "ObjectStoragePath"),
+    "CronDataIntervalTimetable": ("airflow.timetables.interval", "CronDataIntervalTimetable"),
+    "DeltaDataIntervalTimetable": ("airflow.timetables.interval", "DeltaDataIntervalTimetable"),
+    "CronTriggerTimetable": ("airflow.timetables.trigger", "CronTriggerTimetable"),
+    "DeltaTriggerTimetable": ("airflow.timetables.trigger", "DeltaTriggerTimetable"),
+    "MultipleCronTriggerTimetable": ("airflow.timetables.trigger", "MultipleCronTriggerTimetable"),
+    "EventsTimetable": ("airflow.timetables.events", "EventsTimetable"),
+    "Asset": ("airflow.datasets", "Asset"),
+    "AssetAlias": ("airflow.datasets", "AssetAlias"),
+    "AssetAll": ("airflow.datasets", "AssetAll"),
+    "AssetAny": ("airflow.datasets", "AssetAny"),
+    "Metadata": ("airflow.datasets.metadata", "Metadata"),
+    "asset": ("airflow.datasets", "asset"),
+}
+
 #: The entry-point group in which providers name the Airflow modules they implement
 #: (`airflow.sensors.external_task` is Zonda's Kubernetes provider): `zonda` names no provider.
 PROVIDER_MODULES_GROUP = "zonda.airflow_modules"
@@ -115,6 +194,19 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "airflow.example_dags": {},
     "airflow.example_dags.plugins": {},
     "airflow.plugins_manager": {"AirflowPlugin": ("zonda.authoring.compat", "AirflowPlugin")},
+    "airflow.sdk": SDK_NAMES,
+    "airflow.sdk.bases": {},
+    "airflow.sdk.definitions": {},
+    "airflow.task": {},
+    "airflow.providers.standard": {},
+    "airflow.providers.standard.operators": {},
+    "airflow.providers.standard.sensors": {},
+    "airflow.providers.standard.triggers": {},
+    "airflow.providers.standard.utils": {},
+    "airflow.providers.common": {},
+    "airflow.providers.common.compat": {},
+    # Airflow 3's providers import the SDK through this shim; so do some of Airflow's example DAGs.
+    "airflow.providers.common.compat.sdk": SDK_NAMES,
 }
 
 #: What to use instead of an Airflow module Zonda does not provide (longest prefix wins).
@@ -124,8 +216,19 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.operators.email": "e-mail is not supported: send it from a BashOperator or PythonOperator",
     "airflow.hooks": "only airflow.hooks.base (BaseHook.get_connection) is provided: read the Connection "
     "and use a client library",
-    "airflow.providers": "only the cncf.kubernetes pod operator is provided: run other integrations in a "
-    "KubernetesPodOperator or PythonOperator",
+    "airflow.providers": "only the standard provider and the cncf.kubernetes pod operator are provided: run "
+    "other integrations in a KubernetesPodOperator or PythonOperator",
+    "airflow.providers.standard.operators.hitl": "human-in-the-loop operators need Airflow's API server: "
+    "not supported",
+    "airflow.providers.standard.operators.smooth": "not supported: use an EmptyOperator",
+    "airflow.sdk": "not provided by Zonda's Airflow compatibility layer (see docs/authoring.md for the "
+    "airflow.sdk names Zonda maps)",
+    "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
+    "docs/authoring.md for those it maps)",
+    **{
+        f"airflow.sdk.{name}": "data-aware scheduling (Assets) is not supported: use a schedule or timetable"
+        for name in ("Asset", "AssetAlias", "AssetAll", "AssetAny", "Metadata", "asset", "AssetWatcher")
+    },
     "airflow.datasets": "data-aware scheduling (Datasets) is not supported: use a schedule or timetable",
     "airflow": "not provided by Zonda's Airflow compatibility layer",
 }
@@ -146,9 +249,20 @@ class _AliasLoader(importlib.abc.Loader):
             return importlib.import_module(self.target)
         module = types.ModuleType(spec.name)
         module.__path__ = []
-        for name, (module_name, attribute) in PACKAGE_NAMES[spec.name].items():
-            if module_name:
-                setattr(module, name, getattr(importlib.import_module(module_name), attribute))
+        names = PACKAGE_NAMES[spec.name]
+
+        def resolve(name: str) -> Any:  # PEP 562: each name imported when first used
+            if name not in names:
+                raise AttributeError(f"module {spec.name!r} has no attribute {name!r}")
+            module_name, attribute = names[name]
+            try:
+                value = getattr(importlib.import_module(module_name), attribute)
+            except (ImportError, AttributeError):
+                raise AttributeError(f"module {spec.name!r} has no attribute {name!r}") from None
+            setattr(module, name, value)
+            return value
+
+        module.__getattr__ = resolve  # type: ignore[method-assign]
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
@@ -161,12 +275,18 @@ class _AirflowFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "airflow" and not fullname.startswith("airflow."):
             return None
-        alias = MODULES.get(fullname) or provider_modules().get(fullname)
+        alias = _alias(fullname)
         if alias is not None:
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(alias))
         if fullname in PACKAGE_NAMES:
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(None), is_package=True)
         raise ModuleNotFoundError(unsupported_message(fullname), name=fullname)
+
+
+def _alias(fullname: str) -> str | None:
+    """The Zonda module an Airflow module is, following a moved module to its Airflow 2 name."""
+    name = MOVED_MODULES.get(fullname, fullname)
+    return MODULES.get(name) or provider_modules().get(name)
 
 
 def unsupported_message(module: str, name: str | None = None) -> str:
