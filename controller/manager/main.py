@@ -104,13 +104,16 @@ class ControllerProcess:
         kind, namespace, name = key
         reconcilers = self.services.reconcilers
         metrics.RECONCILES.labels(kind).inc()
-        if kind == "dag":
-            return await reconcilers.reconcile_dag(namespace, name)
-        if kind == "backfill":
-            return await reconcilers.reconcile_backfill(namespace, name)
-        if kind == "pool":
-            return await reconcilers.reconcile_pool(namespace, name)
-        return await reconcilers.reconcile_run(namespace, name)
+        try:
+            if kind == "dag":
+                return await reconcilers.reconcile_dag(namespace, name)
+            if kind == "backfill":
+                return await reconcilers.reconcile_backfill(namespace, name)
+            if kind == "pool":
+                return await reconcilers.reconcile_pool(namespace, name)
+            return await reconcilers.reconcile_run(namespace, name)
+        finally:
+            metrics.RECONCILES_DONE.labels(kind).inc()
 
     async def report_failing(self, key: Hashable, failures: int, error: BaseException) -> None:
         assert isinstance(key, tuple) and self.services is not None

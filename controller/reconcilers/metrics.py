@@ -21,6 +21,9 @@ PODS_CREATED = Counter("zonda_task_attempts_created_total", "Task pods (or local
 PODS_DELETED = Counter("zonda_task_attempts_deleted_total", "Task pods (or local processes) stopped")
 API_ERRORS = Counter("zonda_api_errors_total", "Kubernetes API errors seen by the controller", ["kind"])
 RECONCILES = Counter("zonda_reconciles_total", "Reconcile passes", ["kind"])
+#: Passes that ended (raised or not): a restarted controller has looked at its objects once this moves,
+#: which tests (and an operator after a rollout) wait for instead of sleeping.
+RECONCILES_DONE = Counter("zonda_reconciles_done_total", "Reconcile passes that ended", ["kind"])
 
 _run_states: dict[tuple[str, str], tuple[str, dict[str, int]]] = {}
 

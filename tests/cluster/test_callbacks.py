@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from controller.devtools.devcluster import Cluster
+from controller.devtools.devcluster import Cluster, free_port
 from tests.cluster.callback_targets import EVIDENCE_ENV
-from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for, wait_run_finished
+from tests.cluster.zonda_processes import (
+    apply,
+    controller,
+    get,
+    trigger,
+    wait_first_passes,
+    wait_for,
+    wait_run_finished,
+)
 from zonda.resources.names import is_callback_name
 
 TARGETS = "tests.cluster.callback_targets"
@@ -76,8 +83,14 @@ def test_callbacks_and_an_sla_miss_each_run_exactly_once_across_controller_resta
         "spec": {"dagName": "callbacks", "runType": "scheduled", "logicalDate": start.isoformat(),
                  "dataInterval": {"start": start.isoformat(), "end": end.isoformat()}},
     })  # fmt: skip
+    metrics_port = free_port()
     with controller(
-        cluster, namespace, tmp_path, executor="local", env={EVIDENCE_ENV: str(folder)}
+        cluster,
+        namespace,
+        tmp_path,
+        executor="local",
+        env={EVIDENCE_ENV: str(folder)},
+        extra=["--metrics-port", str(metrics_port)],
     ) as process:
         wait_for(lambda: "retry" in evidence(folder), "flaky's retry callback", timeout=120)
         process.stop(signal.SIGKILL)  # mid-run: hung and slow are still running
@@ -92,9 +105,16 @@ def test_callbacks_and_an_sla_miss_each_run_exactly_once_across_controller_resta
             timeout=120,
         )
         process.stop(signal.SIGKILL)  # after the end: a restart must not launch anything again
+        attempts_before = sorted(path.name for path in (tmp_path / "state").glob("*/*"))
         process.start()
-        time.sleep(8)  # a repeat would show within the controller's first passes
+        # The restarted controller has ended a pass over the run (the namespace's only one): a try it
+        # wrongly launched again would now be in the local executor's records (launched before the
+        # status records it), and would be running or done.
+        wait_first_passes(metrics_port, "run", timeout=60)
+        attempts_after = sorted(path.name for path in (tmp_path / "state").glob("*/*"))
+        assert attempts_after == attempts_before, "the restarted controller launched a try again"
         body = get(cluster, namespace, "dagrun", run_name)
+        assert all(record["state"] != "launched" for record in body["status"]["callbacks"]), body["status"]
     status = body["status"]
     assert status["state"] == "failed"
     found = evidence(folder)
@@ -140,7 +160,8 @@ def test_a_timed_out_pods_failure_callback_is_one_pod_across_a_restart(
             "onFailureCallback": [f"{TARGETS}:on_failure"],
         }]},
     })  # fmt: skip
-    with controller(cluster, namespace, tmp_path) as process:
+    metrics_port = free_port()
+    with controller(cluster, namespace, tmp_path, extra=["--metrics-port", str(metrics_port)]) as process:
         run = trigger(cluster, namespace, "timeout-callback")
         wait_run_finished(cluster, namespace, run, timeout=120)
         callback_pods = wait_for(
@@ -155,11 +176,11 @@ def test_a_timed_out_pods_failure_callback_is_one_pod_across_a_restart(
         )
         process.stop(signal.SIGKILL)  # while the callback pod runs
         process.start()
-        time.sleep(5)  # the restarted controller's first passes: a callback pod taken for a stray would go
-        assert (
-            get(cluster, namespace, "pod", callback_pods[0]["metadata"]["name"])["status"]["phase"]
-            == "Running"
-        )
+        # Once the restarted controller has ended a pass over the run, a callback pod it took for a
+        # stray would have been deleted in it (a deletionTimestamp at least, kwok removes it later).
+        wait_first_passes(metrics_port, "run", timeout=60)
+        kept = get(cluster, namespace, "pod", callback_pods[0]["metadata"]["name"])
+        assert kept["status"]["phase"] == "Running" and not kept["metadata"].get("deletionTimestamp"), kept
         cluster.kubectl(
             "annotate", "pod", "-n", namespace, callback_pods[0]["metadata"]["name"], "kwok.zonda.dev/hold-"
         )

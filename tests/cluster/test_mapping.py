@@ -56,8 +56,7 @@ def test_a_list_made_at_run_time_is_mapped_and_reduced_across_a_controller_kill(
             return len(done) >= 2
 
         wait_for(some_instances_done, "two mapped instances done", timeout=180)
-        process.stop(signal.SIGKILL)
-        time.sleep(1)
+        process.stop(signal.SIGKILL)  # returns once the process has exited
         process.start()
         body = wait_run_finished(cluster, namespace, run, timeout=300)
     finally:

@@ -205,6 +205,9 @@ def test_execution_timeout_kills_a_running_container(
     apply(real_cluster, ns, dag("slow", [bash("sleeper", "echo started; sleep 600", executionTimeout="5s")]))
     with controller(real_cluster, ns, tmp_path, extra=real_pods(real_cluster)):
         run = trigger(real_cluster, ns, "slow")
+        # The positive control: the container's process is seen on the node (so that its absence later
+        # means it ended, not that this check cannot see it).
+        wait_for(lambda: "sleep 600" in _node_processes(), "the container's process on the node", timeout=90)
         body = wait_run_finished(real_cluster, ns, run, timeout=120)
         ti = body["status"]["taskInstances"]["sleeper"]
         assert ti["state"] == "failed"

@@ -99,7 +99,8 @@ def test_a_status_etcd_refuses_sets_a_condition_and_one_event_and_keeps_the_last
             assert before is not None
             executor.finish(executor.launched[0])
             wakes = [await reconcilers.reconcile_run(namespace, "too-wide-1") for _ in range(2)]
-            await asyncio.sleep(1)  # the Events are posted in the background
+            # The Events are posted in the background: wait for those posts, as a stopping controller does.
+            assert await reconcilers.writer.flush_events(within=30) == 0, "Event posts still unfinished"
             after = await kube.get_custom(DAGRUNS, namespace, "too-wide-1")
             assert after is not None
             events = await kube.list_events(namespace, "DagRun", "too-wide-1")

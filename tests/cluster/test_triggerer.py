@@ -27,7 +27,9 @@ import pytest
 from controller.coordination.shards import SHARD_LABEL, shard_for
 from controller.devtools.devcluster import REPO_ROOT, Cluster, free_port
 from controller.kube import TRIGGERS, Kube
+from controller.providers.kubernetes import triggers as kubernetes_triggers
 from controller.providers.kubernetes.triggers import ObjectConditionTrigger
+from controller.providers.kubernetes.triggers import get_object as read_object
 from controller.triggerer.leases import shard_lease_name
 from controller.triggerer.runtime import Triggerer
 from controller.triggerer.settings import TriggererSettings
@@ -96,7 +98,9 @@ class StatusRecorder:
     def __init__(self, kube: Kube, namespace: str) -> None:
         self.kube, self.namespace = kube, namespace
         self.statuses: dict[str, list[dict[str, Any]]] = {}
+        self.seen: set[str] = set()  # every Trigger the watch has delivered, with a status or not
         self._task: asyncio.Task[None] | None = None
+        self._syncs = 0
 
     async def _record(self) -> None:
         version = None
@@ -104,6 +108,7 @@ class StatusRecorder:
             async for _, obj in self.kube.watch_custom(TRIGGERS, self.namespace, resource_version=version):
                 version = obj["metadata"]["resourceVersion"]
                 status = obj.get("status") or {}
+                self.seen.add(obj["metadata"]["name"])
                 history = self.statuses.get(obj["metadata"]["name"], [])
                 if status and (not history or history[-1] != status):
                     self.statuses[obj["metadata"]["name"]] = [*history, status]
@@ -117,6 +122,31 @@ class StatusRecorder:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+
+    async def caught_up(self) -> None:
+        """Wait until the watch has delivered everything written before now.
+
+        Call it once every writer has stopped: it creates a marker Trigger (on no shard: nothing runs it)
+        and waits for the watch to deliver it. A watch delivers in write order, so a second, wrongful
+        write of any trigger, made before the writers stopped, has been recorded by then: a check for
+        duplicates after it covers the whole life of the writers, not a fixed window."""
+        self._syncs += 1
+        name = f"zz-caught-up-{self._syncs}"
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "Trigger",
+            "metadata": {"name": name},
+            "spec": {
+                "classpath": "none",
+                "kwargs": {},
+                "dagRun": "none",
+                "taskId": name,
+                "tryNumber": 1,
+                "shard": 0,
+            },
+        }  # fmt: skip  (no shard label: no replica selects it)
+        await self.kube.create_custom(TRIGGERS, self.namespace, body)
+        await eventually(lambda: _now(name in self.seen), "the watch to catch up")
 
     def fired(self) -> dict[str, dict[str, Any]]:
         latest = {name: history[-1] for name, history in self.statuses.items()}
@@ -263,15 +293,18 @@ async def test_two_replicas_split_the_shards_and_fire_every_trigger_exactly_once
     # Both replicas share the test's event loop with 80 creations and a watch: a lease longer than a
     # loaded loop's stall keeps the shards where they were split (the holder check below needs that).
     stable = {"lease_duration": 15.0}
-    async with replica(kube, namespace, "a", **stable) as a, replica(kube, namespace, "b", **stable) as b:
-        holders = await shards_split(kube, namespace, "a", "b")
-        first_due = datetime.now(UTC) + timedelta(seconds=2)
-        bodies = date_time_triggers("wait", 80, first_due, timedelta(seconds=2))
-        async with StatusRecorder(kube, namespace) as recorder:
+    async with StatusRecorder(kube, namespace) as recorder:
+        async with (
+            replica(kube, namespace, "a", **stable) as a,
+            replica(kube, namespace, "b", **stable) as b,
+        ):
+            holders = await shards_split(kube, namespace, "a", "b")
+            first_due = datetime.now(UTC) + timedelta(seconds=2)
+            bodies = date_time_triggers("wait", 80, first_due, timedelta(seconds=2))
             await create_triggers(kube, namespace, bodies)
             names = [body["metadata"]["name"] for body in bodies]
             await eventually(lambda: _now(len(recorder.fired()) == len(names)), "every trigger to fire")
-            await asyncio.sleep(1.5)  # room for a wrongful second write to show up
+        await recorder.caught_up()  # both replicas stopped: every write they made has been recorded
         recorder.assert_each_fired_exactly_once(names)
         for body in bodies:
             status = recorder.fired()[body["metadata"]["name"]]
@@ -323,22 +356,29 @@ async def test_sigkill_moves_the_shards_after_the_lease_duration_and_every_trigg
         )
         names = [body["metadata"]["name"] for body in early + late]
         await eventually(lambda: _now(len(recorder.fired()) == len(names)), "all to fire", within=60)
-        await asyncio.sleep(1.5)
+        # b's numbers, then b stopped too: the watch then covers every write either replica made.
+        b_fired = b.metric("zonda_triggerer_events_fired_total")
+        b_shards = b.metric("zonda_triggerer_shards_held")
+        taken_over = {
+            shard: await kube.get_lease(namespace, shard_lease_name(shard)) for shard in last_renewed
+        }
+        await eventually(lambda: _now(b.health() == 200), "b to be healthy")
+        b.signal(signal.SIGTERM)
+        await asyncio.to_thread(b.wait)
+        await recorder.caught_up()
     recorder.assert_each_fired_exactly_once(names)
     # b takes a Lease over only once it has seen it unchanged for a lease duration of its own clock, so
     # never sooner than a lease duration after a's last renewal (the same machine's wall clock).
     for shard, renewed in last_renewed.items():
-        lease = await kube.get_lease(namespace, shard_lease_name(shard))
+        lease = taken_over[shard]  # read before b stopped (stopping releases them)
         assert lease is not None
         taken = datetime.fromisoformat(lease["spec"]["acquireTime"]) - datetime.fromisoformat(renewed)
         assert taken >= timedelta(seconds=LEASE_SECONDS), (shard, renewed, lease["spec"])
     late_names = {body["metadata"]["name"] for body in late}
     assert all(recorder.fired()[name]["holder"] == "b" for name in late_names), "a was dead by then"
     written_by_b = sum(1 for status in recorder.fired().values() if status["holder"] == "b")
-    assert b.metric("zonda_triggerer_events_fired_total") == written_by_b
-    assert b.metric("zonda_triggerer_shards_held") == 4
-    # healthz turns 500 while b's loop lags (a loaded machine): it must come back, not be 200 at once
-    await eventually(lambda: _now(b.health() == 200), "b to be healthy")
+    assert b_fired == written_by_b
+    assert b_shards == 4
 
 
 async def test_graceful_sigterm_hands_over_faster_than_the_lease_duration(
@@ -367,6 +407,9 @@ async def test_graceful_sigterm_hands_over_faster_than_the_lease_duration(
         assert a.wait() == 0
         names = [body["metadata"]["name"] for body in bodies]
         await eventually(lambda: _now(len(recorder.fired()) == len(names)), "all to fire", within=20)
+        processes[1].signal(signal.SIGTERM)
+        await asyncio.to_thread(processes[1].wait)
+        await recorder.caught_up()
     assert handover < long_lease / 2, handover
     recorder.assert_each_fired_exactly_once(names)
     assert await kube.get_lease(namespace, "zonda-triggerer-member-a") is None, "a withdrew its membership"
@@ -384,11 +427,11 @@ async def test_a_replica_whose_lease_was_stolen_cannot_write_an_event(kube: Kube
         body = trigger_body("stolen", DateTimeTrigger(datetime.now(UTC)), shards=1)
         await kube.create_custom(TRIGGERS, namespace, body)
         await eventually(lambda: _now(count(victim, "fenced_writes") == 1), "fencing to refuse the write")
-        await asyncio.sleep(1.0)
-        stored = await kube.get_custom(TRIGGERS, namespace, "stolen")
-        assert stored is not None and not stored.get("status"), stored.get("status")
-        assert 0 not in victim.holdings, "the victim gave the shard up"
-        assert count(victim, "events_fired") == 0
+        await eventually(lambda: _now(0 not in victim.holdings), "the victim to give the shard up")
+    # The victim has stopped: whatever it wrote, it wrote before this read.
+    stored = await kube.get_custom(TRIGGERS, namespace, "stolen")
+    assert stored is not None and not stored.get("status"), stored.get("status")
+    assert count(victim, "events_fired") == 0
 
 
 async def test_a_duplicate_event_changes_nothing(kube: Kube, namespace: str) -> None:
@@ -467,16 +510,27 @@ async def test_a_trigger_that_cannot_run_is_marked_failed(
 
 
 async def test_object_condition_trigger_fires_when_the_field_has_the_value(
-    kube: Kube, namespace: str
+    kube: Kube, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gate = {"metadata": {"name": "gate"}, "data": {"open": "no"}}
     await kube.core.create_namespaced_config_map(namespace, gate)  # type: ignore[arg-type]
     trigger = ObjectConditionTrigger(
         "v1", "ConfigMap", "gate", namespace, field_path="data.open", value="yes", poll_interval=0.2
     )
+    reads: list[Any] = []  # what each of the trigger's polls read (it runs in this process)
+
+    async def counted_get_object(*args: Any, **kwargs: Any) -> Any:
+        obj = await read_object(*args, **kwargs)
+        reads.append(((obj or {}).get("data") or {}).get("open"))
+        return obj
+
+    monkeypatch.setattr(kubernetes_triggers, "get_object", counted_get_object)
     async with replica(kube, namespace, "solo"), StatusRecorder(kube, namespace) as recorder:
         await kube.create_custom(TRIGGERS, namespace, trigger_body("gate", trigger, 4))
-        await asyncio.sleep(1.5)
+        # A third poll means the first two read "no" and did not match (a match ends the trigger).
+        await eventually(lambda: _now(len(reads) >= 3), "the trigger to poll the gate three times")
+        assert reads[:2] == ["no", "no"], reads
+        await recorder.caught_up()
         assert recorder.fired() == {}, "not before the field has the value"
         await kube.core.patch_namespaced_config_map("gate", namespace, {"data": {"open": "yes"}})
         await eventually(lambda: _now("gate" in recorder.fired()), "the trigger to fire")

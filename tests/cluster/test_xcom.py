@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-import time
 from pathlib import Path
 
 from controller.devtools.devcluster import Cluster
@@ -53,8 +52,7 @@ def test_a_100_kb_value_crosses_a_controller_kill_through_the_backend(
             return (tis.get("slow") or {}).get("state") == "running"
 
         wait_for(slow_running, "slow running", timeout=120)
-        process.stop(signal.SIGKILL)
-        time.sleep(1)
+        process.stop(signal.SIGKILL)  # returns once the process has exited
         process.start()
         body = wait_run_finished(cluster, namespace, run, timeout=120)
     finally:

@@ -6,13 +6,16 @@ pointed at the test cluster and one namespace, so killing and restarting them is
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.devtools.devcluster import REPO_ROOT, Cluster
 
@@ -238,6 +242,96 @@ def zonda(cluster: Cluster, *args: str, check: bool = True) -> subprocess.Comple
         cwd=REPO_ROOT,
         check=check,
     )
+
+
+def metric_value(port: int, name: str, **labels: str) -> float | None:
+    """One sample of a process's /metrics page; None while it is not exported (or nothing listens)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    return None
+
+
+def wait_first_passes(port: int, kind: str, at_least: int = 1, timeout: float = 60) -> float:
+    """Wait until a (re)started controller, serving metrics on `port`, has ended `at_least` reconcile
+    passes of `kind` ("run", "dag"...): the signal that it has looked at its objects since it started."""
+    done: float = wait_for(
+        lambda: (
+            (n := metric_value(port, "zonda_reconciles_done_total", kind=kind)) is not None
+            and n >= at_least
+            and n
+        ),
+        f"the controller's first {kind} passes",
+        timeout,
+    )
+    return done
+
+
+class CreationOrder:
+    """Records, from a watch of its own, the order in which objects of a custom resource were created
+    (and the revision at which each first had a finished `status.state`).
+
+    The watch starts at the resourceVersion of a list made before anything is created, so every
+    creation arrives as an ADDED event, in etcd's revision order, with the revision it was created at:
+    a total order, where `creationTimestamp` has one-second resolution and ties pass any check."""
+
+    def __init__(self, cluster: Cluster, namespace: str, plural: str = "dagruns") -> None:
+        self.kubeconfig, self.namespace, self.plural = str(cluster.kubeconfig), namespace, plural
+        #: (name, resourceVersion at creation), in creation order.
+        self.created: list[tuple[str, int]] = []
+        #: name -> the resourceVersion of the first write that gave it a finished `status.state`.
+        self.finished: dict[str, int] = {}
+        self._listed = threading.Event()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"watch-{plural}")
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._record())
+        except BaseException as error:
+            self._error = error
+            self._listed.set()
+
+    async def _record(self) -> None:
+        from controller.kube import Kube
+
+        async with await Kube.connect(self.kubeconfig) as kube:
+            _, version = await kube.list_custom_with_version(self.plural, self.namespace)
+            self._listed.set()
+            while not self._stop.is_set():
+                async for _, obj in kube.watch_custom(
+                    self.plural, self.namespace, resource_version=version, timeout_seconds=2
+                ):
+                    meta = obj["metadata"]
+                    version = meta["resourceVersion"]
+                    if not any(name == meta["name"] for name, _ in self.created):
+                        self.created.append((meta["name"], int(version)))
+                    state = (obj.get("status") or {}).get("state")
+                    if state in ("success", "failed") and meta["name"] not in self.finished:
+                        self.finished[meta["name"]] = int(version)
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.created]
+
+    def __enter__(self) -> CreationOrder:
+        self._thread.start()
+        self._listed.wait(60)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        if self._error is not None:
+            raise self._error
 
 
 def ti_states(run: dict[str, Any]) -> dict[str, str]:
