@@ -1,11 +1,16 @@
 """`FakeKube`: an in-memory `KubeApi` for adapter unit tests, strict where the apiserver is strict.
 
-What it models: objects by (kind, namespace, name) with a resourceVersion bumped on every write and
-checked on status replaces (409 Conflict), AlreadyExists on a taken name, equality label selectors
-(``a=b,c=d``, ``a in (x,y)``), a uid and creationTimestamp on create, Events recorded in order, and,
-when `max_object_bytes` is set, etcd's refusal of a status write that makes an object larger.
-What it does not: watches, admission, field validation, garbage collection, pod life cycles (tests
-set a pod's `status` themselves). The cluster tier (tests/cluster) proves the real API behaves so.
+What it models, as tests/kube_contract.py states it and its scenarios prove on a real apiserver too
+(tests/cluster/test_fake_kube_contract.py): objects by (kind, namespace, name) with a uid,
+creationTimestamp, generation and a resourceVersion that changes on every write that changes
+something (a write that changes nothing keeps it, as the apiserver does not write it); 404 NotFound,
+409 AlreadyExists and Conflict with the apiserver's messages; resourceVersion preconditions on status
+patches, status replaces and Lease replaces; JSON merge patch of the status subresource, which alone
+writes status (a status given on create is dropped; a new Pod's is `Pending`); label selectors with
+every operator (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`; a malformed one is a 400); Events
+recorded in order; and, when `max_object_bytes` is set, etcd's refusal of a status write that makes
+an object larger. What it does not: watches, admission, schema validation and pruning, garbage
+collection, pod life cycles (tests set a pod's `status` themselves).
 """
 
 from __future__ import annotations
@@ -22,25 +27,67 @@ from typing import Any
 
 from controller.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from controller.kube.protocol import Body
+from zonda.resources.models import GROUP
 
-_IN = re.compile(r"^\s*([\w./-]+)\s+in\s+\(([^)]*)\)\s*$")
+#: How the apiserver names a kind in its messages (`<plural>.<group>`; the core group has none).
+_RESOURCE_NAMES = {"pods": "pods", "leases": "leases.coordination.k8s.io"}
+
+# Label selector syntax as the apiserver parses it (k8s.io/apimachinery/pkg/labels).
+_NAME = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_KEY = rf"(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?/)?{_NAME}"
+_VALUE = rf"(?:{_NAME})?"
+_SET_TERM = re.compile(rf"^({_KEY})\s+(in|notin)\s*\(([^()]*)\)$")
+_COMPARE_TERM = re.compile(rf"^({_KEY})\s*(==|=|!=)\s*({_VALUE})$")
+_EXISTS_TERM = re.compile(rf"^(!?)\s*({_KEY})$")
+
+
+def _resource(kind: str) -> str:
+    return _RESOURCE_NAMES.get(kind, f"{kind}.{GROUP}")
+
+
+def _status_error(error: type[KubeError], code: int, reason: str, message: str) -> KubeError:
+    """The error the real client raises: its reason is the apiserver's Status body."""
+    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message}
+    return error(code, json.dumps({**body, "reason": reason, "code": code}))
+
+
+def _not_found(kind: str, name: str) -> KubeError:
+    return _status_error(NotFound, 404, "NotFound", f'{_resource(kind)} "{name}" not found')
+
+
+def _conflict(kind: str, name: str) -> KubeError:
+    message = (
+        f'Operation cannot be fulfilled on {_resource(kind)} "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    return _status_error(Conflict, 409, "Conflict", message)
 
 
 def matches(labels: Mapping[str, str], selector: str | None) -> bool:
-    """Whether `labels` satisfy a label selector of `key=value` and `key in (a,b)` terms."""
-    if not selector:
+    """Whether `labels` satisfy a label selector; a malformed selector is the apiserver's 400."""
+    if not selector or not selector.strip():
         return True
-    for term in _split_terms(selector):
-        if match := _IN.match(term):
-            if labels.get(match.group(1)) not in {v.strip() for v in match.group(2).split(",")}:
-                return False
-        elif "=" in term:
-            key, value = term.split("=", 1)
-            if labels.get(key.strip()) != value.strip():
-                return False
-        elif labels.get(term.strip()) is None:
-            return False
-    return True
+    return all(_term_matches(labels, term.strip(), selector) for term in _split_terms(selector))
+
+
+def _term_matches(labels: Mapping[str, str], term: str, selector: str) -> bool:
+    if match := _SET_TERM.match(term):
+        key, operator, listed = match.groups()
+        values = {v.strip() for v in listed.split(",")}
+        if not all(re.fullmatch(_VALUE, v) for v in values) or values == {""}:
+            raise _bad_selector(selector)
+        return (labels.get(key) in values) == (operator == "in") if key in labels else operator == "notin"
+    if match := _COMPARE_TERM.match(term):
+        key, operator, value = match.groups()
+        return (labels.get(key) == value) == (operator != "!=")
+    if match := _EXISTS_TERM.match(term):
+        negated, key = match.groups()
+        return (key in labels) != bool(negated)
+    raise _bad_selector(selector)
+
+
+def _bad_selector(selector: str) -> KubeError:
+    return _status_error(KubeError, 400, "BadRequest", f"unable to parse requirement: {selector!r}")
 
 
 def _split_terms(selector: str) -> list[str]:
@@ -91,16 +138,30 @@ class FakeKube:
     def _stored(self, kind: str, namespace: str, name: str) -> Body:
         stored = self.objects.get((kind, namespace, name))
         if stored is None:
-            raise NotFound(404, f'{kind} "{name}" not found')
+            raise _not_found(kind, name)
         return stored
+
+    def _write(self, stored: Body, changed: Body) -> Body:
+        """Stores `changed` over `stored` with a new resourceVersion, unless nothing changed: the
+        apiserver skips a write that changes nothing and keeps the resourceVersion."""
+        if changed != stored:
+            stored.clear()
+            stored.update(changed)
+            stored["metadata"]["resourceVersion"] = str(next(self._versions))
+        return copy.deepcopy(stored)
 
     def _create(self, kind: str, namespace: str, body: Body) -> Body:
         self._count("create", kind)
         meta = body.setdefault("metadata", {})
         key = (kind, namespace, meta["name"])
         if key in self.objects:
-            raise AlreadyExists(409, f'{kind} "{meta["name"]}" already exists')
+            message = f'{_resource(kind)} "{meta["name"]}" already exists'
+            raise _status_error(AlreadyExists, 409, "AlreadyExists", message)
         stored = copy.deepcopy(body)
+        # only the status subresource writes status (every Zonda CRD has one; so do Pods)
+        stored.pop("status", None)
+        if kind == "pods":
+            stored["status"] = {"phase": "Pending"}
         stored["metadata"] |= {
             "namespace": namespace,
             "uid": str(uuid.uuid4()),
@@ -149,24 +210,23 @@ class FakeKube:
         self._count("patch-status", plural)
         stored = self._stored(plural, namespace, name)
         if resource_version is not None and resource_version != stored["metadata"]["resourceVersion"]:
-            raise Conflict(409, "the object has been modified")
-        merged = _merge_patch(stored.get("status") or {}, status)
-        self._check_size({**stored, "status": merged})
-        stored["status"] = merged
-        stored["metadata"]["resourceVersion"] = str(next(self._versions))
-        return copy.deepcopy(stored)
+            raise _conflict(plural, name)
+        changed = {**copy.deepcopy(stored), "status": _merge_patch(stored.get("status") or {}, status)}
+        self._check_size(changed)
+        return self._write(stored, changed)
 
     async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
         self._count("replace-status", plural)
-        stored = self._stored(plural, namespace, body["metadata"]["name"])
+        name = body["metadata"]["name"]
+        stored = self._stored(plural, namespace, name)
         if body["metadata"].get("resourceVersion") != stored["metadata"]["resourceVersion"]:
-            raise Conflict(
-                409, "the object has been modified; please apply your changes to the latest version"
-            )
-        self._check_size({**stored, "status": body.get("status") or {}})
-        stored["status"] = copy.deepcopy(body.get("status") or {})
-        stored["metadata"]["resourceVersion"] = str(next(self._versions))
-        return copy.deepcopy(stored)
+            raise _conflict(plural, name)
+        # the status endpoint takes the status alone: spec and metadata stay as stored
+        changed = {k: copy.deepcopy(v) for k, v in stored.items() if k != "status"}
+        if "status" in body:
+            changed["status"] = copy.deepcopy(body["status"])
+        self._check_size(changed)
+        return self._write(stored, changed)
 
     async def delete_custom(self, plural: str, namespace: str, name: str) -> bool:
         return self._delete(plural, namespace, name)
@@ -208,12 +268,20 @@ class FakeKube:
 
     async def replace_lease(self, namespace: str, body: Body) -> Body:
         self._count("replace", "leases")
-        stored = self._stored("leases", namespace, body["metadata"]["name"])
+        name = body["metadata"]["name"]
+        stored = self._stored("leases", namespace, name)
         if body["metadata"].get("resourceVersion") != stored["metadata"]["resourceVersion"]:
-            raise Conflict(409, "the object has been modified")
-        stored["spec"] = copy.deepcopy(body.get("spec") or {})
-        stored["metadata"]["resourceVersion"] = str(next(self._versions))
-        return copy.deepcopy(stored)
+            raise _conflict("leases", name)
+        # a replace is of the whole object: spec, labels and annotations; the server's fields stay
+        meta = copy.deepcopy(stored["metadata"])
+        for key in ("labels", "annotations"):
+            if body["metadata"].get(key):
+                meta[key] = copy.deepcopy(body["metadata"][key])
+            else:
+                meta.pop(key, None)
+        return self._write(
+            stored, {**copy.deepcopy(stored), "metadata": meta, "spec": copy.deepcopy(body.get("spec") or {})}
+        )
 
     async def delete_lease(self, namespace: str, name: str) -> bool:
         return self._delete("leases", namespace, name)

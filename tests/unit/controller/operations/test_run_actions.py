@@ -58,7 +58,10 @@ def test_a_conflicting_write_is_not_overwritten_the_action_is_applied_again() ->
     kube = FakeKube()
 
     async def scenario() -> Any:
-        await kube.create_custom(DAGRUNS, NS, finished_run())
+        run = finished_run()
+        status = run.pop("status")  # create ignores a status, as the apiserver's status subresource does
+        await kube.create_custom(DAGRUNS, NS, run)
+        await kube.patch_custom_status(DAGRUNS, NS, "r", status)
         original = kube.get_custom
         reads = 0
 
