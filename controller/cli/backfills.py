@@ -17,8 +17,8 @@ from typing import Any
 import click
 
 from controller.cli import progress
-from controller.cli.common import namespace_or_default, run_kube
-from controller.kube import BACKFILLS, DAGS, AlreadyExists, Kube
+from controller.cli.common import connect, namespace_options, namespace_or_default, run_kube
+from controller.kube import BACKFILLS, DAGS, AlreadyExists
 from zonda.resources.backfill_models import BackfillSpec, BackfillState, ReprocessBehavior
 from zonda.resources.models import API_VERSION
 
@@ -68,8 +68,7 @@ def backfill_body(name: str, namespace: str, spec: BackfillSpec) -> dict[str, An
 @click.option("--dry-run", is_flag=True, help="List the dates; create no run.")
 @click.option("--name", default=None, help="The Backfill's name (default: DAG-FROM-TO).")
 @click.option("--no-follow", is_flag=True, help="Create it and return.")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def backfill(
     dag: str,
     from_date: str,
@@ -100,7 +99,7 @@ def backfill(
     resource = name or backfill_name(dag, start, end)
 
     async def create() -> None:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             if await kube.get_custom(DAGS, ns, dag) is None:
                 raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
             try:
@@ -123,8 +122,7 @@ def backfills() -> None:
 
 @backfills.command("follow")
 @click.argument("name")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def follow(name: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Show a backfill's progress until it is completed."""
     _follow(name, namespace_or_default(namespace), kubeconfig)
@@ -132,8 +130,7 @@ def follow(name: str, namespace: str | None, kubeconfig: str | None) -> None:
 
 @backfills.command("pause")
 @click.argument("name")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def pause(name: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Create no more runs (those running go on)."""
     _set_paused(name, namespace_or_default(namespace), kubeconfig, paused=True)
@@ -141,8 +138,7 @@ def pause(name: str, namespace: str | None, kubeconfig: str | None) -> None:
 
 @backfills.command("unpause")
 @click.argument("name")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def unpause(name: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Carry on creating runs."""
     _set_paused(name, namespace_or_default(namespace), kubeconfig, paused=False)
@@ -150,7 +146,7 @@ def unpause(name: str, namespace: str | None, kubeconfig: str | None) -> None:
 
 def _set_paused(name: str, namespace: str, kubeconfig: str | None, *, paused: bool) -> None:
     async def patch() -> None:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             await kube.patch_custom(BACKFILLS, namespace, name, {"spec": {"paused": paused}})
 
     run_kube(patch())

@@ -21,10 +21,14 @@ def namespace_or_default(namespace: str | None) -> str:
     return namespace or os.environ.get("POD_NAMESPACE") or "default"
 
 
+def kubeconfig_option(command: Any) -> Any:
+    """`--kubeconfig` (default `$KUBECONFIG`, else ~/.kube/config or in-cluster credentials)."""
+    return click.option("--kubeconfig", envvar="KUBECONFIG", default=None)(command)
+
+
 def namespace_options(command: Any) -> Any:
-    """`--kubeconfig` and `--namespace/-n`, as every command that reads one namespace takes them."""
-    command = click.option("--kubeconfig", envvar="KUBECONFIG", default=None)(command)
-    return click.option("--namespace", "-n", default=None)(command)
+    """`--namespace/-n` then `--kubeconfig`, as every command that reads one namespace takes them."""
+    return click.option("--namespace", "-n", default=None)(kubeconfig_option(command))
 
 
 async def connect(kubeconfig: str | None) -> Kube:

@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from controller.cli.common import STATE_DIR, namespace_or_default, run_kube
-from controller.kube import DAGRUNS, Kube
+from controller.cli.common import STATE_DIR, connect, kubeconfig_option, namespace_or_default, run_kube
+from controller.kube import DAGRUNS
 from controller.operations.try_logs import (
     TryLogs,
     deleted_pods_note,
@@ -43,7 +43,7 @@ from zonda.specs import mapping
     help="The local executor's state dir (default: found from $ZONDA_STATE_DIR, the kubeconfig, "
     f"{STATE_DIR}).",
 )
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@kubeconfig_option
 def logs(
     run_name: str,
     task_id: str,
@@ -60,7 +60,7 @@ def logs(
         task_id = mapping.ti_key(task_id, map_index)
 
     async def fetch() -> tuple[dict[int, TryLogs], dict[str, Any] | None, list[str], str | None]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             run = await kube.get_custom(DAGRUNS, ns, run_name)
             if run is None:
                 raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")

@@ -30,7 +30,7 @@ from controller.cli import pools as pools_commands
 from controller.cli import runs as runs_commands
 from controller.cli import ui as ui_cli
 from controller.cli import xcom as xcom_commands
-from controller.cli.common import namespace_or_default
+from controller.cli.common import kubeconfig_option, namespace_or_default
 from controller.kube import Kube
 from controller.manager.settings import DEFAULTS
 from controller.processes import logs as zonda_logs
@@ -210,7 +210,7 @@ def _node_selector(text: str | None) -> dict[str, str]:
 @click.option("--renew-every", type=float, default=TRIGGERER.renew_every, show_default=True)
 @click.option("--metrics-port", type=int, default=None)
 @click.option("--health-port", type=int, default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@kubeconfig_option
 @click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
 def triggerer(
     namespaces: tuple[str, ...],

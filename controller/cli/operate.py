@@ -12,7 +12,14 @@ from datetime import UTC, datetime
 import click
 
 from controller.cli import follow
-from controller.cli.common import namespace_or_default, parse_conf, run_kube
+from controller.cli.common import (
+    connect,
+    kubeconfig_option,
+    namespace_options,
+    namespace_or_default,
+    parse_conf,
+    run_kube,
+)
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from controller.operations import run_actions
 from zonda.actions import across_dags, clear_and_mark
@@ -30,7 +37,7 @@ _namespace, _run = namespace_or_default, run_kube
 @click.option("--namespace", "-n", default=None)
 @click.option("--conf", default="{}", help="JSON object passed as dag_run.conf.")
 @click.option("--logical-date", default=None, help="ISO 8601 (default: now).")
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@kubeconfig_option
 @click.option(
     "--wait", is_flag=True, help="Follow the run with a progress bar until it ends; exit 1 if it fails."
 )
@@ -49,7 +56,7 @@ def trigger(
     async def create() -> str:
         from zonda.schedules.scheduling import dagrun_name
 
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             dag_object = await kube.get_custom(DAGS, ns, dag)
             if dag_object is None:
                 raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
@@ -106,8 +113,7 @@ def _report(run_name: str, verb: str, outcome: tuple[ActionResult, dict[str, Tas
     is_flag=True,
     help="Do not follow ExternalTaskMarkers into other DAGs' runs (Airflow's --exclude-subdags).",
 )
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def clear(
     run_name: str,
     tasks: tuple[str, ...],
@@ -129,7 +135,7 @@ def clear(
     )
 
     async def go() -> list[run_actions.RunOutcome]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             try:
                 return await run_actions.clear_across_dags(
                     kube,
@@ -155,8 +161,7 @@ def clear(
 @click.argument("state", type=click.Choice(sorted(s.value for s in clear_and_mark.MARKABLE_STATES)))
 @click.option("--downstream", "-d", is_flag=True, help="Also mark its downstream tasks.")
 @click.option("--upstream", "-u", is_flag=True, help="Also mark its upstream tasks.")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def mark(
     run_name: str,
     task_id: str,
@@ -184,7 +189,7 @@ def mark(
         )
 
     async def go() -> tuple[ActionResult, dict[str, TaskInstanceStatus]]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             return await _act_on_run(kube, ns, run_name, act)
 
     _report(run_name, "mark", _run(go()))

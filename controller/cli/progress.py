@@ -17,8 +17,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from controller.cli.common import run_kube
-from controller.kube import Kube
+from controller.cli.common import connect, run_kube
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ def follow(
     body. Ctrl-C raises KeyboardInterrupt to the caller, which says what goes on without it."""
 
     async def watch() -> dict[str, Any]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             with progress_bar() as progress:
                 bar = progress.add_task(name, total=None)
                 while True:

@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import click
 
-from controller.cli.common import namespace_or_default, run_kube
-from controller.kube import DAGRUNS, Kube
+from controller.cli.common import connect, namespace_options, namespace_or_default, run_kube
+from controller.kube import DAGRUNS
 from zonda.resources.wire import parse_time
 
 
@@ -138,14 +138,13 @@ def runs() -> None:
 
 @runs.command("describe")
 @click.argument("run_name")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def describe(run_name: str, namespace: str | None, kubeconfig: str | None) -> None:
     """Print a run's story: its task instances (states, tries, times) and its Events in order."""
     ns = namespace_or_default(namespace)
 
     async def fetch() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             run = await kube.get_custom(DAGRUNS, ns, run_name)
             if run is None:
                 raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")

@@ -15,7 +15,7 @@ from typing import Any
 import click
 import yaml
 
-from controller.cli.common import STATE_DIR
+from controller.cli.common import STATE_DIR, connect, kubeconfig_option, namespace_options
 from controller.operations import try_logs as task_logs
 from controller.processes import logs as zonda_logs
 
@@ -40,7 +40,7 @@ from controller.processes import logs as zonda_logs
     help="The local executor's state dir, for logs of local tries (default: as `zonda logs` finds it, "
     f"else {STATE_DIR}).",
 )
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@kubeconfig_option
 @click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
 def ui(
     host: str,
@@ -110,10 +110,10 @@ def _load_dag(source: str, namespace: str, kubeconfig: str | None) -> dict[str, 
         dag.setdefault("metadata", {}).setdefault("namespace", namespace)
         return dag
 
-    from controller.kube import DAGS, Kube
+    from controller.kube import DAGS
 
     async def fetch() -> dict[str, Any] | None:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             return await kube.get_custom(DAGS, namespace, source)
 
     fetched = asyncio.run(fetch())
@@ -128,8 +128,7 @@ def _load_dag(source: str, namespace: str, kubeconfig: str | None) -> dict[str, 
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None, help="File (default: stdout).")
 @click.option("--run", "run_name", default=None, help="Colour the tasks by this DagRun's states.")
 @click.option("--collapse", "collapsed", multiple=True, help="Draw this task group as one node (repeatable).")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def dags_show(
     dag: str,
     fmt: str,
@@ -150,10 +149,10 @@ def dags_show(
     body = _load_dag(dag, ns, kubeconfig)
     states = None
     if run_name:
-        from controller.kube import DAGRUNS, Kube
+        from controller.kube import DAGRUNS
 
         async def fetch_run() -> dict[str, Any] | None:
-            async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+            async with await connect(kubeconfig) as kube:
                 return await kube.get_custom(DAGRUNS, ns, run_name)
 
         run = asyncio.run(fetch_run())

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from controller.cli.common import namespace_or_default, run_kube
-from controller.kube import DAGRUNS, Kube
+from controller.cli.common import connect, namespace_options, namespace_or_default, run_kube
+from controller.kube import DAGRUNS
 from controller.xcom.backends import XComStore
 from zonda.resources.dagrun_models import DagRunStatus
 from zonda.resources.models import FINISHED_TI_STATES
@@ -56,8 +56,7 @@ def xcom() -> None:
 @click.argument("task_id")
 @click.option("--key", default=xcoms.RETURN_KEY, show_default=True, help="The XCom's key.")
 @click.option("--map-index", type=int, default=-1, show_default=True, help="A mapped task's instance.")
-@click.option("--namespace", "-n", default=None)
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@namespace_options
 def get(
     run_name: str, task_id: str, key: str, map_index: int, namespace: str | None, kubeconfig: str | None
 ) -> None:
@@ -65,7 +64,7 @@ def get(
     ns = namespace_or_default(namespace)
 
     async def fetch() -> dict[str, Any]:
-        async with await Kube.connect(kubeconfig, component="zonda-cli") as kube:
+        async with await connect(kubeconfig) as kube:
             run = await kube.get_custom(DAGRUNS, ns, run_name)
         if run is None:
             raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
