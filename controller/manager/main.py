@@ -17,10 +17,11 @@ level and importing this module registers nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,15 +44,18 @@ from controller.reconcilers import metrics
 from controller.reconcilers.index import RunSummary
 from controller.reconcilers.pools import POOLS, runs_to_wake
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
+from zonda.resources.asset_models import ASSETEVENTS, ASSETS, event_from_body, sanitize_uri
 from zonda.resources.models import GROUP, VERSION
+from zonda.resources.run_events import RunEvent
 from zonda.resources.wire import LABEL_DAGRUN_UID
+from zonda.schedules import assets
 
 logger = logging.getLogger(__name__)
 
 #: How long a stopping controller waits for the Events its last passes are still posting.
 EVENT_FLUSH_SECONDS = 5.0
 
-_PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS}
+_PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS, "asset": ASSETS}
 
 
 @dataclass
@@ -76,6 +80,9 @@ class ControllerProcess:
         #: (namespace, DAG) -> its Backfills, from their watch: a run of the DAG starting or finishing
         #: wakes them (a finished run makes room for the next).
         self.backfills: dict[tuple[str, str], set[str]] = {}
+        #: (namespace, DAG) -> the keys (URIs, alias:<name>) of its asset schedule, from the DAG watch:
+        #: an AssetEvent wakes the DAGs it may make due.
+        self.asset_consumers: dict[tuple[str, str], frozenset[str]] = {}
 
     def registry(self) -> kopf.OperatorRegistry:
         """kopf's handlers: this object's methods. Only `on.event`, so kopf stores nothing on objects."""
@@ -91,6 +98,8 @@ class ControllerProcess:
             self.on_task_pod
         )
         kopf.on.event(GROUP, VERSION, "triggers", registry=registry)(self.on_trigger)
+        kopf.on.event(GROUP, VERSION, ASSETEVENTS, registry=registry)(self.on_asset_event)
+        kopf.on.event(GROUP, VERSION, ASSETS, registry=registry)(self.on_asset)
         return registry
 
     # ------------------------------------------------------------------------------------ the queue
@@ -111,6 +120,8 @@ class ControllerProcess:
                 return await reconcilers.reconcile_backfill(namespace, name)
             if kind == "pool":
                 return await reconcilers.reconcile_pool(namespace, name)
+            if kind == "asset":
+                return await reconcilers.reconcile_asset(namespace, name)
             return await reconcilers.reconcile_run(namespace, name)
         finally:
             metrics.RECONCILES_DONE.labels(kind).inc()
@@ -118,11 +129,15 @@ class ControllerProcess:
     async def report_failing(self, key: Hashable, failures: int, error: BaseException) -> None:
         assert isinstance(key, tuple) and self.services is not None
         kind, namespace, name = key
+        if kind == "asset":
+            return  # keyed by URI; its failures are in the log
         await self.services.reconcilers.report_failing(_PLURALS[kind], namespace, name, failures, error)
 
     async def report_recovered(self, key: Hashable) -> None:
         assert isinstance(key, tuple) and self.services is not None
         kind, namespace, name = key
+        if kind == "asset":
+            return
         await self.services.reconcilers.report_recovered(_PLURALS[kind], namespace, name)
 
     # ---------------------------------------------------------------------------------- life cycle
@@ -241,7 +256,17 @@ class ControllerProcess:
     # --------------------------------------------------------------------------------- the watches
 
     def on_dag(self, **event: Any) -> None:
-        if self.services is None or event["type"] == "DELETED":
+        if self.services is None:
+            return
+        namespace, spec = event["namespace"], event["body"].get("spec") or {}
+        keys = asset_keys_of(spec)
+        if event["type"] == "DELETED":
+            self.asset_consumers.pop((namespace, event["name"]), None)
+        elif spec.get("assetSchedule") is not None:
+            self.asset_consumers[(namespace, event["name"])] = keys
+        for uri in sorted(k for k in keys if not k.startswith("alias:")):
+            self.enqueue("asset", namespace, uri)  # its producers and consumers may have changed
+        if event["type"] == "DELETED":
             return
         version = event["body"].get("metadata", {}).get("resourceVersion")
         if not self.services.reconcilers.is_own_write(DAGS, event["namespace"], event["name"], version):
@@ -327,6 +352,54 @@ class ControllerProcess:
         run_name = (body.get("spec") or {}).get("dagRun")
         if run_name:
             self.enqueue("run", namespace, run_name)
+
+    def on_asset_event(self, **event: Any) -> None:
+        """An asset updated (by a producing task, kubectl, another system): its consumers and the asset."""
+        if self.services is None:
+            return
+        namespace = event["namespace"]
+        found = event_from_body(event["body"])
+        if found is None:
+            if event["type"] != "DELETED":
+                self.services.reconcilers.writer.post_events(
+                    event["body"],
+                    [RunEvent("InvalidSpec", "not a valid AssetEvent: check spec.uri", warning=True)],
+                )
+            return
+        self.enqueue("asset", namespace, found.uri)
+        if event["type"] == "DELETED":
+            return
+        keys = assets.event_keys(found)
+        for (dag_namespace, dag), wanted in list(self.asset_consumers.items()):
+            if dag_namespace == namespace and wanted & keys:
+                self.enqueue("dag", namespace, dag)
+
+    def on_asset(self, **event: Any) -> None:
+        if self.services is None or event["type"] == "DELETED":
+            return
+        version = event["body"].get("metadata", {}).get("resourceVersion")
+        if self.services.reconcilers.is_own_write(ASSETS, event["namespace"], event["name"], version):
+            return
+        uri = (event["body"].get("spec") or {}).get("uri")
+        if isinstance(uri, str):
+            try:
+                self.enqueue("asset", event["namespace"], sanitize_uri(uri))
+            except ValueError:
+                return
+
+
+def asset_keys_of(spec: Mapping[str, Any]) -> frozenset[str]:
+    """The assets a DAG spec names (schedule and outlets), as keys; an invalid schedule names none."""
+    keys: set[str] = set()
+    raw = spec.get("assetSchedule")
+    if raw is not None:
+        with contextlib.suppress(assets.AssetConditionInvalid):
+            keys |= assets.condition_keys(assets.parse_condition(raw))
+    for task in spec.get("tasks") or []:
+        for outlet in (task.get("outlets") if isinstance(task, Mapping) else None) or []:
+            with contextlib.suppress(ValueError, TypeError):
+                keys.add(sanitize_uri(outlet["uri"]))
+    return frozenset(keys)
 
 
 def run_controller(settings: ControllerSettings) -> None:

@@ -16,13 +16,15 @@ from pydantic import ValidationError
 
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import metrics
+from controller.reconcilers.assets import fault_point
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from zonda.passes import history
+from zonda.resources.asset_models import ASSETEVENTS, TriggeringEvent, event_from_body
 from zonda.resources.dagrun_models import DagRunSpec
 from zonda.resources.models import API_VERSION, DagRunState, DagSpec, DagStatus
 from zonda.resources.run_types import RunType
 from zonda.resources.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TYPE, label_value, parse_time
-from zonda.schedules import dag_plans, scheduling
+from zonda.schedules import assets, dag_plans, scheduling
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
 
@@ -48,6 +50,10 @@ class DagReconciler:
             if (r.get("spec") or {}).get("dagName") == name
         ]
         old_status = parse_status(DagStatus, dag.get("status"))
+        asset_events: list[TriggeringEvent] = []
+        if (dag.get("spec") or {}).get("assetSchedule") is not None:
+            bodies = await self.kube.list_custom(ASSETEVENTS, namespace)
+            asset_events = [e for e in map(event_from_body, bodies) if e is not None]
         plan = dag_plans.plan_dag(
             name,
             dag["spec"],
@@ -56,9 +62,12 @@ class DagReconciler:
             created_at=parse_time(meta["creationTimestamp"]) or now,
             runs=runs,
             now=now,
+            asset_events=asset_events,
         )
         for due in plan.runs_to_create:
             await self._create_run(dag, due, now)
+        if plan.asset_run is not None:
+            await self._create_asset_run(dag, plan.asset_run, now)
         await self._delete_beyond_history_limits(dag, runs)
         for event in plan.events:
             await self.kube.emit_event(dag, reason=event.reason, message=event.message, warning=event.warning)
@@ -80,6 +89,21 @@ class DagReconciler:
         metrics.SCHEDULING_DELAY.labels("run_after_to_run_created").observe(max(0.0, delay))
         interval = due.data_interval
         message = f"created {run_name} for data interval {interval.start} .. {interval.end}"
+        await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
+
+    async def _create_asset_run(self, dag: Mapping[str, Any], due: assets.AssetRunDue, now: datetime) -> None:
+        """The run a satisfying set of asset events makes; its name is the set's, so exactly once."""
+        try:
+            await self.kube.create_custom(
+                DAGRUNS, dag["metadata"]["namespace"], asset_triggered_run(dag, due)
+            )
+        except AlreadyExists:
+            return  # created before (restart, or another controller): exactly once by name
+        fault_point("asset-run-created")
+        delay = (now - due.logical_date).total_seconds()
+        metrics.SCHEDULING_DELAY.labels("asset_event_to_run_created").observe(max(0.0, delay))
+        names = ", ".join(e.name for e in due.events)
+        message = f"created {due.run_name} for asset events {names}"
         await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
 
     async def _delete_beyond_history_limits(
@@ -111,7 +135,37 @@ def run_ref(run: Mapping[str, Any]) -> dag_plans.RunRef:
         run_type=RunType(run_type) if run_type in _RUN_TYPES else None,
         state=DagRunState(state) if state in _RUN_STATES else None,
         data_interval=DataInterval(coerce_utc(start), coerce_utc(end)) if start and end else None,
+        consumed_events=frozenset(
+            str(e.get("name")) for e in spec.get("triggeringAssetEvents") or [] if isinstance(e, Mapping)
+        ),
     )
+
+
+def asset_triggered_run(dag: Mapping[str, Any], due: assets.AssetRunDue) -> dict[str, Any]:
+    """The body of an asset-triggered DagRun (Airflow 2 files: `dataset_triggered`), naming its events."""
+    meta = dag["metadata"]
+    run_type = RunType((dag.get("spec") or {}).get("assetRunType") or RunType.ASSET_TRIGGERED.value)
+    body: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "DagRun",
+        "metadata": {
+            "name": due.run_name,
+            "namespace": meta["namespace"],
+            "labels": {LABEL_DAG: label_value(meta["name"]), LABEL_RUN_TYPE: run_type.value},
+        },
+        "spec": DagRunSpec(
+            dag_name=meta["name"],
+            run_type=run_type,
+            logical_date=due.logical_date,
+            data_interval={"start": due.data_interval.start, "end": due.data_interval.end},
+            triggering_asset_events=list(due.events),
+        ).to_wire(),
+    }
+    if (meta.get("annotations") or {}).get(ANNOTATION_DELETE_RUNS) == "true":
+        body["metadata"]["ownerReferences"] = [
+            {"apiVersion": API_VERSION, "kind": "DAG", "name": meta["name"], "uid": meta["uid"]}
+        ]
+    return body
 
 
 def scheduled_run(dag: Mapping[str, Any], run_name: str, due: scheduling.DueRun) -> dict[str, Any]:

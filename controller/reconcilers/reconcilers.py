@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 
 from controller.executors.base import Executor
 from controller.kube import KubeApi
+from controller.reconcilers.assets import AssetReconciler
 from controller.reconcilers.backfills import BackfillReconciler
 from controller.reconcilers.common import StatusWriter, utcnow
 from controller.reconcilers.dags import DagReconciler
@@ -65,6 +66,7 @@ class Reconcilers:
             enqueue=enqueue,
         )
         self.pools = PoolReconciler(kube, self.writer, self.runs.admission)
+        self.assets = AssetReconciler(kube, self.writer)
 
     async def reconcile_dag(self, namespace: str, name: str) -> datetime | None:
         return await self.dags.reconcile(namespace, name)
@@ -74,6 +76,9 @@ class Reconcilers:
 
     async def reconcile_backfill(self, namespace: str, name: str) -> datetime | None:
         return await self.backfills.reconcile(namespace, name)
+
+    async def reconcile_asset(self, namespace: str, uri: str) -> datetime | None:
+        return await self.assets.reconcile(namespace, uri)
 
     async def reconcile_pool(self, namespace: str, name: str) -> datetime | None:
         return await self.pools.reconcile(namespace, name)

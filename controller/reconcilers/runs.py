@@ -25,6 +25,7 @@ from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics
+from controller.reconcilers.assets import record_task_events
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
@@ -200,6 +201,9 @@ class RunReconciler:
             dag_spec=dag_spec,
             launches=due.launches,
         )
+        await record_task_events(
+            self.kube, run, dag, before, due.status, now
+        )  # before the write says success
         new_wire = due.status.to_wire()
         kept = [Condition.model_validate(c) for c in new_wire.get("conditions") or []]
         if (back := status_budget.written(kept, now=now)) is not kept:

@@ -44,6 +44,7 @@ from zonda.resources.invocations import (
 from zonda.specs import mapped_groups, mapping, operator_registry
 from zonda.specs.imports import import_string
 from zonda.tries import task_context, templating, xcoms
+from zonda.tries.asset_events import OUTLET_EVENTS_KEY
 
 #: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.
 MESSAGE_LIMIT_CHARS = 1024
@@ -202,7 +203,10 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
         print_traceback(error)
         tried.error = error
         return TaskResult(outcome=TaskOutcome.FAILED, message=shorten(_describe(error)))
-    return _success_result(operator, value, invocation, store, context["ti"].pushed)
+    pushed = dict(context["ti"].pushed)
+    if reported := context["outlet_events"].to_wire():  # outlet_events[...].extra, yield Metadata
+        pushed[OUTLET_EVENTS_KEY] = reported
+    return _success_result(operator, value, invocation, store, pushed)
 
 
 def _success_result(

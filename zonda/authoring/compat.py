@@ -60,6 +60,13 @@ MODULES: dict[str, str] = {
     "airflow.triggers.temporal": "zonda.triggers.temporal",
     "airflow.triggers.file": "zonda.triggers.file",
     "airflow.exceptions": "zonda.exceptions",
+    "airflow.datasets": "zonda.authoring.assets",
+    "airflow.datasets.metadata": "zonda.authoring.assets",
+    "airflow.timetables.datasets": "zonda.authoring.assets",
+    "airflow.timetables.assets": "zonda.authoring.assets",
+    "airflow.sdk.definitions.asset": "zonda.authoring.assets",
+    "airflow.sdk.definitions.asset.decorators": "zonda.authoring.assets",
+    "airflow.sdk.definitions.asset.metadata": "zonda.authoring.assets",
     "airflow.providers.cncf.kubernetes.operators.kubernetes_pod": "zonda.operators.kubernetes_pod",
     "airflow.providers.cncf.kubernetes.operators.pod": "zonda.operators.kubernetes_pod",
     "airflow.contrib.operators.kubernetes_pod_operator": "zonda.operators.kubernetes_pod",
@@ -225,11 +232,8 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.sdk names Zonda maps)",
     "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
     "docs/authoring.md for those it maps)",
-    **{
-        f"airflow.sdk.{name}": "data-aware scheduling (Assets) is not supported: use a schedule or timetable"
-        for name in ("Asset", "AssetAlias", "AssetAll", "AssetAny", "Metadata", "asset", "AssetWatcher")
-    },
-    "airflow.datasets": "data-aware scheduling (Datasets) is not supported: use a schedule or timetable",
+    "airflow.sdk.AssetWatcher": "AssetWatcher is not supported: create AssetEvent resources (kubectl, "
+    "zonda assets create-event) from whatever watches",
     "airflow": "not provided by Zonda's Airflow compatibility layer",
 }
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from zonda.authoring.assets import Asset, AssetAlias, AssetOrTimeSchedule, schedule_expression
 from zonda.authoring.manifest_values import DAG_FILE_MODULES, ValueWriter, utc_iso
 from zonda.authoring.relations import Node
 from zonda.authoring.task_groups import TaskGroup
@@ -123,10 +124,17 @@ class _Compiler(ValueWriter):
             "tasks": [self.task(task) for task in dag.tasks],
             "taskGroups": [self.group(group) for group in dag.task_groups],
         }
-        if dag.timetable is not None:
-            spec["timetable"] = self.timetable(dag.timetable)
+        scheduled = dag.timetable if dag.timetable is not None else dag.schedule_interval
+        if isinstance(scheduled, AssetOrTimeSchedule):
+            spec.update(self.asset_schedule(scheduled.assets))
+            scheduled = scheduled.timetable
+        elif schedule_expression(scheduled) is not None:
+            spec.update(self.asset_schedule(scheduled))
+            scheduled = None
+        if scheduled is not None and not isinstance(scheduled, str | dt.timedelta):
+            spec["timetable"] = self.timetable(scheduled)
         else:
-            spec["schedule"] = self.schedule(dag.schedule_interval)
+            spec["schedule"] = self.schedule(scheduled)
         if dag.start_date is not None:
             spec["startDate"] = utc_iso(dag.start_date)
             spec["timezone"] = _zone_name(dag.start_date)
@@ -177,6 +185,21 @@ class _Compiler(ValueWriter):
             f"schedule {value!r} is not supported: use a cron expression, a preset, a timedelta, a timetable"
         )
         return None
+
+    def asset_schedule(self, value: Any) -> dict[str, Any]:
+        """`schedule=[Dataset(...)]`, `Asset(...) | Asset(...)`...: the `assetSchedule` and its run type."""
+        expression = schedule_expression(value)
+        if expression is None:
+            self.errors.append(f"schedule {value!r}: expected assets, aliases or AssetAll/AssetAny of them")
+            return {}
+        condition, run_type = expression
+        return {"assetSchedule": condition, "assetRunType": run_type.value}
+
+    def asset_refs(self, value: Any) -> list[dict[str, Any]]:
+        """A task's `outlets`/`inlets`: assets and aliases (other lineage objects are dropped, as
+        Zonda has no lineage backend)."""
+        items = value if isinstance(value, list | tuple) else [value]
+        return [item.to_manifest() for item in items if isinstance(item, Asset | AssetAlias)]
 
     def timetable(self, timetable: Any) -> dict[str, Any]:
         klass = type(timetable)
@@ -235,7 +258,10 @@ class _Compiler(ValueWriter):
                 continue
             if container_task and name in _CONTAINER_OPERATOR_ARGUMENTS:
                 continue  # compiled into `container` by the operator itself
-            if name in TASK_CALLBACKS:
+            if name in ("outlets", "inlets"):
+                if refs := self.asset_refs(value):
+                    body[name] = refs
+            elif name in TASK_CALLBACKS:
                 query = {"task_id": str(task.task_id), "callback": name}
                 body[_camel(name)] = self.callbacks(value, f"{where} {name}", query)
             elif name in _DEFAULT_FIELDS:

@@ -17,6 +17,7 @@ from zonda.context import Context
 from zonda.exceptions import AirflowException
 from zonda.operators.base import BaseOperator, SkipMixin
 from zonda.specs.imports import import_string
+from zonda.tries import asset_events
 
 #: Prefix of a callable reference into a DAG file (`zonda.authoring.manifests` writes them).
 DAG_FILE_SCHEME = "dagfile:"
@@ -110,6 +111,8 @@ class PythonOperator(BaseOperator):
         context_merge(context, self.op_kwargs, templates_dict=self.templates_dict)
         self.op_kwargs = self.determine_kwargs(context)
         return_value = self.execute_callable()
+        if inspect.isgenerator(return_value):  # a task that yields Metadata(asset, extra)
+            return_value = asset_events.drain_metadata(return_value, context.get("outlet_events"))
         if self.show_return_value_in_logs:
             self.log.info("Done. Returned value was: %s", return_value)
         else:

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from zonda.resources import xcom_chunks
+from zonda.resources import asset_models, xcom_chunks
 from zonda.resources.backfill_models import BackfillSpec, BackfillStatus
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.resources.models import (
@@ -297,7 +297,42 @@ def generate() -> dict[str, Schema]:
         "Airflow's pool: slots the task instances naming it share across every run (default_pool is "
         "default-pool).",
     )
+    asset = _crd(
+        "Asset",
+        asset_models.ASSETS,
+        "as",
+        schema_for(asset_models.AssetSpec),
+        schema_for(asset_models.AssetStatus),
+        [
+            _column("URI", ".spec.uri"),
+            _column("Last Event", ".status.lastEventTime", description="When it was last updated (UTC)"),
+            _column("Events", ".status.events", "integer"),
+            _column("Producing DAGs", ".status.producing"),
+            _column("Consuming DAGs", ".status.consuming"),
+            _column("Last Event Name", ".status.lastEvent", priority=1),
+        ],
+        "Airflow's Asset (Dataset): data DAGs produce and are scheduled on; named from its URI.",
+    )
+    asset_event = _crd(
+        "AssetEvent",
+        asset_models.ASSETEVENTS,
+        "ae",
+        schema_for(asset_models.AssetEventSpec),
+        None,
+        [
+            _column("URI", ".spec.uri"),
+            _column("Source Run", ".spec.sourceRun"),
+            _column("Source Task", ".spec.sourceTask"),
+            _column("Time", ".spec.timestamp"),
+            _column("Extra", ".spec.extra", priority=1),
+            _column("Source DAG", ".spec.sourceDag", priority=1),
+        ],
+        "One update of an asset (Airflow's AssetEvent): recorded by a producing task's success, or "
+        "created by hand or by another system (Airflow 3's POST /assets/events).",
+    )
     return {
+        "assets.zonda.dev.yaml": asset,
+        "assetevents.zonda.dev.yaml": asset_event,
         "xcomchunks.zonda.dev.yaml": xcom_chunk,
         "pools.zonda.dev.yaml": pool,
         "dags.zonda.dev.yaml": dag,

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from zonda.resources import wire
+from zonda.resources.asset_models import TriggeringEvent
 from zonda.resources.models import (
     API_VERSION,
     Condition,
@@ -40,6 +41,10 @@ class DagRunSpec(CrdModel):
         default=None, description="Defaults to the timetable's infer_manual_data_interval."
     )
     conf: JsonObject = Field(default_factory=dict)
+    triggering_asset_events: list[TriggeringEvent] | None = Field(
+        default=None,
+        description="An asset-triggered run's consumed AssetEvents (its tasks' triggering_asset_events).",
+    )
 
 
 def manual_dagrun(

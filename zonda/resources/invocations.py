@@ -157,6 +157,10 @@ class TaskInvocation(WireStruct, frozen=True, kw_only=True):
     xcoms: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Other XComs of finished tasks (xcom_push), by task id and key.
     keyed_xcoms: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    #: The task's outlet assets and aliases (`AssetRef` wire form), and the events an asset-triggered
+    #: run consumed (`TriggeringEvent` wire form).
+    outlets: list[JsonObject] = msgspec.field(default_factory=list)
+    triggering_asset_events: list[JsonObject] = msgspec.field(default_factory=list)
     prev_data_interval_start_success: datetime | None = None
     prev_data_interval_end_success: datetime | None = None
     first_try_start: datetime | None = None  # a rescheduled sensor's first poke (for its timeout)

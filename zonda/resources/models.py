@@ -25,6 +25,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from zonda.resources.asset_refs import AssetRef
 from zonda.resources.durations import DURATION_PATTERN
 
 GROUP = "zonda.dev"
@@ -240,6 +241,10 @@ class TaskSpec(TaskDefaults):
         "args.params): the run's params merged with the task's must satisfy it.",
     )
     expand: ExpandSpec | None = Field(default=None, description="Dynamic task mapping (Airflow's .expand()).")
+    outlets: list[AssetRef] | None = Field(
+        default=None, description="Assets the task updates: each success records an AssetEvent."
+    )
+    inlets: list[AssetRef] | None = Field(default=None, description="Assets the task reads (lineage).")
 
 
 class TaskGroupSpec(CrdModel):
@@ -269,6 +274,18 @@ class DagSpec(CrdModel):
         "or a duration (1h30m); absent or null: manual runs only.",
     )
     timetable: TimetableRef | None = None
+    asset_schedule: JsonObject | None = Field(
+        default=None,
+        description="Run when assets are updated (Airflow's schedule=[Dataset(...)]): {uri: ...}, "
+        "{alias: ...}, {all: [...]} or {any: [...]}; with a schedule or timetable too, either starts a "
+        "run (DatasetOrTimeSchedule).",
+    )
+    asset_run_type: str | None = Field(
+        default=None,
+        pattern="^(asset_triggered|dataset_triggered)$",
+        description="The run type of asset runs: asset_triggered (Airflow 3, the default) or "
+        "dataset_triggered (Airflow 2 files).",
+    )
     timezone: str = "UTC"
     start_date: datetime | None = None
     end_date: datetime | None = None
@@ -356,6 +373,15 @@ class DagStatus(CrdModel):
     next_data_interval_end: datetime | None = None
     last_automated_data_interval_start: datetime | None = None
     last_automated_data_interval_end: datetime | None = None
+    asset_cursor_time: datetime | None = Field(
+        default=None, description="Time of the newest asset event an asset-triggered run consumed."
+    )
+    asset_cursor_events: list[str] | None = Field(
+        default=None, description="The consumed events at exactly assetCursorTime."
+    )
+    awaited_assets: list[str] | None = Field(
+        default=None, description="Assets of the asset schedule with no event since the last asset run."
+    )
     last_run: str | None = Field(default=None, description="Name of the newest DagRun.")
     last_run_state: DagRunState | None = None
     active_runs: int = 0
@@ -366,4 +392,7 @@ def dag_display_fields(spec: DagSpec, timetable_summary: str) -> dict[str, Any]:
 
     Pure: the controller merges it into every DAG status it writes, so it changes only with the spec.
     """
-    return {"schedule": spec.schedule or timetable_summary, "paused": spec.paused}
+    schedule = spec.schedule or timetable_summary
+    if spec.asset_schedule is not None:
+        schedule = "Asset" if spec.schedule is None and spec.timetable is None else f"Asset or {schedule}"
+    return {"schedule": schedule, "paused": spec.paused}

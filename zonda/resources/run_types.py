@@ -11,3 +11,10 @@ class RunType(enum.StrEnum):
     MANUAL = "manual"
     SCHEDULED = "scheduled"
     BACKFILL = "backfill"
+    #: Airflow 3's run of a DAG scheduled on assets; `DATASET_TRIGGERED` is Airflow 2's name for it.
+    ASSET_TRIGGERED = "asset_triggered"
+    DATASET_TRIGGERED = "dataset_triggered"
+
+
+#: The run types of runs made by asset events.
+ASSET_RUN_TYPES = frozenset({RunType.ASSET_TRIGGERED, RunType.DATASET_TRIGGERED})

@@ -18,11 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from zonda.resources import conditions
+from zonda.resources.asset_models import TriggeringEvent
 from zonda.resources.models import DagRunState, DagSpec, DagStatus, dag_display_fields
 from zonda.resources.run_events import RunEvent
 from zonda.resources.run_types import RunType
 from zonda.resources.states import FINISHED_RUN_STATES
-from zonda.schedules import scheduling
+from zonda.schedules import assets, scheduling
 from zonda.specs.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.timetables import DataInterval, Timetable, load_timetable, timetable_for_schedule
 from zonda.timetables.base import coerce_utc
@@ -47,6 +48,7 @@ class RunRef:
     run_type: RunType | None
     state: DagRunState | None
     data_interval: DataInterval | None  # the spec's, for scheduled and backfill runs
+    consumed_events: frozenset[str] = frozenset()  # an asset-triggered run's AssetEvent names
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class DagPlan:
     runs_to_create: tuple[scheduling.DueRun, ...] = ()
     events: tuple[RunEvent, ...] = ()
     wake_at: datetime | None = None
+    asset_run: assets.AssetRunDue | None = None
 
 
 def plan_dag(
@@ -68,17 +71,22 @@ def plan_dag(
     created_at: datetime,
     runs: Sequence[RunRef],
     now: datetime,
+    asset_events: Sequence[TriggeringEvent] = (),
 ) -> DagPlan:
     """One scheduling pass over a DAG: Airflow's `DagModel.next_dagrun` bookkeeping, without a database.
 
     Runs are created oldest first up to `maxActiveRuns` (a timetable's own `active_runs_limit`, e.g.
     `@continuous`, caps it further); a paused DAG creates none. The status assumes every run listed in
     `runs_to_create` gets created (an AlreadyExists counts: it was created before).
+
+    A DAG scheduled on assets (`assetSchedule`) also gets the asset-triggered run its pending
+    `asset_events` make due (`zonda.schedules.assets`), within the same `maxActiveRuns`.
     """
     try:
         spec = parse_dag_spec(raw_spec)
         resolve_dag(name, spec)
         timetable = timetable_for(spec)
+        condition = None if spec.asset_schedule is None else assets.parse_condition(spec.asset_schedule)
     except (DagInvalid, ValueError, ImportError) as exc:
         return _invalid_dag(exc, status=status, generation=generation, now=now)
 
@@ -99,6 +107,27 @@ def plan_dag(
     )
     active += len(due)
     last_interval = due[-1].data_interval if due else last_interval
+    asset_update: dict[str, Any] = {}
+    asset_run = None
+    if condition is not None:
+        consumed = frozenset().union(*(run.consumed_events for run in runs))
+        cursor = assets.Cursor(
+            status.asset_cursor_time or created_at, frozenset(status.asset_cursor_events or ())
+        )
+        # a run made by a pass whose status write never happened (a crash) moves the cursor too
+        cursor = cursor.advanced(e for e in asset_events if e.name in consumed and cursor.is_before(e))
+        pending = assets.pending_events(condition, asset_events, consumed=consumed, cursor=cursor)
+        if room > len(due):
+            asset_run = assets.decide_asset_run(name, condition, pending)
+        if asset_run is not None:
+            active += 1
+            cursor = cursor.advanced(asset_run.events)
+            pending = []
+        asset_update = {
+            "asset_cursor_time": cursor.time,
+            "asset_cursor_events": sorted(cursor.names),
+            "awaited_assets": assets.awaited(condition, pending),
+        }
     # The run to show as next: the one due now but held back (maxActiveRuns, pause), else the one due
     # when the trailing decision wakes.
     upcoming = after.due
@@ -113,6 +142,9 @@ def plan_dag(
         ).due
     if spec.paused:
         ready = ("Paused", False, "paused: no scheduled runs are created (manual runs are accepted)")
+    elif condition is not None and not timetable.can_be_scheduled:
+        waiting = ", ".join(asset_update["awaited_assets"])
+        ready = ("AssetScheduled", True, f"waiting for asset events: {waiting}" if waiting else "")
     elif not timetable.can_be_scheduled:
         ready = ("ManualOnly", True, "no schedule: runs are created manually")
     elif active >= max_active_runs and after.due is not None:
@@ -144,6 +176,7 @@ def plan_dag(
         "next_data_interval_end": upcoming.data_interval.end if upcoming else None,
         "last_automated_data_interval_start": last_interval.start if last_interval else None,
         "last_automated_data_interval_end": last_interval.end if last_interval else None,
+        **asset_update,
     }
     if latest is not None:
         update |= {"last_run": latest.name, "last_run_state": latest.state}
@@ -151,6 +184,7 @@ def plan_dag(
         status=status.model_copy(update=update),
         runs_to_create=tuple(due),
         wake_at=None if after.due is not None else after.wake_at,
+        asset_run=asset_run,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from zonda.resources.asset_refs import AssetRef
 from zonda.resources.durations import parse_duration
 from zonda.resources.models import DagSpec, ExpandSpec, TaskDefaults, TriggerRule, WeightRule
 from zonda.resources.pool_models import DEFAULT_POOL, pool_name_problem
@@ -75,6 +76,7 @@ class ResolvedTask:
     expand: ExpandSpec | None = None  # dynamic task mapping (`zonda.specs.mapping`)
     mapped_group: str | None = None  # the mapped task group it is in (`zonda.specs.mapped_groups`)
     map_peers: frozenset[str] = frozenset()  # the other tasks of that group: dependencies per index
+    outlets: tuple[AssetRef, ...] = ()  # assets whose events each success records
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,7 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         edge_labels=graph.edge_labels[task_id],
         doc_md=task.doc_md,
         is_setup=bool(task.is_setup),
+        outlets=tuple(task.outlets or ()),
         is_teardown=bool(task.is_teardown),
         on_failure_fail_dagrun=bool(task.on_failure_fail_dagrun),
         owner=_first_set(merged.get("owner"), DEFAULT_OWNER),

@@ -58,6 +58,8 @@ def task_invocation(
         data_interval_end=status.data_interval_end,
         timezone=dag_spec.timezone,
         conf=dict(spec.conf),
+        outlets=[o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in task.outlets],
+        triggering_asset_events=[e.to_wire() for e in spec.triggering_asset_events or ()],
         params=dict(dag_spec.params),
         user_defined_macros=dict(dag_spec.user_defined_macros),
         user_defined_filters=dict(dag_spec.user_defined_filters),

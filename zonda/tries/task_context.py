@@ -26,7 +26,7 @@ from pendulum import DateTime
 from zonda import variables
 from zonda.resources.invocations import TaskInvocation
 from zonda.specs import mapping
-from zonda.tries import xcoms
+from zonda.tries import asset_events, xcoms
 
 #: The key of a task's return value among its XComs.
 XCOM_RETURN_KEY = xcoms.RETURN_KEY
@@ -316,6 +316,7 @@ def build_context(
         map_index=invocation.map_index,
         earlier_reader=earlier_reader,
     )
+    triggering = asset_events.triggering_events(invocation.triggering_asset_events)
     return {
         "conf": AirflowConfig(configuration or {}),
         "dag": dag,
@@ -328,7 +329,10 @@ def build_context(
         "inlets": [],
         "logical_date": logical_date,
         "macros": MACROS,
-        "outlets": [],
+        "outlets": asset_events.outlet_records(invocation.outlets),
+        "outlet_events": asset_events.OutletEventAccessors(),
+        "triggering_asset_events": triggering,
+        "triggering_dataset_events": triggering,
         "params": params,
         "prev_data_interval_start_success": _utc_or_none(invocation.prev_data_interval_start_success),
         "prev_data_interval_end_success": _utc_or_none(invocation.prev_data_interval_end_success),

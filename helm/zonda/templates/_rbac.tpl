@@ -38,6 +38,16 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 - apiGroups: ["zonda.dev"]
   resources: ["pools/status"]
   verbs: ["patch", "update"]
+{{- /* Data-aware scheduling: assets (the controller creates them and writes their status) and their events. */}}
+- apiGroups: ["zonda.dev"]
+  resources: ["assets"]
+  verbs: ["get", "list", "watch", "create"]
+- apiGroups: ["zonda.dev"]
+  resources: ["assets/status"]
+  verbs: ["patch", "update"]
+- apiGroups: ["zonda.dev"]
+  resources: ["assetevents"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 {{- /* A mapped KubernetesPodOperator's items in the Kubernetes XCom backend: read by name. */}}
 - apiGroups: ["zonda.dev"]
   resources: ["xcomchunks"]

@@ -158,6 +158,9 @@ CONTROLLER_RULES = {
     ("zonda.dev", "backfills/status"): "patch update",
     ("zonda.dev", "pools"): "get list watch",
     ("zonda.dev", "pools/status"): "patch update",
+    ("zonda.dev", "assets"): "get list watch create",
+    ("zonda.dev", "assets/status"): "patch update",
+    ("zonda.dev", "assetevents"): "get list watch create delete",
     ("zonda.dev", "xcomchunks"): "get",  # a mapped KubernetesPodOperator's items in the XCom backend
     ("", "pods"): "get list watch create delete",
     ("", "pods/log"): "get",

@@ -1,0 +1,188 @@
+"""Assets: record a producing try's events, keep each `Asset`'s status and history bounded.
+
+`record_task_events` runs in the run reconciler before it writes the status that says a task
+succeeded, so a crash in between leaves events the next pass finds by name (409), never a success
+without its events. `AssetReconciler` gathers an asset's DAGs and events, asks
+`zonda.schedules.assets` for its producers, consumers and the events past its history limit, deletes
+those and writes the status. The consumer side is the DAG reconciler's (`controller.reconcilers.dags`).
+
+`ZONDA_FAULT_EXIT_AT=asset-event-recorded` makes the process exit right after it created an event
+(before anything consumes it): the cluster tests' deterministic "controller killed here".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from controller.kube import DAGS, AlreadyExists, KubeApi
+from controller.reconcilers.common import StatusWriter, parse_status
+from zonda.resources.asset_models import (
+    ASSETEVENTS,
+    ASSETS,
+    DEFAULT_EVENTS_HISTORY_LIMIT,
+    LABEL_ASSET,
+    AssetEventSpec,
+    AssetSpec,
+    AssetStatus,
+    asset_event_name,
+    asset_name,
+    event_from_body,
+)
+from zonda.resources.dagrun_models import DagRunStatus
+from zonda.resources.models import API_VERSION, TaskInstanceState
+from zonda.resources.wire import LABEL_DAG, label_value
+from zonda.schedules import assets
+from zonda.specs.dags import ResolvedDag
+
+logger = logging.getLogger(__name__)
+FAULT_ENV = "ZONDA_FAULT_EXIT_AT"
+
+
+def fault_point(name: str) -> None:
+    """Exit now, as a SIGKILL would, when the environment names this moment (tests only)."""
+    if os.environ.get(FAULT_ENV) == name:
+        logger.warning("exiting at %s (%s)", name, FAULT_ENV)
+        os._exit(137)
+
+
+async def ensure_asset(kube: KubeApi, namespace: str, uri: str) -> Mapping[str, Any]:
+    """The Asset named from the URI, created when missing."""
+    name = asset_name(uri)
+    found = await kube.get_custom(ASSETS, namespace, name)
+    if found is not None:
+        return found
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": "Asset",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": AssetSpec(uri=uri).to_wire(),
+    }
+    try:
+        return await kube.create_custom(ASSETS, namespace, body)
+    except AlreadyExists:
+        return await kube.get_custom(ASSETS, namespace, name) or body
+
+
+def _split_key(key: str) -> tuple[str, int]:
+    if key.endswith("]") and "[" in key:
+        task_id, index = key[:-1].rsplit("[", 1)
+        if index.isdigit():
+            return task_id, int(index)
+    return key, -1
+
+
+async def record_task_events(
+    kube: KubeApi,
+    run: Mapping[str, Any],
+    dag: ResolvedDag,
+    before: DagRunStatus,
+    after: DagRunStatus,
+    now: datetime,
+) -> list[str]:
+    """Create the AssetEvents of the tries this pass saw succeed; returns the URIs updated."""
+    meta = run["metadata"]
+    namespace, run_name = meta["namespace"], meta["name"]
+    updated: list[str] = []
+    for key, ti in after.task_instances.items():
+        old = before.task_instances.get(key)
+        if ti.state is not TaskInstanceState.SUCCESS or (old and old.state is TaskInstanceState.SUCCESS):
+            continue
+        task_id, map_index = _split_key(key)
+        task = dag.tasks.get(task_id)
+        outlets = list(task.outlets) if task is not None else []
+        if not outlets:
+            continue
+        reported = (ti.xcoms or {}).get(assets.OUTLET_EVENTS_KEY)
+        for event in assets.outlet_events(outlets, reported):
+            owner = await ensure_asset(kube, namespace, event.uri)
+            spec = AssetEventSpec(
+                uri=event.uri,
+                extra=dict(event.extra),
+                timestamp=ti.end_date or now,
+                source_dag=(run.get("spec") or {}).get("dagName"),
+                source_run=run_name,
+                source_task=task_id,
+                source_map_index=map_index,
+                source_try=ti.try_number,
+                aliases=list(event.aliases),
+            )
+            body = {
+                "apiVersion": API_VERSION,
+                "kind": "AssetEvent",
+                "metadata": {
+                    "name": asset_event_name(run_name, task_id, map_index, ti.try_number, event.uri),
+                    "namespace": namespace,
+                    "labels": {
+                        LABEL_ASSET: owner["metadata"]["name"],
+                        LABEL_DAG: label_value(spec.source_dag or ""),
+                    },
+                    "ownerReferences": [
+                        {
+                            "apiVersion": API_VERSION,
+                            "kind": "Asset",
+                            "name": owner["metadata"]["name"],
+                            "uid": owner["metadata"]["uid"],
+                        }
+                    ],
+                },
+                "spec": spec.to_wire(),
+            }
+            try:
+                await kube.create_custom(ASSETEVENTS, namespace, body)
+            except AlreadyExists:
+                continue  # recorded by an earlier pass (a restart, another controller)
+            fault_point("asset-event-recorded")
+            updated.append(event.uri)
+    return updated
+
+
+@dataclass
+class AssetReconciler:
+    """An Asset's status (producing and consuming DAGs, last event) and its bounded event history.
+
+    Keyed by URI: an event created with kubectl for an asset nobody declared creates the Asset.
+    """
+
+    kube: KubeApi
+    writer: StatusWriter
+
+    async def reconcile(self, namespace: str, uri: str) -> datetime | None:
+        asset = await ensure_asset(self.kube, namespace, uri)
+        try:
+            spec = AssetSpec.model_validate(asset.get("spec") or {})
+        except ValidationError as exc:
+            await self.kube.emit_event(asset, reason="InvalidSpec", message=str(exc), warning=True)
+            return None
+        dags = {
+            d["metadata"]["name"]: d.get("spec") or {} for d in await self.kube.list_custom(DAGS, namespace)
+        }
+        producing, consuming = assets.asset_dags(spec.uri, dags)
+        events = [
+            e
+            for e in (event_from_body(b) for b in await self.kube.list_custom(ASSETEVENTS, namespace))
+            if e is not None and e.uri == spec.uri
+        ]
+        doomed = assets.events_beyond_limit(events, spec.events_history_limit or DEFAULT_EVENTS_HISTORY_LIMIT)
+        for name in doomed:
+            await self.kube.delete_custom(ASSETEVENTS, namespace, name)
+        kept = sorted((e for e in events if e.name not in set(doomed)), key=lambda e: (e.timestamp, e.name))
+        old = parse_status(AssetStatus, asset.get("status"))
+        new = AssetStatus(
+            last_event=kept[-1].name if kept else None,
+            last_event_time=kept[-1].timestamp if kept else None,
+            events=len(kept),
+            producing_dags=producing,
+            consuming_dags=consuming,
+            producing=",".join(producing) or None,
+            consuming=",".join(consuming) or None,
+        )
+        new_wire = AssetStatus.model_validate(new.model_dump()).to_wire()
+        await self.writer.write_status(ASSETS, asset, old.to_wire(), new_wire)
+        return None

@@ -1,0 +1,184 @@
+"""Data-aware scheduling end to end on a real apiserver: controller processes, local executor.
+
+A producer's success records an AssetEvent; the consumer DAG scheduled on that asset gets exactly
+one `dataset_triggered` run naming it. Exactly once is checked where it can break: the controller
+killed (deterministically, `ZONDA_FAULT_EXIT_AT`) right after writing the event, and right after
+creating the consumer's run before its cursor is written. Runs are counted from the apiserver.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from controller.devtools.devcluster import Cluster
+from tests.cluster.zonda_processes import (
+    apply,
+    controller,
+    get,
+    runs_of,
+    trigger,
+    wait_for,
+    wait_run_finished,
+)
+
+URI = "s3://assets-test/orders"
+
+
+def producer(name: str = "asset-producer") -> dict[str, Any]:
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": None,
+            "tasks": [
+                {
+                    "id": "produce",
+                    "operator": "PythonOperator",
+                    "args": {"python_callable": "tests.cluster.asset_callables:produce"},
+                    "outlets": [{"uri": URI}],
+                }
+            ],
+        },
+    }
+
+
+def consumer(name: str = "asset-consumer", schedule: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": name},
+        "spec": {
+            "assetSchedule": schedule or {"uri": URI},
+            "assetRunType": "dataset_triggered",
+            "tasks": [
+                {
+                    "id": "report",
+                    "operator": "PythonOperator",
+                    "args": {"python_callable": "tests.cluster.asset_callables:report"},
+                }
+            ],
+        },
+    }
+
+
+def asset_events(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = get(cluster, namespace, "assetevents")["items"]
+    return items
+
+
+def consumed_by_cursor(cluster: Cluster, namespace: str, dag: str, event: str) -> bool:
+    """The consumer DAG's status says the event is consumed (written after its run was created)."""
+    return event in (get(cluster, namespace, "dag", dag).get("status") or {}).get("assetCursorEvents", [])
+
+
+def test_a_producers_success_makes_one_consumer_run_with_its_event(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    apply(cluster, namespace, producer())
+    apply(cluster, namespace, consumer())
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        wait_for(
+            lambda: (get(cluster, namespace, "dag", "asset-consumer").get("status") or {}).get(
+                "awaitedAssets"
+            ),
+            "the consumer to say what it awaits",
+        )
+        assert runs_of(cluster, namespace, "asset-consumer") == [], "no event yet, no run"
+        produced = trigger(cluster, namespace, "asset-producer")
+        wait_run_finished(cluster, namespace, produced)
+        run = wait_for(lambda: runs_of(cluster, namespace, "asset-consumer"), "the consumer's run")[0]
+        body = wait_run_finished(cluster, namespace, run["metadata"]["name"])
+        assert body["status"]["state"] == "success"
+        assert body["spec"]["runType"] == "dataset_triggered"
+        [event] = asset_events(cluster, namespace)
+        assert event["spec"]["sourceRun"] == produced and event["spec"]["sourceTask"] == "produce"
+        assert event["spec"]["extra"] == {"rows": 42, "run": produced}
+        assert [e["name"] for e in body["spec"]["triggeringAssetEvents"]] == [event["metadata"]["name"]]
+        assert body["status"]["taskInstances"]["report"]["xcom"] == [
+            {
+                "uri": URI,
+                "extra": {"rows": 42, "run": produced},
+                "source_dag_id": "asset-producer",
+                "source_task_id": "produce",
+            }
+        ]
+        asset = wait_for(
+            lambda: next(
+                (
+                    a
+                    for a in get(cluster, namespace, "assets")["items"]
+                    if (a.get("status") or {}).get("lastEvent")
+                ),
+                None,
+            ),
+            "the Asset's status",
+        )
+        assert asset["spec"]["uri"] == URI
+        assert asset["status"]["producingDags"] == ["asset-producer"]
+        assert asset["status"]["consumingDags"] == ["asset-consumer"]
+        assert event["metadata"]["ownerReferences"][0]["uid"] == asset["metadata"]["uid"], "GC bounds events"
+        wait_for(
+            lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", event["metadata"]["name"]),
+            "cursor",
+        )
+        assert len(runs_of(cluster, namespace, "asset-consumer")) == 1
+
+
+def test_an_asset_event_created_with_kubectl_triggers_an_any_of_consumer_once_per_event(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    apply(cluster, namespace, consumer(schedule={"any": [{"uri": URI}, {"uri": "s3://assets-test/other"}]}))
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        for number, uri in enumerate((URI, "s3://assets-test/other/"), start=1):
+            event = {
+                "apiVersion": "zonda.dev/v1alpha1",
+                "kind": "AssetEvent",
+                "metadata": {"name": f"external-{number}"},
+                "spec": {"uri": uri, "extra": {"from": "kubectl"}},
+            }
+            cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(event))
+            wait_for(
+                lambda number=number: consumed_by_cursor(
+                    cluster, namespace, "asset-consumer", f"external-{number}"
+                ),
+                f"event {number} consumed",
+            )
+            runs = runs_of(cluster, namespace, "asset-consumer")
+            assert len(runs) == number, "one run per event"
+        consumed = sorted(e["name"] for r in runs for e in r["spec"]["triggeringAssetEvents"])
+        assert consumed == ["external-1", "external-2"]
+
+
+def test_a_controller_killed_after_recording_the_event_or_creating_the_run_makes_one_run(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    apply(cluster, namespace, producer())
+    apply(cluster, namespace, consumer())
+    with controller(
+        cluster, namespace, tmp_path, executor="local", env={"ZONDA_FAULT_EXIT_AT": "asset-event-recorded"}
+    ) as first:
+        produced = trigger(cluster, namespace, "asset-producer")
+        assert first.process is not None
+        wait_for(lambda: first.process.poll() is not None, "the controller to exit after writing the event")
+    [event] = asset_events(cluster, namespace)
+    assert runs_of(cluster, namespace, "asset-consumer") == [], "killed before anything consumed it"
+    with controller(
+        cluster, namespace, tmp_path, executor="local", env={"ZONDA_FAULT_EXIT_AT": "asset-run-created"}
+    ) as second:
+        assert second.process is not None
+        wait_for(lambda: second.process.poll() is not None, "the controller to exit after creating the run")
+    assert len(runs_of(cluster, namespace, "asset-consumer")) == 1
+    assert not consumed_by_cursor(cluster, namespace, "asset-consumer", event["metadata"]["name"])
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        wait_run_finished(cluster, namespace, produced)
+        wait_for(
+            lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", event["metadata"]["name"]),
+            "cursor",
+        )
+        [run] = runs_of(cluster, namespace, "asset-consumer")
+        wait_run_finished(cluster, namespace, run["metadata"]["name"])
+    assert len(asset_events(cluster, namespace)) == 1, "the restarted producer pass wrote no second event"
+    assert len(runs_of(cluster, namespace, "asset-consumer")) == 1

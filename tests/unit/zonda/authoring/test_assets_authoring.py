@@ -1,0 +1,86 @@
+"""Airflow 2 Datasets and Airflow 3 Assets render into the manifest (schedule, outlets, inlets)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from zonda.authoring.compat import airflow_imports
+
+
+def render(tmp_path: Path, source: str) -> dict[str, dict]:
+    from zonda.authoring.dag_files import load_file
+    from zonda.authoring.manifests import dag_manifest
+
+    path = tmp_path / "assets_dag.py"
+    path.write_text(textwrap.dedent(source))
+    with airflow_imports(enabled=True):
+        results = load_file(path, tmp_path)
+        return {
+            dag.dag_id: dag_manifest(dag, dags_folder=tmp_path)["spec"] for r in results for dag in r.dags
+        }
+
+
+def test_airflow_2_datasets_render_schedule_outlets_and_run_type(tmp_path: Path) -> None:
+    specs = render(
+        tmp_path,
+        """
+        import pendulum
+        from airflow.datasets import Dataset, DatasetAlias
+        from airflow.models.dag import DAG
+        from airflow.operators.bash import BashOperator
+        from airflow.timetables.datasets import DatasetOrTimeSchedule
+        from airflow.timetables.trigger import CronTriggerTimetable
+
+        d1, d2 = Dataset("s3://dag1/output_1.txt"), Dataset("s3://dag2/output_1.txt")
+        start = pendulum.datetime(2021, 1, 1, tz="UTC")
+        with DAG(dag_id="producer", start_date=start, schedule="@daily"):
+            BashOperator(task_id="p", bash_command="true", outlets=[d1, DatasetAlias("al")])
+        with DAG(dag_id="consumer", start_date=start, schedule=(d1 & d2) | Dataset("x")):
+            BashOperator(task_id="c", bash_command="true", inlets=[d1])
+        with DAG(dag_id="either", start_date=start, schedule=DatasetOrTimeSchedule(
+                timetable=CronTriggerTimetable("0 1 * * 3", timezone="UTC"), datasets=[d1, d2])):
+            BashOperator(task_id="c", bash_command="true")
+        """,
+    )
+    assert specs["producer"]["tasks"][0]["outlets"] == [{"uri": "s3://dag1/output_1.txt"}, {"alias": "al"}]
+    assert specs["consumer"]["assetSchedule"] == {
+        "any": [{"all": [{"uri": "s3://dag1/output_1.txt"}, {"uri": "s3://dag2/output_1.txt"}]}, {"uri": "x"}]
+    }
+    assert specs["consumer"]["assetRunType"] == "dataset_triggered"
+    assert "schedule" not in specs["consumer"] or specs["consumer"]["schedule"] is None
+    assert specs["consumer"]["tasks"][0]["inlets"] == [{"uri": "s3://dag1/output_1.txt"}]
+    assert specs["either"]["assetSchedule"]["all"][1] == {"uri": "s3://dag2/output_1.txt"}
+    assert specs["either"]["timetable"]["class"].endswith("CronTriggerTimetable")
+
+
+def test_airflow_3_assets_and_the_asset_decorator(tmp_path: Path) -> None:
+    specs = render(
+        tmp_path,
+        """
+        from airflow.sdk import Asset, asset
+        from airflow.models.dag import DAG
+        from airflow.operators.empty import EmptyOperator
+
+        @asset(schedule=None)
+        def raw_orders():
+            return 1
+
+        with DAG(dag_id="uses", schedule=[raw_orders, Asset(uri="s3://b/k", name="k", group="g")]):
+            EmptyOperator(task_id="t")
+        """,
+    )
+    assert specs["raw_orders"]["tasks"][0]["outlets"] == [{"uri": "raw_orders"}]
+    assert specs["uses"]["assetSchedule"] == {
+        "all": [{"uri": "raw_orders"}, {"uri": "s3://b/k", "name": "k", "group": "g"}]
+    }
+    assert specs["uses"]["assetRunType"] == "asset_triggered"
+
+
+def test_a_bad_uri_fails_the_file_where_it_is_written() -> None:
+    from zonda.authoring.assets import Dataset
+
+    with pytest.raises(ValueError, match="reserved"):
+        Dataset("airflow://nope")

@@ -1,0 +1,162 @@
+"""The pure half of data-aware scheduling: URIs as Airflow normalises them, conditions, the queue."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from zonda.resources.asset_models import AssetRef, TriggeringEvent, asset_event_name, sanitize_uri
+from zonda.resources.models import DagStatus
+from zonda.schedules import assets, dag_plans
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def event(name: str, uri: str, seconds: int = 0, aliases: tuple[str, ...] = ()) -> TriggeringEvent:
+    return TriggeringEvent(
+        name=name, uri=uri, timestamp=T0 + timedelta(seconds=seconds), aliases=list(aliases)
+    )
+
+
+@pytest.mark.parametrize(
+    ("written", "normalised"),
+    [
+        ("s3://bucket/key", "s3://bucket/key"),
+        ("S3://user:pw@bucket/key/?b=2&a=1#frag", "s3://bucket/key?a=1&b=2"),  # Airflow drops auth
+        ("s3://bucket", "s3://bucket/"),
+        ("just-a-name", "just-a-name"),
+        ("x-custom://Keep/AS/is/", "x-custom://Keep/AS/is/"),
+    ],
+)
+def test_uris_are_normalised_as_airflow_does(written: str, normalised: str) -> None:
+    assert sanitize_uri(written) == normalised
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [("", "cannot be empty"), ("  ", "whitespace"), ("s3://bücket", "ASCII"), ("airflow://x", "reserved")],
+)
+def test_invalid_uris_are_refused_with_airflows_reason(written: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        sanitize_uri(written)
+
+
+def test_conditions_evaluate_all_and_any() -> None:
+    condition = assets.parse_condition({"any": [{"all": [{"uri": "a"}, {"uri": "b"}]}, {"alias": "x"}]})
+    assert assets.condition_keys(condition) == {"a", "b", "alias:x"}
+    assert not assets.evaluate(condition, frozenset({"a"}))
+    assert assets.evaluate(condition, frozenset({"a", "b"}))
+    assert assets.evaluate(condition, frozenset({"alias:x"}))
+
+
+def test_a_bad_schedule_names_the_field_and_the_reason() -> None:
+    with pytest.raises(assets.AssetConditionInvalid, match=r"spec.assetSchedule.all\[1\]: .*reserved"):
+        assets.parse_condition({"all": [{"uri": "a"}, {"uri": "airflow://x"}]})
+
+
+def test_a_satisfying_set_makes_one_run_named_by_its_events_and_the_rest_waits() -> None:
+    condition = assets.parse_condition({"all": [{"uri": "a"}, {"uri": "b"}]})
+    cursor = assets.Cursor(T0 - timedelta(seconds=1))
+    first = assets.pending_events(condition, [event("e1", "a", 1)], consumed=frozenset(), cursor=cursor)
+    assert assets.decide_asset_run("d", condition, first) is None, "b not updated yet"
+    events = [event("e1", "a", 1), event("e2", "a", 2), event("e3", "b", 3), event("other", "z", 4)]
+    pending = assets.pending_events(condition, events, consumed=frozenset(), cursor=cursor)
+    due = assets.decide_asset_run("d", condition, pending)
+    assert due is not None and [e.name for e in due.events] == ["e1", "e2", "e3"]  # all queued, as Airflow
+    assert due.logical_date == T0 + timedelta(seconds=3)
+    assert due.data_interval.start == T0 + timedelta(seconds=1)
+    again = assets.decide_asset_run("d", condition, list(reversed(pending)))
+    assert again is not None and again.run_name == due.run_name == assets.asset_run_name(
+        "d", ["e3", "e2", "e1"]
+    )
+    # consumed by a run that exists, or behind the cursor: not pending again
+    assert (
+        assets.pending_events(condition, events, consumed=frozenset({"e1", "e2", "e3"}), cursor=cursor) == []
+    )
+    assert (
+        assets.pending_events(condition, events, consumed=frozenset(), cursor=cursor.advanced(due.events))
+        == []
+    )
+
+
+def test_an_event_at_the_cursors_time_that_was_not_consumed_is_still_pending() -> None:
+    condition = assets.parse_condition({"uri": "a"})
+    cursor = assets.Cursor(None).advanced([event("e1", "a", 5)])
+    pending = assets.pending_events(
+        condition, [event("e1", "a", 5), event("e0", "a", 5)], consumed=frozenset(), cursor=cursor
+    )
+    assert [e.name for e in pending] == ["e0"]
+
+
+def test_alias_consumers_match_events_emitted_through_the_alias() -> None:
+    condition = assets.parse_condition({"alias": "x"})
+    pending = assets.pending_events(
+        condition,
+        [event("e1", "a", 1, ("x",)), event("e2", "a", 2)],
+        consumed=frozenset(),
+        cursor=assets.Cursor(None),
+    )
+    assert [e.name for e in pending] == ["e1"]
+
+
+def test_outlet_events_take_the_extras_and_alias_additions_the_try_reported() -> None:
+    outlets = [AssetRef(uri="s3://b/a"), AssetRef(alias="out")]
+    reported = {
+        "extras": {"s3://b/a": {"rows": 1}},
+        "aliases": [
+            {"alias": "out", "uri": "s3://b/c", "extra": {"k": 2}},
+            {"alias": "nope", "uri": "s3://x"},
+        ],
+    }
+    found = assets.outlet_events(outlets, reported)
+    assert [(e.uri, dict(e.extra), e.aliases) for e in found] == [
+        ("s3://b/a", {"rows": 1}, ()),
+        ("s3://b/c", {"k": 2}, ("out",)),
+    ]
+
+
+def test_event_names_are_deterministic_per_try() -> None:
+    one = asset_event_name("run-1", "t", -1, 1, "s3://b/a")
+    assert one == asset_event_name("run-1", "t", -1, 1, "s3://b/a")
+    assert one != asset_event_name("run-1", "t", -1, 2, "s3://b/a")
+
+
+SPEC = {"assetSchedule": {"uri": "a"}, "tasks": [{"id": "t", "operator": "EmptyOperator"}]}
+
+
+def test_plan_dag_makes_the_asset_run_and_moves_the_cursor_and_ignores_events_before_the_dag() -> None:
+    created = T0
+    later = T0 + timedelta(minutes=1)
+    plan = dag_plans.plan_dag(
+        "d", SPEC, status=DagStatus(), generation=1, created_at=created, runs=[], now=later,
+        asset_events=[event("old", "a", -10), event("new", "a", 10)],
+    )  # fmt: skip
+    assert plan.asset_run is not None and [e.name for e in plan.asset_run.events] == ["new"]
+    assert plan.status.asset_cursor_events == ["new"] and plan.status.awaited_assets == ["a"]  # again
+    idle = dag_plans.plan_dag(
+        "d", SPEC, status=plan.status, generation=1, created_at=created, runs=[], now=later,
+        asset_events=[event("old", "a", -10), event("new", "a", 10)],
+    )  # fmt: skip
+    assert idle.asset_run is None and idle.status.awaited_assets == ["a"]
+    ready = next(c for c in idle.status.conditions if c.type == "Ready")
+    assert ready.reason == "AssetScheduled" and "waiting for asset events: a" in ready.message
+
+
+def test_a_run_whose_cursor_was_never_written_moves_the_cursor_and_is_not_made_again() -> None:
+    consumed = dag_plans.RunRef(
+        name="d-asset-x", created_at=T0, run_type=None, state=None, data_interval=None,
+        consumed_events=frozenset({"new"}),
+    )  # fmt: skip
+    plan = dag_plans.plan_dag(
+        "d", SPEC, status=DagStatus(), generation=1, created_at=T0, runs=[consumed], now=T0,
+        asset_events=[event("new", "a", 10)],
+    )  # fmt: skip
+    assert plan.asset_run is None and plan.status.asset_cursor_events == ["new"]
+
+
+def test_an_invalid_asset_schedule_is_an_invalid_dag() -> None:
+    spec = {**SPEC, "assetSchedule": {"uri": "airflow://x"}}
+    plan = dag_plans.plan_dag("d", spec, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0)
+    valid = next(c for c in plan.status.conditions if c.type == "Valid")
+    assert valid.status == "False" and "reserved" in valid.message

@@ -1,0 +1,242 @@
+"""Airflow's data-aware scheduling classes, in both dialects: 2.x `Dataset`, `DatasetAlias`,
+`DatasetAll`/`DatasetAny`, 3.x `Asset`, `AssetAlias`, `AssetAll`/`AssetAny`, `@asset`, and `Metadata`.
+
+`--airflow-compat` maps `airflow.datasets` and the `airflow.sdk` asset names here. They record what
+the DAG file said; `zonda.authoring.manifests` writes them into the manifest (`assetSchedule`, task
+`outlets`/`inlets`, as `zonda.resources.asset_refs.AssetRef`), and `zonda.schedules.assets` decides
+from the resulting events. The URI is checked and normalised as Airflow does, so a bad URI fails the
+DAG file where it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from zonda.resources.asset_refs import sanitize_uri
+from zonda.resources.run_types import RunType
+
+
+class BaseAsset:
+    """What can go in `schedule=`: an asset, an alias, or `&`/`|` of them (Airflow's `BaseAsset`)."""
+
+    #: The dialect the class comes from: its runs are `dataset_triggered` or `asset_triggered`.
+    run_type: RunType = RunType.ASSET_TRIGGERED
+
+    def __and__(self, other: BaseAsset) -> BaseAsset:
+        return (DatasetAll if self.run_type is RunType.DATASET_TRIGGERED else AssetAll)(self, other)
+
+    def __or__(self, other: BaseAsset) -> BaseAsset:
+        return (DatasetAny if self.run_type is RunType.DATASET_TRIGGERED else AssetAny)(self, other)
+
+    def to_manifest(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def iter_assets(self) -> Iterator[Asset]:
+        return iter(())
+
+
+class Asset(BaseAsset):
+    """Airflow 3's `Asset(name=None, uri=None, *, group="asset", extra=None)`: either of name and uri
+    stands for the other when only one is given."""
+
+    def __init__(
+        self,
+        name: str | None = None,
+        uri: str | None = None,
+        *,
+        group: str = "asset",
+        extra: dict[str, Any] | None = None,
+        watchers: Any = None,
+    ) -> None:
+        if name is None and uri is None:
+            raise TypeError("Asset() requires either 'name' or 'uri'")
+        if name is not None and not name.strip():
+            raise ValueError("Asset name cannot be empty")
+        self.name = name if name is not None else str(uri)
+        self.uri = sanitize_uri(uri if uri is not None else self.name)
+        self.group = group
+        self.extra = dict(extra or {})
+        if watchers:
+            raise ValueError(
+                "AssetWatcher is not supported by Zonda: create AssetEvent resources (kubectl) instead"
+            )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Asset) and (self.uri, self.name) == (other.uri, other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.uri, self.name))
+
+    def __fspath__(self) -> str:
+        return self.uri
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, uri={self.uri!r}, group={self.group!r})"
+
+    def to_manifest(self) -> dict[str, Any]:
+        ref: dict[str, Any] = {"uri": self.uri}
+        if self.name != self.uri:
+            ref["name"] = self.name
+        if self.group not in ("asset", "dataset", ""):
+            ref["group"] = self.group
+        if self.extra:
+            ref["extra"] = self.extra
+        return ref
+
+    def iter_assets(self) -> Iterator[Asset]:
+        yield self
+
+
+class Dataset(Asset):
+    """Airflow 2's `Dataset(uri, extra=None)`."""
+
+    run_type = RunType.DATASET_TRIGGERED
+
+    def __init__(self, uri: str, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(uri=uri, group="dataset", extra=extra)
+
+    def __repr__(self) -> str:
+        return f"Dataset(uri={self.uri!r})"
+
+
+class AssetAlias(BaseAsset):
+    """An alias a task resolves at run time (`outlet_events[alias].add(asset)`)."""
+
+    def __init__(self, name: str, group: str = "asset") -> None:
+        if not name or not name.strip():
+            raise ValueError("Asset alias name cannot be empty")
+        self.name = name
+        self.group = group
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AssetAlias) and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash(("alias", self.name))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {"alias": self.name}
+
+
+class DatasetAlias(AssetAlias):
+    run_type = RunType.DATASET_TRIGGERED
+
+
+class _BooleanCondition(BaseAsset):
+    kind = ""
+
+    def __init__(self, *objects: BaseAsset) -> None:
+        if not all(isinstance(o, BaseAsset) for o in objects):
+            raise TypeError("expect asset expressions in condition")
+        self.objects = objects
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {self.kind: [o.to_manifest() for o in self.objects]}
+
+    def iter_assets(self) -> Iterator[Asset]:
+        for o in self.objects:
+            yield from o.iter_assets()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(map(repr, self.objects))})"
+
+
+class AssetAll(_BooleanCondition):
+    kind = "all"
+
+
+class AssetAny(_BooleanCondition):
+    kind = "any"
+
+
+class DatasetAll(AssetAll):
+    run_type = RunType.DATASET_TRIGGERED
+
+
+class DatasetAny(AssetAny):
+    run_type = RunType.DATASET_TRIGGERED
+
+
+class Metadata:
+    """`yield Metadata(asset, extra)` from a task: the extra of the event it records for that asset."""
+
+    def __init__(self, target: Any, extra: dict[str, Any], alias: Any = None) -> None:
+        self.target = target
+        self.uri = getattr(target, "uri", str(target))
+        self.extra = dict(extra)
+        self.alias = getattr(alias, "name", alias)
+
+
+def schedule_expression(value: Any) -> tuple[dict[str, Any], RunType] | None:
+    """A DAG's `schedule=` as an asset condition (`assetSchedule`) and its run type, or None when it is
+    not about assets. A list of assets is all of them, as in Airflow."""
+    if isinstance(value, BaseAsset):
+        return value.to_manifest(), value.run_type
+    if isinstance(value, list | tuple) and value and all(isinstance(v, BaseAsset) for v in value):
+        run_type = value[0].run_type
+        items = [v.to_manifest() for v in value]
+        return (items[0] if len(items) == 1 else {"all": items}), run_type
+    return None
+
+
+class AssetOrTimeSchedule:
+    """Airflow 3's `AssetOrTimeSchedule(timetable=..., assets=...)`: a run per tick, and per asset update."""
+
+    def __init__(self, *, timetable: Any, assets: Any) -> None:
+        self.timetable = timetable
+        self.assets = assets if isinstance(assets, BaseAsset) else AssetAll(*assets)
+
+
+class DatasetOrTimeSchedule(AssetOrTimeSchedule):
+    """Airflow 2.9+'s `DatasetOrTimeSchedule(timetable=..., datasets=...)`."""
+
+    def __init__(self, *, timetable: Any, datasets: Any) -> None:
+        super().__init__(
+            timetable=timetable, assets=datasets if isinstance(datasets, BaseAsset) else DatasetAll(*datasets)
+        )
+
+
+def asset(
+    *,
+    schedule: Any = None,
+    uri: str | None = None,
+    name: str | None = None,
+    group: str = "asset",
+    extra: dict[str, Any] | None = None,
+    **dag_kwargs: Any,
+) -> Callable[[Callable[..., Any]], Asset]:
+    """Airflow 3's `@asset`: a DAG named after the function with one task of that name, whose success
+    updates the asset (name: the function's name). The decorated name is the `Asset`."""
+
+    def wrap(function: Callable[..., Any]) -> Asset:
+        from zonda.authoring.dags import DAG
+        from zonda.decorators import task
+
+        target = Asset(name=name or function.__name__, uri=uri, group=group, extra=extra)
+        with DAG(dag_id=function.__name__, schedule=schedule, **dag_kwargs):
+            task(task_id=function.__name__, outlets=[target])(function)()
+        return target
+
+    return wrap
+
+
+__all__ = [
+    "Asset",
+    "AssetAlias",
+    "AssetAll",
+    "AssetAny",
+    "AssetOrTimeSchedule",
+    "BaseAsset",
+    "Dataset",
+    "DatasetAlias",
+    "DatasetAll",
+    "DatasetAny",
+    "DatasetOrTimeSchedule",
+    "Metadata",
+    "asset",
+    "schedule_expression",
+]

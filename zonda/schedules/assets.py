@@ -1,0 +1,256 @@
+"""When a DAG scheduled on assets is due: Airflow's `DatasetDagRunQueue` without a database.
+
+Airflow (2.10 `SchedulerJobRunner._create_dag_runs_dataset_triggered`, 3.x the same for assets)
+queues a (DAG, asset) row when an event is recorded, evaluates the DAG's condition over the queued
+assets, and when it holds creates one run whose consumed events are all the DAG's assets' events
+since the previous asset-triggered run, up to the newest queued one; its logical date is that
+newest time and its data interval spans the events. Then the queue is emptied.
+
+Here the queue is computed, not stored: the pending events of a DAG are those of its assets newer
+than its cursor (`DagStatus.assetCursor*`, the newest events a run consumed) that no existing
+asset-triggered run names. The run's name is a hash of the names of the events it consumes, so a
+restarted controller, or a second one, computes the same name and gets 409: each satisfying set of
+events makes exactly one run. Events that arrive while the DAG is at `maxActiveRuns` wait and go,
+all together, into the next run (as Airflow's queue rows wait for the next scheduler loop).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pydantic
+
+from zonda.resources.asset_models import AssetRef, TriggeringEvent, sanitize_uri
+from zonda.schedules.scheduling import MAX_NAME_LENGTH
+from zonda.timetables import DataInterval
+from zonda.timetables.base import coerce_utc
+from zonda.tries.asset_events import OUTLET_EVENTS_KEY
+
+
+class AssetConditionInvalid(ValueError):
+    """The DAG's `assetSchedule` is not an asset, an alias, or an `all`/`any` of them."""
+
+
+@dataclass(frozen=True)
+class Leaf:
+    key: str  # a URI, or alias:<name>
+
+
+@dataclass(frozen=True)
+class AllOf:
+    items: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    items: tuple[Condition, ...]
+
+
+Condition = Leaf | AllOf | AnyOf
+
+
+def parse_condition(raw: Any, where: str = "spec.assetSchedule") -> Condition:
+    """`{"uri": ...}`, `{"alias": ...}`, `{"all": [...]}` or `{"any": [...]}`, nested."""
+    if not isinstance(raw, Mapping):
+        raise AssetConditionInvalid(f"{where}: expected an object with uri, alias, all or any")
+    for kind, make in (("all", AllOf), ("any", AnyOf)):
+        if kind in raw:
+            items = raw[kind]
+            if len(raw) != 1 or not isinstance(items, list) or not items:
+                raise AssetConditionInvalid(f"{where}.{kind}: expected a non-empty list, alone")
+            return make(tuple(parse_condition(item, f"{where}.{kind}[{i}]") for i, item in enumerate(items)))
+    try:
+        return Leaf(AssetRef.model_validate(raw).key())
+    except pydantic.ValidationError as error:
+        reason = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+        raise AssetConditionInvalid(f"{where}: {reason}") from error
+
+
+def condition_keys(condition: Condition) -> frozenset[str]:
+    if isinstance(condition, Leaf):
+        return frozenset({condition.key})
+    return frozenset().union(*(condition_keys(item) for item in condition.items))
+
+
+def evaluate(condition: Condition, updated: frozenset[str]) -> bool:
+    """Airflow's `BaseAsset.evaluate(statuses)`: whether the updated assets satisfy the condition."""
+    if isinstance(condition, Leaf):
+        return condition.key in updated
+    results = (evaluate(item, updated) for item in condition.items)
+    return all(results) if isinstance(condition, AllOf) else any(results)
+
+
+def event_keys(event: TriggeringEvent) -> frozenset[str]:
+    return frozenset({event.uri, *(f"alias:{alias}" for alias in event.aliases)})
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The newest events consumed: their time, and the names of those at exactly that time."""
+
+    time: datetime | None
+    names: frozenset[str] = frozenset()
+
+    def is_before(self, event: TriggeringEvent) -> bool:
+        if self.time is None:
+            return True
+        moment = coerce_utc(event.timestamp)
+        return moment > coerce_utc(self.time) or (
+            moment == coerce_utc(self.time) and event.name not in self.names
+        )
+
+    def advanced(self, events: Iterable[TriggeringEvent]) -> Cursor:
+        cursor = self
+        for event in events:
+            moment = coerce_utc(event.timestamp)
+            if cursor.time is None or moment > coerce_utc(cursor.time):
+                cursor = Cursor(moment, frozenset({event.name}))
+            elif moment == coerce_utc(cursor.time):
+                cursor = Cursor(cursor.time, cursor.names | {event.name})
+        return cursor
+
+
+@dataclass(frozen=True)
+class AssetRunDue:
+    """One asset-triggered run to create: its name, the events it consumes (oldest first), its dates."""
+
+    run_name: str
+    events: tuple[TriggeringEvent, ...]
+    logical_date: datetime
+    data_interval: DataInterval
+
+
+def pending_events(
+    condition: Condition,
+    events: Iterable[TriggeringEvent],
+    *,
+    consumed: frozenset[str],
+    cursor: Cursor,
+) -> list[TriggeringEvent]:
+    """The DAG's queue: events of its assets after the cursor that no existing run consumed."""
+    keys = condition_keys(condition)
+    found = [e for e in events if e.name not in consumed and cursor.is_before(e) and event_keys(e) & keys]
+    return sorted(found, key=lambda e: (coerce_utc(e.timestamp), e.name))
+
+
+def awaited(condition: Condition, pending: Sequence[TriggeringEvent]) -> list[str]:
+    """The condition's assets with no pending event (what the DAG still waits for)."""
+    updated = frozenset().union(*(event_keys(e) for e in pending)) if pending else frozenset()
+    return sorted(condition_keys(condition) - updated)
+
+
+def decide_asset_run(
+    dag_name: str, condition: Condition, pending: Sequence[TriggeringEvent]
+) -> AssetRunDue | None:
+    """The run the pending events make due, or None while the condition does not hold."""
+    if not pending:
+        return None
+    updated = frozenset().union(*(event_keys(e) for e in pending))
+    if not evaluate(condition, updated):
+        return None
+    first, last = coerce_utc(pending[0].timestamp), coerce_utc(pending[-1].timestamp)
+    return AssetRunDue(
+        run_name=asset_run_name(dag_name, [e.name for e in pending]),
+        events=tuple(pending),
+        logical_date=last,
+        data_interval=DataInterval(first, last),
+    )
+
+
+def asset_run_name(dag_name: str, event_names: Iterable[str]) -> str:
+    """`<dag>-asset-<hash of the consumed events' names>`: the same set always gives the same name."""
+    digest = hashlib.sha256("\x00".join(sorted(event_names)).encode()).hexdigest()[:16]
+    suffix = f"-asset-{digest}"
+    dag = "".join(c if c.isalnum() or c in "-." else "-" for c in dag_name.lower()).strip("-.")
+    return f"{dag[: MAX_NAME_LENGTH - len(suffix)].rstrip('-.')}{suffix}"
+
+
+# ------------------------------------------------------------------ producers and the asset's own status
+
+
+@dataclass(frozen=True)
+class OutletEvent:
+    """An event a producing try records: the asset, the extra, the aliases it came through."""
+
+    uri: str
+    extra: Mapping[str, Any]
+    aliases: tuple[str, ...] = ()
+
+
+def outlet_events(outlets: Sequence[AssetRef], reported: Any) -> list[OutletEvent]:
+    """Airflow's `TaskInstance._register_asset_changes`: one event per outlet asset with the extra the
+    task set (`outlet_events[asset].extra`, `yield Metadata`), and one per asset a task added to an
+    alias outlet (`outlet_events[alias].add(asset)`); an asset reached both ways is one event."""
+    reported = reported if isinstance(reported, Mapping) else {}
+    extras = reported.get("extras") if isinstance(reported.get("extras"), Mapping) else {}
+    found: dict[str, OutletEvent] = {}
+    for ref in outlets:
+        if ref.uri is not None:
+            found[ref.uri] = OutletEvent(ref.uri, dict(extras.get(ref.uri) or {}))
+    alias_names = {ref.alias for ref in outlets if ref.alias is not None}
+    for added in reported.get("aliases") or []:
+        if not isinstance(added, Mapping) or added.get("alias") not in alias_names:
+            continue
+        uri = sanitize_uri(str(added.get("uri")))
+        before = found.get(uri, OutletEvent(uri, dict(added.get("extra") or {})))
+        aliases = tuple(sorted({*before.aliases, str(added["alias"])}))
+        found[uri] = OutletEvent(uri, {**before.extra, **dict(added.get("extra") or {})}, aliases)
+    return [found[uri] for uri in sorted(found)]
+
+
+def asset_dags(uri: str, dags: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """(producing, consuming) DAG names of an asset, from the DAGs' specs as stored (camelCase)."""
+    producing, consuming = [], []
+    for name, spec in sorted(dags.items()):
+        outlets = [o for task in spec.get("tasks") or [] for o in (task.get("outlets") or [])]
+        if any(_same_uri(o.get("uri"), uri) for o in outlets if isinstance(o, Mapping)):
+            producing.append(name)
+        raw = spec.get("assetSchedule")
+        if raw is not None:
+            try:
+                if uri in condition_keys(parse_condition(raw)):
+                    consuming.append(name)
+            except AssetConditionInvalid:
+                continue
+    return producing, consuming
+
+
+def _same_uri(written: Any, uri: str) -> bool:
+    try:
+        return isinstance(written, str) and sanitize_uri(written) == uri
+    except ValueError:
+        return False
+
+
+def events_beyond_limit(events: Sequence[TriggeringEvent], limit: int) -> list[str]:
+    """The oldest events past the asset's history limit: their names, to delete."""
+    ordered = sorted(events, key=lambda e: (coerce_utc(e.timestamp), e.name))
+    return [e.name for e in ordered[: max(len(ordered) - limit, 0)]]
+
+
+__all__ = [
+    "OUTLET_EVENTS_KEY",
+    "AllOf",
+    "AnyOf",
+    "AssetConditionInvalid",
+    "AssetRunDue",
+    "Condition",
+    "Cursor",
+    "Leaf",
+    "OutletEvent",
+    "asset_dags",
+    "asset_run_name",
+    "awaited",
+    "condition_keys",
+    "decide_asset_run",
+    "evaluate",
+    "event_keys",
+    "events_beyond_limit",
+    "outlet_events",
+    "parse_condition",
+    "pending_events",
+]

@@ -1,0 +1,178 @@
+"""A try's view of assets: `outlet_events` (what its success records), `triggering_asset_events`
+(`triggering_dataset_events`: what an asset-triggered run consumed), `outlets`.
+
+Plain objects, not the authoring classes: a key is anything with a `uri` (an `Asset`, a `Dataset`),
+an alias (anything with a `name` and no `uri`), or a URI string. What the try set is reported with
+its XComs under `zonda.schedules.assets.OUTLET_EVENTS_KEY` (`OutletEventAccessors.to_wire`), and the
+controller turns it into AssetEvents when the try succeeds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Generator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from zonda.resources.asset_refs import sanitize_uri
+
+#: The XCom key under which a try reports its `outlet_events` (extras, alias additions).
+OUTLET_EVENTS_KEY = "__zonda_outlet_events"
+
+
+def _key(target: Any) -> tuple[str, str]:
+    """("uri", uri) or ("alias", name)."""
+    if isinstance(target, str):
+        return "uri", sanitize_uri(target)
+    uri = getattr(target, "uri", None)
+    if uri is not None:
+        return "uri", sanitize_uri(str(uri))
+    name = getattr(target, "name", None)
+    if name is not None:
+        return "alias", str(name)
+    raise KeyError(f"{target!r} is neither an asset nor an asset alias")
+
+
+@dataclass
+class OutletEventAccessor:
+    """Airflow's `OutletEventAccessor`: set `extra` for the event of an outlet asset, or `add` assets to
+    an alias outlet."""
+
+    key: Any
+    extra: dict[str, Any] = field(default_factory=dict)
+    added: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def add(self, asset: Any, extra: Mapping[str, Any] | None = None) -> None:
+        self.added.append((_key(asset)[1], dict(extra or {})))
+
+
+class OutletEventAccessors(Mapping[Any, OutletEventAccessor]):
+    """`context["outlet_events"][asset]`: one accessor per asset or alias, created on first use."""
+
+    def __init__(self) -> None:
+        self._accessors: dict[tuple[str, str], OutletEventAccessor] = {}
+
+    def __getitem__(self, target: Any) -> OutletEventAccessor:
+        key = _key(target)
+        if key not in self._accessors:
+            self._accessors[key] = OutletEventAccessor(key=target)
+        return self._accessors[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._accessors)
+
+    def __len__(self) -> int:
+        return len(self._accessors)
+
+    def to_wire(self) -> dict[str, Any]:
+        """What the controller reads: extras by URI, and the assets added to aliases."""
+        extras = {k[1]: a.extra for k, a in self._accessors.items() if k[0] == "uri" and a.extra}
+        aliases = [
+            {"alias": k[1], "uri": uri, "extra": extra}
+            for k, a in self._accessors.items()
+            if k[0] == "alias"
+            for uri, extra in a.added
+        ]
+        return {"extras": extras, "aliases": aliases} if extras or aliases else {}
+
+
+def drain_metadata(generator: Generator[Any, Any, Any], accessors: Any) -> Any:
+    """Airflow's `yield Metadata(asset, extra)` from a task: each one sets that asset's event extra (or
+    adds it to an alias); the generator's return value is the task's."""
+    while True:
+        try:
+            item = next(generator)
+        except StopIteration as stop:
+            return stop.value
+        target, extra = getattr(item, "target", None), getattr(item, "extra", None)
+        if target is None or not isinstance(extra, dict) or accessors is None:
+            continue
+        alias = getattr(item, "alias", None)
+        if alias:
+            accessors[_Alias(alias)].add(target, extra)
+        else:
+            accessors[target].extra.update(extra)
+
+
+@dataclass(frozen=True)
+class _Alias:
+    name: str
+
+
+@dataclass(frozen=True)
+class AssetRecord:
+    """An asset as the context shows it (`event.asset.uri`, `event.dataset.uri`)."""
+
+    uri: str
+    name: str
+    group: str = "asset"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AssetEventRecord:
+    """Airflow's `AssetEvent` (`DatasetEvent`) as a task reads it."""
+
+    id: str
+    asset: AssetRecord
+    extra: Mapping[str, Any]
+    timestamp: dt.datetime
+    source_dag_id: str | None
+    source_run_id: str | None
+    source_task_id: str | None
+    source_map_index: int
+    source_aliases: tuple[str, ...] = ()
+
+    @property
+    def dataset(self) -> AssetRecord:
+        return self.asset
+
+    @property
+    def uri(self) -> str:
+        return self.asset.uri
+
+
+class TriggeringEvents(dict[str, list[AssetEventRecord]]):
+    """URI -> events; looked up by URI or by an `Asset`/`Dataset` (Airflow 3 keys by the asset)."""
+
+    def __getitem__(self, key: Any) -> list[AssetEventRecord]:
+        return super().__getitem__(key if isinstance(key, str) else _key(key)[1])
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return super().__contains__(key if isinstance(key, str) else _key(key)[1])
+        except KeyError:
+            return False
+
+
+def triggering_events(wire: Iterable[Mapping[str, Any]]) -> TriggeringEvents:
+    """The run's consumed events (`DagRunSpec.triggeringAssetEvents`, camelCase) grouped by URI."""
+    grouped = TriggeringEvents()
+    for event in wire:
+        uri = str(event.get("uri"))
+        stamp = event.get("timestamp")
+        moment = (
+            dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else dt.datetime.now(dt.UTC)
+        )
+        record = AssetEventRecord(
+            id=str(event.get("name")),
+            asset=AssetRecord(uri=uri, name=uri),
+            extra=dict(event.get("extra") or {}),
+            timestamp=moment,
+            source_dag_id=event.get("sourceDag"),
+            source_run_id=event.get("sourceRun"),
+            source_task_id=event.get("sourceTask"),
+            source_map_index=int(event.get("sourceMapIndex", -1)),
+            source_aliases=tuple(event.get("aliases") or ()),
+        )
+        dict.setdefault(grouped, uri, []).append(record)
+    return grouped
+
+
+def outlet_records(wire: Iterable[Mapping[str, Any]]) -> list[AssetRecord]:
+    """The task's `outlets` (assets only; aliases are resolved by the task)."""
+    return [
+        AssetRecord(uri=str(o["uri"]), name=str(o.get("name") or o["uri"]), extra=dict(o.get("extra") or {}))
+        for o in wire
+        if o.get("uri")
+    ]
