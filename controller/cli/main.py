@@ -5,6 +5,7 @@ zonda controller / triggerer   the two long-running components (what the Helm ch
 zonda trigger DAG              start a manual run
 zonda clear RUN / mark RUN TASK STATE / logs RUN TASK / runs describe RUN
 zonda pools list|get|set|delete|import|export  Airflow's pools, as Pool resources
+zonda assets list|events|create-event  Airflow's assets (Datasets) and their events
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import click
 
+from controller.cli import assets as assets_commands
 from controller.cli import backfills as backfill_commands
 from controller.cli import dags as dags_commands
 from controller.cli import listings
@@ -306,6 +308,7 @@ main.add_command(xcom_commands.xcom)
 main.add_command(dags_commands.dags)
 main.add_command(backfill_commands.backfill)
 main.add_command(backfill_commands.backfills)
+main.add_command(assets_commands.assets_group)
 main.add_command(pools_commands.pools_group)
 listings.register(main, dags_commands.dags, runs_commands.runs)
 ui_cli.register(main)

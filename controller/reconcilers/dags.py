@@ -94,7 +94,7 @@ class DagReconciler:
     async def _create_asset_run(self, dag: Mapping[str, Any], due: assets.AssetRunDue, now: datetime) -> None:
         """The run a satisfying set of asset events makes; its name is the set's, so exactly once."""
         try:
-            await self.kube.create_custom(
+            created = await self.kube.create_custom(
                 DAGRUNS, dag["metadata"]["namespace"], asset_triggered_run(dag, due)
             )
         except AlreadyExists:
@@ -105,6 +105,10 @@ class DagReconciler:
         names = ", ".join(e.name for e in due.events)
         message = f"created {due.run_name} for asset events {names}"
         await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
+        uris = ", ".join(sorted({e.uri for e in due.events}))
+        await self.kube.emit_event(
+            created, reason="TriggeredByAssetEvents", message=f"asset events {names} (of {uris})"
+        )
 
     async def _delete_beyond_history_limits(
         self, dag: Mapping[str, Any], runs: list[dag_plans.RunRef]

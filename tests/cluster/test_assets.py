@@ -21,6 +21,7 @@ from tests.cluster.zonda_processes import (
     trigger,
     wait_for,
     wait_run_finished,
+    zonda,
 )
 
 URI = "s3://assets-test/orders"
@@ -132,24 +133,39 @@ def test_an_asset_event_created_with_kubectl_triggers_an_any_of_consumer_once_pe
 ) -> None:
     apply(cluster, namespace, consumer(schedule={"any": [{"uri": URI}, {"uri": "s3://assets-test/other"}]}))
     with controller(cluster, namespace, tmp_path, executor="local"):
-        for number, uri in enumerate((URI, "s3://assets-test/other/"), start=1):
-            event = {
-                "apiVersion": "zonda.dev/v1alpha1",
-                "kind": "AssetEvent",
-                "metadata": {"name": f"external-{number}"},
-                "spec": {"uri": uri, "extra": {"from": "kubectl"}},
-            }
-            cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(event))
-            wait_for(
-                lambda number=number: consumed_by_cursor(
-                    cluster, namespace, "asset-consumer", f"external-{number}"
-                ),
-                f"event {number} consumed",
-            )
-            runs = runs_of(cluster, namespace, "asset-consumer")
-            assert len(runs) == number, "one run per event"
+        event = {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "AssetEvent",
+            "metadata": {"name": "external-1"},
+            "spec": {"uri": URI, "extra": {"from": "kubectl"}},
+        }
+        cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(event))
+        wait_for(lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "external-1"), "consumed")
+        assert len(runs_of(cluster, namespace, "asset-consumer")) == 1
+        # the other asset of the any-of, through the CLI (and its trailing slash normalised away)
+        created = zonda(cluster, "assets", "create-event", "s3://assets-test/other/", "-n", namespace)
+        second = created.stdout.split()[0].split("/", 1)[1]
+        wait_for(lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", second), "consumed")
+        runs = runs_of(cluster, namespace, "asset-consumer")
+        assert len(runs) == 2, "one run per event"
         consumed = sorted(e["name"] for r in runs for e in r["spec"]["triggeringAssetEvents"])
-        assert consumed == ["external-1", "external-2"]
+        assert consumed == sorted(["external-1", second])
+        first_run = next(r for r in runs if r["spec"]["triggeringAssetEvents"][0]["name"] == "external-1")
+
+        def described() -> str | None:
+            out: str = cluster.kubectl(
+                "describe", "dagrun", "-n", namespace, first_run["metadata"]["name"]
+            ).stdout
+            return out if "TriggeredByAssetEvents" in out else None
+
+        description = wait_for(described, "the run's Event naming its asset events")
+        assert "external-1" in description
+        listed = zonda(cluster, "assets", "events", "-n", namespace).stdout
+        assert "external-1" in listed and second in listed
+        wait_for(
+            lambda: "asset-consumer" in zonda(cluster, "assets", "list", "-n", namespace).stdout,
+            "zonda assets list to name the consumer",
+        )
 
 
 def test_a_controller_killed_after_recording_the_event_or_creating_the_run_makes_one_run(
