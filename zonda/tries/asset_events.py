@@ -150,10 +150,7 @@ def triggering_events(wire: Iterable[Mapping[str, Any]]) -> TriggeringEvents:
     grouped = TriggeringEvents()
     for event in wire:
         uri = str(event.get("uri"))
-        stamp = event.get("timestamp")
-        moment = (
-            dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else dt.datetime.now(dt.UTC)
-        )
+        moment = dt.datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00"))  # always set
         record = AssetEventRecord(
             id=str(event.get("name")),
             asset=AssetRecord(uri=uri, name=uri),
