@@ -60,11 +60,9 @@ MODULES: dict[str, str] = {
     "airflow.triggers.temporal": "zonda.triggers.temporal",
     "airflow.triggers.file": "zonda.triggers.file",
     "airflow.exceptions": "zonda.exceptions",
-    "airflow.datasets": "zonda.authoring.assets",
     "airflow.datasets.metadata": "zonda.authoring.assets",
     "airflow.timetables.datasets": "zonda.authoring.assets",
     "airflow.timetables.assets": "zonda.authoring.assets",
-    "airflow.sdk.definitions.asset": "zonda.authoring.assets",
     "airflow.sdk.definitions.asset.decorators": "zonda.authoring.assets",
     "airflow.sdk.definitions.asset.metadata": "zonda.authoring.assets",
     "airflow.providers.cncf.kubernetes.operators.kubernetes_pod": "zonda.operators.kubernetes_pod",
@@ -174,6 +172,15 @@ def provider_modules() -> dict[str, str]:
     }
 
 
+#: Data-aware scheduling's names (`zonda.authoring.assets`), in both dialects.
+ASSET_NAMES: dict[str, tuple[str, str]] = {
+    name: ("zonda.authoring.assets", name)
+    for name in (
+        "Asset", "AssetAlias", "AssetAll", "AssetAny", "Metadata", "asset", "BaseAsset",
+        "Dataset", "DatasetAlias", "DatasetAll", "DatasetAny",
+    )
+}  # fmt: skip
+
 #: Names of Airflow packages, each a synthetic module holding what `from airflow... import X` needs.
 PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "airflow": {
@@ -202,6 +209,9 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "airflow.example_dags.plugins": {},
     "airflow.plugins_manager": {"AirflowPlugin": ("zonda.authoring.compat", "AirflowPlugin")},
     "airflow.sdk": SDK_NAMES,
+    # packages, as in Airflow: `airflow.datasets.metadata`, `airflow.sdk.definitions.asset.decorators`
+    "airflow.datasets": ASSET_NAMES,
+    "airflow.sdk.definitions.asset": ASSET_NAMES,
     "airflow.sdk.bases": {},
     "airflow.sdk.definitions": {},
     "airflow.task": {},
