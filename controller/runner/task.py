@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import signal
 import sys
 import threading
@@ -178,7 +179,11 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
     try:
         with _terminate_on_sigterm(operator):
             context = tried.context = build_operator_context(invocation, operator, store)
-            operator.render_template_fields(context, templating.invocation_environment(invocation))
+            operator.render_template_fields(
+                context,
+                templating.invocation_environment(invocation),
+                templating.TemplateLimits.from_environ(os.environ),
+            )
             callbacks.run_execute_callbacks(invocation, context)
             if invocation.next_method:
                 # The event crossed the API as JSON: give the method back its datetimes.

@@ -19,6 +19,7 @@ CLOCK_READERS = {
     ("zonda/timetables/base.py", "utcnow"),  # pinned by zonda.schedules.scheduling (contextvar)
     ("zonda/sensors/base.py", "utcnow"),  # run time, in the task's pod; tests pin it
     ("zonda/triggers/timezone.py", "system_clock"),  # run time, in the triggerer; use_clock() replaces it
+    ("zonda/tries/templating.py", "render_clock"),  # a template's time limit (monotonic), where it renders
 }
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic"}
 CLOCK_OWNERS = {"datetime", "pendulum", "time", "date", "DateTime", "Date"}

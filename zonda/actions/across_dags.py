@@ -89,8 +89,11 @@ def _marker_target(run: RunView, dag: ResolvedDag, task_id: str) -> tuple[str, s
         )
         context = task_context.build_context(invocation)
         environment = templating.invocation_environment(invocation)
+        spent = templating.budget()
         rendered = {
-            name: templating.render(args.get(name, default), context, field=name, environment=environment)
+            name: templating.render(
+                args.get(name, default), context, field=name, environment=environment, budget=spent
+            )
             for name, default in (
                 ("external_dag_id", None),
                 ("external_task_id", None),

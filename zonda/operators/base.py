@@ -242,18 +242,27 @@ class BaseOperator(Node):
             raise TaskDeferralError(error)
         return getattr(self, next_method)(context, **next_kwargs)
 
-    def render_template_fields(self, context: Context, jinja_env: jinja2.Environment | None = None) -> None:
+    def render_template_fields(
+        self,
+        context: Context,
+        jinja_env: jinja2.Environment | None = None,
+        limits: templating.TemplateLimits | None = None,
+    ) -> None:
         """Render every attribute named in `template_fields` in place, as Airflow does before `execute`.
 
         `jinja_env` is the DAG's (user-defined macros and filters, native rendering); None: the default.
+        `limits` bound all the fields' rendering together (one task's budget); None: the defaults.
         """
+        spent = templating.budget(limits)
         for name in self.template_fields:
             if not hasattr(self, name):
                 raise AttributeError(
                     f"{name!r} is configured as a template field but {self.task_type} does not have "
                     "this attribute."
                 )
-            rendered = templating.render(getattr(self, name), context, field=name, environment=jinja_env)
+            rendered = templating.render(
+                getattr(self, name), context, field=name, environment=jinja_env, budget=spent
+            )
             if xcom_refs.referenced_task_ids(rendered):
                 rendered = xcom_refs.resolve(rendered, context["ti"].xcom_pull)
             setattr(self, name, rendered)

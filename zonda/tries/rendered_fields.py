@@ -104,6 +104,7 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
     except templating.TemplateError as error:
         raise RenderingUnavailable(str(error)) from error
     rendered = []
+    spent = templating.budget()  # the task's, as its try would: a template that is too big or slow says so
     for name in fields:
         if name not in invocation.args:
             continue
@@ -111,7 +112,9 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
             rendered.append(
                 RenderedField(
                     name,
-                    templating.render(invocation.args[name], context, field=name, environment=environment),
+                    templating.render(
+                        invocation.args[name], context, field=name, environment=environment, budget=spent
+                    ),
                 )
             )
         except templating.TemplateError as error:

@@ -7,14 +7,28 @@ may lead to Python internals), `StrictUndefined` (a misspelt variable is an erro
 empty string), the `do` extension and Airflow's date filters. As in Airflow, attributes starting
 with one underscore are allowed and those with two are not. Jinja is imported only when a string
 has something to render.
+
+Rendering is bounded (`TemplateLimits`): a rendered string, the strings of one task together, and the
+time one task's rendering takes each have a limit, and going past one is a `TemplateError` naming the
+field and the limit, raised before the memory is spent where Jinja lets us see it coming (`'a' * 10**9`,
+`'x'.ljust(10**9)`, `10 ** 10 ** 9`) and as soon as the output crosses it otherwise (loops). The time
+limit is checked at every call, attribute read, operator and output chunk the template makes, so it
+holds in any thread (the controller and the UI render too), without signals; one C-level operation
+that runs long by itself is bounded by the size checks, not interrupted. Limits come from the
+environment (`TemplateLimits.from_environ`: ZONDA_TEMPLATE_MAX_CHARS, ZONDA_TEMPLATE_MAX_TASK_CHARS,
+ZONDA_TEMPLATE_TIMEOUT_SECONDS), read by the process that renders; see docs/security.md.
 """
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import functools
+import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from zonda.resources.invocations import TaskInvocation
@@ -44,6 +58,185 @@ class TemplateError(ValueError):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class TemplateLimits:
+    """How much one try's templates may render. Defaults are far above what any real template renders
+    (a bash command is refused by the kernel past 128 KiB) and far below what hurts a process."""
+
+    #: Characters one rendered string (one template) may have.
+    max_chars: int = 4_000_000
+    #: Characters all the strings rendered for one task (every template field) may have together.
+    max_task_chars: int = 16_000_000
+    #: Seconds all of one task's rendering may take.
+    timeout_seconds: float = 30.0
+
+    #: The environment variables `from_environ` reads, by field.
+    ENVIRON = {
+        "max_chars": "ZONDA_TEMPLATE_MAX_CHARS",
+        "max_task_chars": "ZONDA_TEMPLATE_MAX_TASK_CHARS",
+        "timeout_seconds": "ZONDA_TEMPLATE_TIMEOUT_SECONDS",
+    }
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> TemplateLimits:
+        """The limits a process's environment sets (unset: the defaults). A value that is not a positive
+        number is a ValueError naming the variable."""
+        values: dict[str, Any] = {}
+        for name, variable in cls.ENVIRON.items():
+            text = environ.get(variable)
+            if text is None or text == "":
+                continue
+            try:
+                number = float(text) if name == "timeout_seconds" else int(text)
+            except ValueError:
+                raise ValueError(f"{variable}={text!r} is not a number") from None
+            if not number > 0:
+                raise ValueError(f"{variable}={text!r} must be positive")
+            values[name] = number
+        return cls(**values)
+
+
+class TemplateLimitExceeded(Exception):
+    """Raised inside a render when a limit is crossed; `render` turns it into a TemplateError."""
+
+
+@dataclass
+class RenderBudget:
+    """What one task's rendering has left: characters, and time until a deadline (monotonic clock).
+
+    Made once per task (`budget`) and passed to each `render` of its fields, so the per-task limit
+    counts them all; `render` without one makes a budget for that call alone."""
+
+    limits: TemplateLimits = field(default_factory=TemplateLimits)
+    chars: int = 0
+    deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.deadline:
+            self.deadline = render_clock() + self.limits.timeout_seconds
+
+    def check_time(self) -> None:
+        if render_clock() > self.deadline:
+            raise TemplateLimitExceeded(
+                f"rendering took longer than the limit of {self.limits.timeout_seconds:g}s per task "
+                f"({TemplateLimits.ENVIRON['timeout_seconds']})"
+            )
+
+    def check_size(self, chars: int, *, so_far: int = 0) -> None:
+        """Refuse a string of `chars` characters (in a template that has rendered `so_far` already)."""
+        if so_far + chars > self.limits.max_chars:
+            raise TemplateLimitExceeded(
+                f"the rendered text would exceed the limit of {self.limits.max_chars} characters per "
+                f"template ({TemplateLimits.ENVIRON['max_chars']})"
+            )
+        if self.chars + so_far + chars > self.limits.max_task_chars:
+            raise TemplateLimitExceeded(
+                f"the task's rendered templates would exceed the limit of {self.limits.max_task_chars} "
+                f"characters per task ({TemplateLimits.ENVIRON['max_task_chars']})"
+            )
+
+
+def render_clock() -> float:
+    """The monotonic clock the time limit is measured on (one function, so tests can pin it)."""
+    return time.monotonic()
+
+
+def budget(limits: TemplateLimits | None = None) -> RenderBudget:
+    """A fresh budget for one task's rendering."""
+    return RenderBudget(limits or TemplateLimits())
+
+
+#: The budget of the render running in this context (thread or task): what the sandbox checks.
+_current_budget: contextvars.ContextVar[RenderBudget | None] = contextvars.ContextVar(
+    "zonda_template_budget", default=None
+)
+
+#: str methods that allocate a result sized by an argument: (method, index of the width argument).
+_WIDTH_METHODS = {"ljust": 0, "rjust": 0, "center": 0, "zfill": 0, "expandtabs": 0}
+
+
+def _sized(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | bytes | list | tuple) else None
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    """Refuse, before computing it, an operation whose result is past the budget's size."""
+    budget = _current_budget.get()
+    if budget is None:
+        return
+    budget.check_time()
+    if operator == "*":
+        for sequence, count in ((left, right), (right, left)):
+            size = _sized(sequence)
+            if size is not None and isinstance(count, int) and not isinstance(count, bool):
+                budget.check_size(size * max(count, 0))
+    elif operator == "+":
+        left_size, right_size = _sized(left), _sized(right)
+        if left_size is not None and right_size is not None:
+            budget.check_size(left_size + right_size)
+    elif operator == "%" and isinstance(left, str):
+        _check_width_arguments(budget, right if isinstance(right, tuple) else (right,))
+    elif (
+        operator == "**"
+        and isinstance(left, int)
+        and isinstance(right, int)
+        and abs(left) > 1
+        and right > 0
+        and right * math.log10(abs(left)) > budget.limits.max_chars  # the result's decimal digits
+    ):
+        budget.check_size(budget.limits.max_chars + 1)
+
+
+def _check_width_arguments(budget: RenderBudget, args: Iterable[Any]) -> None:
+    """printf-style formatting (`%`, the `format` filter) pads to any int it is given: refuse one that
+    alone is past the size limit (`"%*s" % (10**9, "")`)."""
+    for arg in args:
+        if isinstance(arg, int) and not isinstance(arg, bool):
+            budget.check_size(abs(arg))
+
+
+#: Filters that pad or repeat to an argument (Jinja's `center(width)`, `indent(width)`, `format(*args)`).
+_WIDTH_FILTERS = frozenset({"center", "indent", "format", "wordwrap", "truncate"})
+
+
+def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that checks the render's budget: time before, width arguments before, size after.
+    `functools.wraps` keeps Jinja's `pass_context`-style markers, which live in the function's dict."""
+
+    @functools.wraps(function)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        budget = _current_budget.get()
+        if budget is not None:
+            budget.check_time()
+            if name in _WIDTH_FILTERS:
+                _check_width_arguments(budget, [*args[1:], *kwargs.values()])
+        return _check_result(function(*args, **kwargs))
+
+    return bounded
+
+
+def _check_call(obj: Any, args: tuple[Any, ...]) -> None:
+    budget = _current_budget.get()
+    if budget is None:
+        return
+    budget.check_time()
+    owner = getattr(obj, "__self__", None)
+    index = _WIDTH_METHODS.get(getattr(obj, "__name__", ""))
+    if isinstance(owner, str) and index is not None and len(args) > index and isinstance(args[index], int):
+        width = args[index]
+        if obj.__name__ == "expandtabs":
+            width = width * max(owner.count("\t"), 0) + len(owner)
+        budget.check_size(width)
+
+
+def _check_result(result: Any) -> Any:
+    budget = _current_budget.get()
+    size = _sized(result)
+    if budget is not None and size is not None:
+        budget.check_size(size)
+    return result
+
+
 @functools.cache
 def _environment_classes() -> tuple[
     type[jinja2.Environment], type[jinja2.Environment], type[jinja2.Undefined]
@@ -68,9 +261,32 @@ def _environment_classes() -> tuple[
             return message
 
     class SandboxedEnvironment(jinja2.sandbox.SandboxedEnvironment):
+        #: Operators checked against the render's budget before they run (`_check_binop`).
+        intercepted_binops = frozenset({"*", "+", "**", "%"})
+
         def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-            """Airflow's rule: ``_private`` attributes are readable, ``__internal__`` ones never."""
-            return not jinja2.sandbox.is_internal_attribute(obj, attr)
+            """Airflow's rule: ``_private`` attributes are readable, ``__internal__`` ones never. Nor
+            name-mangled ones (``self._TemplateReference__context``), nor anything that is Jinja's own
+            machinery: the render's Context or the Environment, which is shared by every render in
+            the process (the UI's, the controller's) and whose globals and filters a template could
+            otherwise change for the others."""
+            if jinja2.sandbox.is_internal_attribute(obj, attr) or _NAME_MANGLED.match(attr):
+                return False
+            return not isinstance(value, jinja2.Environment | jinja2.runtime.Context)
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            _check_binop(operator, left, right)
+            return super().call_binop(context, operator, left, right)
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            budget = _current_budget.get()
+            if budget is not None:
+                budget.check_time()
+            return super().getattr(obj, attribute)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            _check_call(__obj, args)
+            return _check_result(super().call(__context, __obj, *args, **kwargs))
 
     class SandboxedNativeEnvironment(SandboxedEnvironment, jinja2.nativetypes.NativeEnvironment):
         """`render_template_as_native_obj`: Jinja's native types, still sandboxed (Airflow's is not)."""
@@ -117,6 +333,7 @@ def create_environment(
     environment = environment_class(undefined=undefined, extensions=["jinja2.ext.do"], cache_size=0)
     environment.filters.update(FILTERS)
     environment.filters.update(filters or {})
+    environment.filters = {name: _bounded_filter(name, f) for name, f in environment.filters.items()}
     environment.globals.update(macros or {})
     return environment
 
@@ -166,23 +383,39 @@ def render(
     *,
     field: str | None = None,
     environment: jinja2.Environment | None = None,
+    budget: RenderBudget | None = None,
 ) -> Any:
     """Render a template field as Airflow's `render_template`: strings are templates; lists, tuples,
     sets and dict values are rendered element by element (dict keys are not); anything else is
-    returned as is. Errors raise `TemplateError` naming `field` and the path inside it."""
-    return _render(value, dict(context), field, environment)
+    returned as is. Errors raise `TemplateError` naming `field` and the path inside it, a limit of
+    `budget` (the task's; None: one of default limits for this call) crossed included."""
+    spent = budget or RenderBudget()
+    token = _current_budget.set(spent)
+    try:
+        return _render(value, dict(context), field, environment)
+    finally:
+        _current_budget.reset(token)
 
 
 def render_fields(
-    values: Mapping[str, Any], fields: Iterable[str], context: Mapping[str, Any]
+    values: Mapping[str, Any],
+    fields: Iterable[str],
+    context: Mapping[str, Any],
+    *,
+    limits: TemplateLimits | None = None,
 ) -> dict[str, Any]:
-    """A copy of `values` with the entries named in `fields` (an operator's `template_fields`) rendered."""
+    """A copy of `values` with the entries named in `fields` (an operator's `template_fields`) rendered,
+    all within one task's budget."""
     rendered = dict(values)
+    spent = budget(limits)
     for name in fields:
         if name in rendered:
-            rendered[name] = render(rendered[name], context, field=name)
+            rendered[name] = render(rendered[name], context, field=name, budget=spent)
     return rendered
 
+
+#: A private attribute as Python mangles it inside a class (`_Class__name`).
+_NAME_MANGLED = re.compile(r"^_[A-Za-z0-9]\w*?__\w")
 
 #: Jinja's newlines: a template's text comes out with each turned into "\n".
 _NEWLINES = re.compile(r"\r\n|\r|\n")
@@ -197,6 +430,36 @@ def _as_plain_text(template: str) -> str:
     return "\n".join(lines)
 
 
+def _bounded_render(template: jinja2.Template, context: dict[str, Any]) -> Any:
+    """`template.render(context)`, its output counted chunk by chunk against the render's budget."""
+    import jinja2.nativetypes
+
+    budget = _current_budget.get()
+    assert budget is not None  # set by `render`
+    counted = 0
+
+    def chunks() -> Iterator[Any]:
+        nonlocal counted
+        for chunk in template.root_render_func(template.new_context(context)):
+            budget.check_time()
+            if isinstance(chunk, str):
+                budget.check_size(len(chunk), so_far=counted)
+                counted += len(chunk)
+            yield chunk
+
+    try:
+        if isinstance(template.environment, jinja2.nativetypes.NativeEnvironment):
+            result = jinja2.nativetypes.native_concat(chunks())
+        else:
+            result = template.environment.concat(chunks())
+    except TemplateLimitExceeded:
+        raise
+    except Exception:
+        template.environment.handle_exception()  # Jinja's traceback rewriting, then re-raised
+    budget.chars += counted
+    return result
+
+
 def _render(
     value: Any, context: dict[str, Any], path: str | None, environment: jinja2.Environment | None
 ) -> Any:
@@ -206,7 +469,9 @@ def _render(
         import jinja2
 
         try:
-            return (environment or _default_environment()).from_string(value).render(context)
+            return _bounded_render((environment or _default_environment()).from_string(value), context)
+        except TemplateLimitExceeded as exc:
+            raise TemplateError(path, str(exc)) from None
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(path, f"{exc.message} (line {exc.lineno})") from exc
         except jinja2.TemplateError as exc:  # undefined names, sandbox refusals
