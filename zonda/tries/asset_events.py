@@ -21,9 +21,10 @@ OUTLET_EVENTS_KEY = "__zonda_outlet_events"
 
 
 def _key(target: Any) -> tuple[str, str]:
-    """("uri", uri) or ("alias", name)."""
+    """("uri", uri), ("alias", name), or ("str", text): as in Airflow 2.10, a string key is a URI for
+    `.extra` and an alias name for `.add`."""
     if isinstance(target, str):
-        return "uri", sanitize_uri(target)
+        return "str", target
     uri = getattr(target, "uri", None)
     if uri is not None:
         return "uri", sanitize_uri(str(uri))
@@ -66,11 +67,14 @@ class OutletEventAccessors(Mapping[Any, OutletEventAccessor]):
 
     def to_wire(self) -> dict[str, Any]:
         """What the controller reads: extras by URI, and the assets added to aliases."""
-        extras = {k[1]: a.extra for k, a in self._accessors.items() if k[0] == "uri" and a.extra}
+        extras: dict[str, Any] = {}
+        for (kind, value), accessor in self._accessors.items():
+            if kind != "alias" and accessor.extra:
+                extras[sanitize_uri(value) if kind == "str" else value] = accessor.extra
         aliases = [
             {"alias": k[1], "uri": uri, "extra": extra}
             for k, a in self._accessors.items()
-            if k[0] == "alias"
+            if k[0] != "uri"
             for uri, extra in a.added
         ]
         return {"extras": extras, "aliases": aliases} if extras or aliases else {}
@@ -136,13 +140,43 @@ class TriggeringEvents(dict[str, list[AssetEventRecord]]):
     """URI -> events; looked up by URI or by an `Asset`/`Dataset` (Airflow 3 keys by the asset)."""
 
     def __getitem__(self, key: Any) -> list[AssetEventRecord]:
-        return super().__getitem__(key if isinstance(key, str) else _key(key)[1])
+        return super().__getitem__(_uri_of(key))
 
     def __contains__(self, key: object) -> bool:
         try:
-            return super().__contains__(key if isinstance(key, str) else _key(key)[1])
-        except KeyError:
+            return super().__contains__(_uri_of(key))
+        except (KeyError, ValueError):
             return False
+
+
+def _uri_of(key: Any) -> str:
+    kind, value = _key(key)
+    return sanitize_uri(value) if kind == "str" else value
+
+
+class InletEventsAccessor(Mapping[Any, list[AssetEventRecord]]):
+    """`context["inlet_events"][asset_or_alias]`: the events of an inlet asset (or those that came
+    through an alias), oldest first. Only the events this run consumed are known to a try (Airflow
+    reads every event of the asset from its database)."""
+
+    def __init__(self, events: TriggeringEvents) -> None:
+        self._events = events
+
+    def __getitem__(self, key: Any) -> list[AssetEventRecord]:
+        kind, value = _key(key)
+        found = [e for events in self._events.values() for e in events]
+        if kind == "alias":
+            found = [e for e in found if value in e.source_aliases]
+        else:
+            uri = sanitize_uri(value) if kind == "str" else value
+            found = [e for e in found if e.uri == uri]
+        return sorted(found, key=lambda e: e.timestamp)
+
+    def __iter__(self) -> Any:
+        return iter(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
 
 
 def triggering_events(wire: Iterable[Mapping[str, Any]]) -> TriggeringEvents:

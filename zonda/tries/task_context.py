@@ -327,6 +327,7 @@ def build_context(
         "ds_nodash": ds.replace("-", ""),
         "execution_date": logical_date,
         "inlets": [],
+        "inlet_events": asset_events.InletEventsAccessor(triggering),
         "logical_date": logical_date,
         "macros": MACROS,
         "outlets": asset_events.outlet_records(invocation.outlets),

@@ -1,0 +1,50 @@
+"""What a try sees of assets: outlet_events as Airflow 2.10's accessors, the run's consumed events."""
+
+from __future__ import annotations
+
+from zonda.authoring.assets import Dataset, DatasetAlias
+from zonda.resources.asset_refs import AssetRef
+from zonda.schedules.assets import outlet_events
+from zonda.tries import asset_events
+
+
+def test_outlet_events_by_asset_by_alias_and_by_string_as_airflow_210() -> None:
+    accessors = asset_events.OutletEventAccessors()
+    accessors[Dataset("s3://b/out")].extra = {"rows": 1}
+    accessors["example-alias"].add(Dataset("s3://bucket/my-task"))  # a string key adds through an alias
+    accessors[DatasetAlias("other")].add("s3://b/x", extra={"k": 1})
+    wire = accessors.to_wire()
+    assert wire["extras"] == {"s3://b/out": {"rows": 1}}
+    outlets = [AssetRef(uri="s3://b/out"), AssetRef(alias="example-alias"), AssetRef(alias="other")]
+    found = {(e.uri, e.aliases): dict(e.extra) for e in outlet_events(outlets, wire)}
+    assert found == {
+        ("s3://b/out", ()): {"rows": 1},
+        ("s3://bucket/my-task", ("example-alias",)): {},
+        ("s3://b/x", ("other",)): {"k": 1},
+    }
+
+
+def test_a_generator_task_yields_metadata_into_its_outlet_events() -> None:
+    from zonda.authoring.assets import Metadata
+
+    def task():  # type: ignore[no-untyped-def]
+        yield Metadata(Dataset("s3://b/out"), {"rows": 3})
+        return "done"
+
+    accessors = asset_events.OutletEventAccessors()
+    assert asset_events.drain_metadata(task(), accessors) == "done"
+    assert accessors.to_wire()["extras"] == {"s3://b/out": {"rows": 3}}
+
+
+def test_triggering_and_inlet_events_are_keyed_by_uri_asset_or_alias() -> None:
+    wire = [
+        {"name": "e2", "uri": "s3://b/a", "timestamp": "2026-03-01T00:00:02Z", "aliases": ["al"]},
+        {"name": "e1", "uri": "s3://b/a", "timestamp": "2026-03-01T00:00:01Z", "extra": {"x": 1}},
+    ]
+    events = asset_events.triggering_events(wire)
+    assert [e.id for e in events["s3://b/a"]] == ["e2", "e1"]
+    assert events[Dataset("s3://b/a")][1].extra == {"x": 1} and Dataset("s3://b/a") in events
+    inlets = asset_events.InletEventsAccessor(events)
+    assert [e.id for e in inlets[Dataset("s3://b/a")]] == ["e1", "e2"]
+    assert [e.id for e in inlets[DatasetAlias("al")]] == ["e2"]
+    assert events["s3://b/a"][0].dataset.uri == "s3://b/a"
