@@ -1,10 +1,11 @@
 """`zonda dags test FILE` and `dag.test()`: one DAG run in this process, with nothing started.
 
 The DAG is compiled to its manifest and run through exactly what the controller uses: `plans.start_run`
-snapshots it, `plans.observe_run` and `plans.decide_run` (the controller's pass, `_decide_runs.decide`)
-make every scheduling decision, the task runner (`run_task`) executes
-each try in this process, and a deferred task's trigger runs here until its first event. Waits the
-scheduler asks for (retry delays, sensor reschedules) are slept for real, so keep them short.
+snapshots it, `zonda.passes.compose.compose_pass` (the controller's pass, with the controller's default
+limits) makes every scheduling decision and builds every try's invocation, the task runner (`run_task`)
+executes each try and callback try in this process, and a deferred task's trigger runs here until its
+first event. Waits the scheduler asks for (retry delays, sensor reschedules) are slept for real, so
+keep them short.
 """
 
 from __future__ import annotations
@@ -23,15 +24,13 @@ from controller.runner.task import run_task
 from zonda import triggers
 from zonda.authoring import compat, dag_files, manifests
 from zonda.authoring.dags import DAG
-from zonda.passes import callbacks, decisions, plans
-from zonda.passes.callbacks import CallbackLaunch, callback_task
+from zonda.passes import compose, decisions, plans
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.resources.invocations import TaskOutcome
 from zonda.resources.models import DagRunState
 from zonda.resources.run_types import RunType
 from zonda.specs.dags import parse_dag_spec, resolve_dag
-from zonda.tries import invocation_builder
 
 #: Longest a test run may take (the scheduler's passes plus the waits it asks for).
 TIMEOUT = timedelta(minutes=10)
@@ -124,27 +123,29 @@ def run_dag(
     try:
         while time.monotonic() < deadline:
             now = pendulum.now("UTC")
-            observation = plans.observe_run(dag_spec, status, attempts, fired.values(), now=now)
-            plan = plans.decide_run(
-                resolved, status, observed=observation, run_name=run_name, run_type=RunType.MANUAL, now=now
+            plan = compose.compose_pass(
+                compose.Gathered(
+                    dag=resolved,
+                    dag_spec=dag_spec,
+                    spec=run_spec,
+                    status=status,
+                    run_name=run_name,
+                    now=now,
+                    attempts=attempts,
+                    triggers=fired.values(),
+                )
             )
-            due = callbacks.plan_callbacks(
-                resolved, run_name=run_name, run_type=RunType.MANUAL, before=status, after=plan.status,
-                observed=observation, callback_attempts={}, now=now,
-            )  # fmt: skip
-            status = due.status
-            for event in [*plan.events, *due.events]:
+            status = plan.status
+            for event in plan.happened:
                 print(f"{event.reason}: {event.message}")
-            for callback in due.launches:  # in process, as the task's own callbacks run
-                _run_callback(status, run_spec, run_name, dag_spec, resolved, callback)
+            for callback in plan.callback_tries:  # in process, as the task's own callbacks run
+                run_task(callback.invocation)
             if status.state in (DagRunState.SUCCESS, DagRunState.FAILED):
                 break
             for request in plan.triggers_to_create:
                 fired[request.task_id] = _fire(request)
             for launch in plan.launches:
-                attempts[launch.attempt_name] = _execute(
-                    status, run_spec, run_name, dag_spec, resolved, launch
-                )
+                attempts[launch.launch.attempt_name] = _execute(launch)
             if not plan.launches and not plan.triggers_to_create:
                 wait = (plan.wake_at - pendulum.now("UTC")).total_seconds() if plan.wake_at else 0.05
                 time.sleep(min(max(wait, 0.0), MAX_SLEEP_SECONDS))
@@ -164,33 +165,17 @@ def run_dag(
     )
 
 
-def _execute(
-    status: DagRunStatus,
-    run_spec: DagRunSpec,
-    run_name: str,
-    dag_spec: Any,
-    resolved: Any,
-    launch: decisions.TaskLaunch,
-) -> ObservedAttempt:
+def _execute(planned: compose.Launch) -> ObservedAttempt:
     """Run one try with the task runner, as the local executor would in a subprocess."""
-    task = resolved.tasks[launch.task_id]
+    launch = planned.launch
     started = pendulum.now("UTC")
-    if task.operator is None:  # a container task: nothing to run in-process
+    if planned.task.operator is None:  # a container task: nothing to run in-process
         return ObservedAttempt(
             task_id=launch.task_id, try_number=launch.try_number, name=launch.attempt_name,
             phase=AttemptPhase.SUCCEEDED, exit_code=0, started_at=started, finished_at=started,
             message="container task: not run by `dags test`",
         )  # fmt: skip
-    invocation = invocation_builder.task_invocation(
-        run_name=run_name,
-        spec=run_spec,
-        status=status,
-        dag_spec=dag_spec,
-        task=task,
-        try_number=launch.try_number,
-        map_index=launch.map_index,
-    )
-    result = run_task(invocation)
+    result = run_task(planned.invocation)
     failed = result.outcome in (TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY)
     return ObservedAttempt(
         task_id=launch.task_id,
@@ -202,27 +187,6 @@ def _execute(
         started_at=started,
         finished_at=pendulum.now("UTC"),
     )
-
-
-def _run_callback(
-    status: DagRunStatus,
-    run_spec: DagRunSpec,
-    run_name: str,
-    dag_spec: Any,
-    resolved: Any,
-    launch: CallbackLaunch,
-) -> None:
-    """A callback try (a failure the task could not report, a DAG callback) run here with the runner."""
-    invocation = invocation_builder.task_invocation(
-        run_name=run_name,
-        spec=run_spec,
-        status=status,
-        dag_spec=dag_spec,
-        task=callback_task(resolved.tasks[launch.task_id]),
-        try_number=launch.try_number,
-        map_index=launch.map_index,
-    ).replace(callback=launch.request, callbacks={})
-    run_task(invocation)
 
 
 def _fire(request: decisions.TriggerRequest) -> ObservedTrigger:

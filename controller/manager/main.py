@@ -166,9 +166,7 @@ class ControllerProcess:
             kube,
             executor,
             trigger_shards=ours.trigger_shards,
-            pod_pending_timeout=ours.pod_pending_timeout,
-            max_map_length=ours.max_map_length,
-            status_budget_bytes=ours.status_budget_bytes,
+            limits=ours.pass_limits(),
             on_run_state_change=self.run_state_changed,
             enqueue=self.enqueue,
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from controller.executors.pods import PodDefaults
 from controller.xcom import backends
-from zonda.passes import status_budget
+from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 
 
 def _environment(environ: Mapping[str, str]) -> dict[str, object]:
@@ -43,10 +43,14 @@ class ControllerSettings:
     parallelism: int = 8  # local executor: tries at once
     workers: int = 4  # reconciles at once
     trigger_shards: int = _ENV["trigger_shards"]  # type: ignore[assignment]  # = the triggerer's --shards
-    pod_pending_timeout: float = 300.0  # seconds; Airflow's worker_pods_pending_timeout; 0: never
-    max_map_length: int = 1024  # Airflow's [core] max_map_length: a mapped task's most instances
+    #: The three limits of a pass (`pass_limits`), with `zonda.passes.limits.PassLimits`'s defaults.
+    #: Seconds; Airflow's worker_pods_pending_timeout; 0: never.
+    pod_pending_timeout: float = (
+        DEFAULT_LIMITS.pending_timeout.total_seconds() if DEFAULT_LIMITS.pending_timeout else 0.0
+    )
+    max_map_length: int = DEFAULT_LIMITS.max_map_length  # Airflow's [core] max_map_length
     #: A mapped task that would take its run's status past this many bytes fails (etcd's limit: 1.5 MiB).
-    status_budget_bytes: int = status_budget.DEFAULT_STATUS_BUDGET_BYTES
+    status_budget_bytes: int = DEFAULT_LIMITS.status_budget_bytes
     pod_defaults: PodDefaults = field(
         default_factory=lambda: PodDefaults(
             image_pull_secrets=_ENV["image_pull_secrets"],  # type: ignore[arg-type]
@@ -60,6 +64,14 @@ class ControllerSettings:
     leader_namespace: str | None = _ENV["leader_namespace"]  # type: ignore[assignment]
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     kubeconfig: str | None = None
+
+    def pass_limits(self) -> PassLimits:
+        """The limits every pass over a run applies, carried as one value to `zonda.passes`."""
+        return PassLimits.from_options(
+            max_map_length=self.max_map_length,
+            status_budget_bytes=self.status_budget_bytes,
+            pending_timeout_seconds=self.pod_pending_timeout,
+        )
 
 
 #: The defaults `zonda controller`'s options show and use.

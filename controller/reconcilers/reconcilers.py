@@ -2,7 +2,7 @@
 
 - `DagReconciler` (dags.py): `zonda.schedules.dag_plans.plan_dag` decides which runs are due and the DAG's
 status.
-- `RunReconciler` (runs.py): `zonda.passes.plans.start_run` / `observe`, then `zonda.passes.run_pass.decide`.
+- `RunReconciler` (runs.py): `zonda.passes.plans.start_run`, then `zonda.passes.compose.compose_pass`.
 - `BackfillReconciler` (backfills.py): `zonda.schedules.backfills.plan_backfill` decides which backfill runs
 to create.
 - `PoolReconciler` (pools.py): a Pool's status; pools.py also holds the admission critical section.
@@ -15,7 +15,7 @@ Each pass reads the clock once and passes `now` to the core. Invariant: the cont
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from controller.executors.base import Executor
 from controller.kube import KubeApi
@@ -26,6 +26,7 @@ from controller.reconcilers.dags import DagReconciler
 from controller.reconcilers.index import RunIndex
 from controller.reconcilers.pools import PoolReconciler
 from controller.reconcilers.runs import RunReconciler
+from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.resources import conditions
 from zonda.resources.models import Condition
 from zonda.resources.states import FINISHED_RUN_STATES
@@ -42,9 +43,7 @@ class Reconcilers:
         executor: Executor,
         *,
         trigger_shards: int = 16,
-        pod_pending_timeout: float = 0.0,
-        max_map_length: int | None = None,
-        status_budget_bytes: int | None = None,
+        limits: PassLimits = DEFAULT_LIMITS,
         on_run_state_change: Callable[[str, str, str, str | None], None] | None = None,
         enqueue: Callable[[str, str, str], None] | None = None,
     ) -> None:
@@ -59,9 +58,7 @@ class Reconcilers:
             self.writer,
             self.index,
             trigger_shards=trigger_shards,
-            pending_timeout=timedelta(seconds=pod_pending_timeout) if pod_pending_timeout > 0 else None,
-            max_map_length=max_map_length,
-            status_budget_bytes=status_budget_bytes,
+            limits=limits,
             on_run_state_change=on_run_state_change,
             enqueue=enqueue,
         )

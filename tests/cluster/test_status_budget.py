@@ -25,6 +25,7 @@ from controller.reconcilers.reconcilers import Reconcilers
 from tests.cluster.test_mapping import DAG_FOLDER, local_controller
 from tests.cluster.zonda_processes import get, ti_states, trigger, wait_run_finished, zonda
 from tests.unit.fake_world import FakeExecutor
+from zonda.passes.limits import PassLimits
 
 
 def test_a_mapped_task_past_the_status_budget_fails_with_the_sizes_and_the_run_finishes(
@@ -85,7 +86,9 @@ def test_a_status_etcd_refuses_sets_a_condition_and_one_event_and_keeps_the_last
         async with await Kube.connect(str(cluster.kubeconfig)) as kube:
             executor = FakeExecutor()
             # No budget to speak of and a raised max_map_length: only etcd stops this status.
-            reconcilers = Reconcilers(kube, executor, max_map_length=4096, status_budget_bytes=10**9)
+            reconcilers = Reconcilers(
+                kube, executor, limits=PassLimits(max_map_length=4096, status_budget_bytes=10**9)
+            )
             await storage_ready(kube, namespace)
             await kube.create_custom(DAGS, namespace, wide_dag(4, 2048))
             await kube.create_custom(

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger, RunPlan
+from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.passes.run_pass import decide
 from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.resources.invocations import DeferralRequest, TaskOutcome, TaskResult
@@ -77,7 +78,7 @@ class Run:
     )
     plans: list[RunPlan] = field(default_factory=list)
     last_observation: Observation = field(default_factory=Observation)
-    pending_timeout: timedelta | None = None  # the controller's --pod-pending-timeout
+    pending_timeout: timedelta | None = None  # the controller's --pod-pending-timeout (here: never)
     status_budget_bytes: int | None = None  # the controller's --status-budget-bytes
 
     def wait(self, delta: timedelta) -> None:
@@ -102,8 +103,10 @@ class Run:
             status=self.status,
             observed=observed,
             now=self.now,
-            pending_timeout=self.pending_timeout,
-            status_budget_bytes=self.status_budget_bytes,
+            limits=PassLimits(
+                pending_timeout=self.pending_timeout,
+                status_budget_bytes=self.status_budget_bytes or DEFAULT_LIMITS.status_budget_bytes,
+            ),
         )
         self.status = plan.status
         self.plans.append(plan)

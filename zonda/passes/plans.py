@@ -4,7 +4,7 @@
   id (or say why it cannot start: DAG missing or invalid).
 - `observe` / `observe_run`: sort what the executor and the triggerer report into the current attempt
   of each task instance and the strays to stop or delete (the only place that decides what is a
-  stray); `decide_run` then runs `zonda.passes.run_pass.decide` over the run.
+  stray); `zonda.passes.compose.compose_pass` then decides the pass over them.
 - `latest_window_end`: LatestOnlyOperator's window, from the run's timetable.
 - `task_invocation` / `mapped_container_args`: what a launched try gets.
 
@@ -16,22 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from zonda.passes.container_mapping import mapped_container_args
-from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger, RunPlan
-from zonda.passes.run_pass import decide
+from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger
 from zonda.resources import conditions
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.resources.models import DagRunState, DagSpec, TaskInstanceState
 from zonda.resources.run_events import RunEvent
-from zonda.resources.run_types import RunType
 from zonda.resources.states import FINISHED_RUN_STATES
 from zonda.schedules import scheduling
 from zonda.schedules.dag_plans import timetable_for, utc_interval
 from zonda.specs import params
-from zonda.specs.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
+from zonda.specs.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.timetables import TimeRestriction
 from zonda.timetables.base import coerce_utc, pinned_clock
 
@@ -215,35 +213,6 @@ def observe_run(
     )
 
 
-def decide_run(
-    dag: ResolvedDag,
-    status: DagRunStatus,
-    *,
-    observed: Observation,
-    run_name: str,
-    run_type: RunType,
-    now: datetime,
-    pending_timeout: timedelta | None = None,
-    max_map_length: int | None = None,
-    status_budget_bytes: int | None = None,
-) -> RunPlan:
-    """`decisions.decide` for a pass over a run, seeded with the run's own logical date and data
-    interval: one call for the controller and `DAG.test()`."""
-    return decide(
-        dag,
-        run_name=run_name,
-        run_type=run_type,
-        status=status,
-        observed=observed,
-        now=now,
-        logical_date=status.logical_date,
-        data_interval_end=status.data_interval_end,
-        pending_timeout=pending_timeout,
-        max_map_length=max_map_length,
-        status_budget_bytes=status_budget_bytes,
-    )
-
-
 def latest_window_end(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> datetime | None:
     """End of the interval after this run's: LatestOnlyOperator's "is this the latest run" window."""
     if status.data_interval_start is None or status.data_interval_end is None:
@@ -265,7 +234,6 @@ def latest_window_end(dag_spec: DagSpec, status: DagRunStatus, now: datetime) ->
 __all__ = [
     "DagRef",
     "RunStart",
-    "decide_run",
     "latest_window_end",
     "mapped_container_args",
     "observe",

@@ -5,7 +5,7 @@ topological order, each task instance's trigger rule is evaluated against its up
 upstream_failed cascades), with Airflow's other dependencies: a branch or short-circuit that did
 not follow it, `depends_on_past`, EmptyOperator (succeeds without a try) and LatestOnlyOperator
 (skips what is downstream outside the latest interval). The working copy of the run's task
-instances stays on the pass (``self.run``), as in `zonda.passes.mapped_instances`.
+instances stays on the pass (``self.state``), as in `zonda.passes.mapped_instances`.
 
 Its own module because readiness (Airflow's `TaskInstance.are_dependencies_met`) is one subject,
 apart from a try's outcomes and launches.
@@ -14,18 +14,15 @@ apart from a try's outcomes and launches.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from zonda.passes import skips
 from zonda.passes.graphs import descendants
+from zonda.passes.pass_state import PassState
 from zonda.passes.trigger_rules import TriggerRuleOutcome, evaluate_trigger_rule
 from zonda.resources.models import TaskInstanceState
 from zonda.resources.run_types import RunType
 from zonda.specs import operator_registry
 from zonda.specs.dags import ResolvedTask
-
-if TYPE_CHECKING:
-    from zonda.passes.run_pass import RunPass
 
 S = TaskInstanceState
 _PAST_OK_STATES = frozenset({S.SUCCESS, S.SKIPPED})
@@ -34,23 +31,23 @@ _PAST_OK_STATES = frozenset({S.SUCCESS, S.SKIPPED})
 class Readiness:
     """The pass's readiness checks: trigger rules, branches, depends_on_past, LatestOnly."""
 
-    def __init__(self, run: RunPass) -> None:
-        self.run = run
+    def __init__(self, state: PassState) -> None:
+        self.state = state
 
     def wake_waiting(self) -> None:
-        for task_id, ti in list(self.run.tis.items()):
+        for task_id, ti in list(self.state.tis.items()):
             if ti.state in (S.UP_FOR_RETRY, S.UP_FOR_RESCHEDULE) and (
-                ti.next_try_at is None or self.run.now >= ti.next_try_at
+                ti.next_try_at is None or self.state.now >= ti.next_try_at
             ):
                 what = "retry" if ti.state is S.UP_FOR_RETRY else "reschedule"
-                self.run._set(task_id, S.SCHEDULED, f"Its {what} time came")
+                self.state.set(task_id, S.SCHEDULED, f"Its {what} time came")
 
     def evaluate_readiness(self) -> None:
         """Trigger rules over direct upstreams, in topological order so cascades settle in one pass."""
-        for task_id, task in self.run.dag.tasks.items():
-            waiting = [key for key in self.run.mapped.keys(task_id) if self.run.tis[key].state is S.NONE]
-            if waiting and self.run.mapped.awaits_expansion(task):
-                in_group = self.run.mapped.expand_in_group(task)
+        for task_id, task in self.state.dag.tasks.items():
+            waiting = [key for key in self.state.mapped.keys(task_id) if self.state.tis[key].state is S.NONE]
+            if waiting and self.state.mapped.awaits_expansion(task):
+                in_group = self.state.mapped.expand_in_group(task)
                 if in_group is None:
                     self._evaluate_task_instance(task, task_id, expanding=True)
                     continue
@@ -63,47 +60,47 @@ class Readiness:
         instances waiting for the expansion get the same state)."""
         keys = [key]
         if expanding:
-            keys = [k for k in self.run.mapped.keys(task.task_id) if self.run.tis[k].state is S.NONE]
+            keys = [k for k in self.state.mapped.keys(task.task_id) if self.state.tis[k].state is S.NONE]
         if self.skip_if_not_followed(task, key, keys):
             return
-        upstream_states = self.run.mapped.upstream_states(task, None if expanding else key)
+        upstream_states = self.state.mapped.upstream_states(task, None if expanding else key)
         setups = [
             k
             for up in task.upstream
-            if up in self.run.dag.tasks and self.run.dag.tasks[up].is_setup
-            for k in self.run.mapped.keys(up)
+            if up in self.state.dag.tasks and self.state.dag.tasks[up].is_setup
+            for k in self.state.mapped.keys(up)
         ]
         decision = evaluate_trigger_rule(task.trigger_rule, upstream_states, setups)
         past_problem = self.past_problem(task, key)
         if decision.outcome is TriggerRuleOutcome.UPSTREAM_FAILED:
             for each in keys:
-                self.run._set(each, S.UPSTREAM_FAILED, decision.reason, end_date=self.run.now)
+                self.state.set(each, S.UPSTREAM_FAILED, decision.reason, end_date=self.state.now)
         elif decision.outcome is TriggerRuleOutcome.SKIP and (
             past_problem is None or not task.wait_for_past_depends_before_skipping
         ):  # Airflow skips at once unless told to wait for the past first
             for each in keys:
-                self.run._set(each, S.SKIPPED, decision.reason, end_date=self.run.now)
+                self.state.set(each, S.SKIPPED, decision.reason, end_date=self.state.now)
         elif decision.outcome is TriggerRuleOutcome.WAIT or past_problem is not None:
             for each in keys:
                 waiting = decision.reason if decision.outcome is TriggerRuleOutcome.WAIT else past_problem
-                self.run._update(each, reason=waiting)
+                self.state.update(each, reason=waiting)
         elif expanding:
-            self.run.mapped.expand(task, decision.reason)
+            self.state.mapped.expand(task, decision.reason)
         elif task.operator in operator_registry.EMPTY_OPERATORS:
             # Airflow's `schedule_tis` counts the try it did not need to launch: try_number + 1.
-            self.run._set(
+            self.state.set(
                 key,
                 S.SUCCESS,
                 "EmptyOperator: succeeded without running",
-                start_date=self.run.now,
-                end_date=self.run.now,
+                start_date=self.state.now,
+                end_date=self.state.now,
                 duration_seconds=0.0,
-                try_number=self.run.tis[key].try_number + 1,
+                try_number=self.state.tis[key].try_number + 1,
             )
         elif task.operator in operator_registry.LATEST_ONLY_OPERATORS:
             self._run_latest_only(task, key)
         else:
-            self.run._set(key, S.SCHEDULED, decision.reason)
+            self.state.set(key, S.SCHEDULED, decision.reason)
 
     def skip_if_not_followed(self, task: ResolvedTask, key: str, keys: list[str]) -> bool:
         """Airflow's NotPreviouslySkippedDep: a task instance a standing branch decision did not follow
@@ -114,15 +111,15 @@ class Readiness:
             return False
         if task.wait_for_past_depends_before_skipping and self.past_problem(task, key) is not None:
             for each in keys:
-                self.run._update(each, reason="Task should be skipped but the past depends are not met")
+                self.state.update(each, reason="Task should be skipped but the past depends are not met")
             return True
         for each in keys:
-            self.run._set(
+            self.state.set(
                 each,
                 S.SKIPPED,
                 f"Skipping because of previous XCom result from parent task "
                 f"{parent}: it did not follow this task",
-                end_date=self.run.now,
+                end_date=self.state.now,
             )
         return True
 
@@ -131,8 +128,8 @@ class Readiness:
         this task: the upstream's instance of the same map index, or its unmapped one
         (`zonda.passes.skips`)."""
         for up in sorted(task.upstream):
-            decider = skips.deciding_instance(up, key, self.run.tis)
-            parent = None if decider is None else self.run.tis[decider]
+            decider = skips.deciding_instance(up, key, self.state.tis)
+            parent = None if decider is None else self.state.tis[decider]
             if parent is None or parent.state is not S.SUCCESS or parent.follow_task_ids is None:
                 continue
             if task.task_id not in self._on_followed_paths(parent.follow_task_ids):
@@ -142,7 +139,7 @@ class Readiness:
     def past_problem(self, task: ResolvedTask, key: str) -> str | None:
         """Airflow's PrevDagrunDep: depends_on_past needs the previous run's task instance succeeded
         (a mapped instance: the one with its map index)."""
-        previous = self.run.observed.previous_run_states
+        previous = self.state.observed.previous_run_states
         if not task.depends_on_past or previous is None:
             return None
         state = previous.get(key)
@@ -157,28 +154,28 @@ class Readiness:
         """Airflow's LatestOnlyOperator, without a launch: skip direct downstreams unless the latest run
         (`key`: the instance deciding, inside a mapped group for its own index)."""
         downstream = sorted(task.downstream)
-        start, end, latest = self.run.data_interval_end, self.run.observed.latest_window_end, None
-        if self.run.run_type is RunType.MANUAL:
+        start, end, latest = self.state.data_interval_end, self.state.observed.latest_window_end, None
+        if self.state.run_type is RunType.MANUAL:
             reason, latest = "Externally triggered DAG run, continuing", True
         elif end is None or start is None:
             reason, latest = "Last scheduled execution: allowing execution to proceed.", True
-        elif start < self.run.now <= end:
+        elif start < self.state.now <= end:
             reason, latest = "Latest, allowing execution to proceed.", True
         else:
             reason = (
-                f"Not latest execution, skipping downstream (now {self.run.now.isoformat()} is not in "
+                f"Not latest execution, skipping downstream (now {self.state.now.isoformat()} is not in "
                 f"the latest interval ({start.isoformat()}, {end.isoformat()}])."
             )
         follow = downstream if latest else []
-        self.run._set(
+        self.state.set(
             key,
             S.SUCCESS,
             f"LatestOnlyOperator: {reason}",
             follow_task_ids=follow,
-            start_date=self.run.now,
-            end_date=self.run.now,
+            start_date=self.state.now,
+            end_date=self.state.now,
             duration_seconds=0.0,
-            try_number=self.run.tis[key].try_number + 1,
+            try_number=self.state.tis[key].try_number + 1,
         )
         self.skip_all_except(key, follow)
 
@@ -190,17 +187,17 @@ class Readiness:
         branch) is not skipped: its trigger rule decides.
         """
         followed = set(follow)
-        to_skip = sorted(set(self.run._task(branch_key).downstream) - self._on_followed_paths(followed))
+        to_skip = sorted(set(self.state.task(branch_key).downstream) - self._on_followed_paths(followed))
         reason = f"Branch {branch_key} followed {sorted(followed)}: this task is not on a followed path"
         self.skip_downstream(branch_key, to_skip, reason)
 
     def _on_followed_paths(self, follow: Iterable[str]) -> set[str]:
         """The followed tasks and everything downstream of them: what a branch does not skip."""
-        followed = {task_id for task_id in follow if task_id in self.run.dag.tasks}
-        return followed.union(*(descendants(self.run.dag, task_id) for task_id in followed))
+        followed = {task_id for task_id in follow if task_id in self.state.dag.tasks}
+        return followed.union(*(descendants(self.state.dag, task_id) for task_id in followed))
 
     def skip_downstream(self, decider_key: str, to_skip: list[str], reason: str) -> None:
         """Skip the instances of `to_skip` the decision of task instance `decider_key` binds."""
-        for key in skips.instances_to_skip(decider_key, to_skip, self.run.mapped.keys):
-            if self.run.tis[key].state in (S.NONE, S.SCHEDULED):
-                self.run._set(key, S.SKIPPED, reason, start_date=self.run.now, end_date=self.run.now)
+        for key in skips.instances_to_skip(decider_key, to_skip, self.state.mapped.keys):
+            if self.state.tis[key].state in (S.NONE, S.SCHEDULED):
+                self.state.set(key, S.SKIPPED, reason, start_date=self.state.now, end_date=self.state.now)

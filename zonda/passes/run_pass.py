@@ -29,14 +29,16 @@ questions live in `_decide_graphs`, trigger rules in `zonda.passes.trigger_rules
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from zonda.passes import container_mapping, pools, run_slots, status_budget
+from zonda.passes import container_mapping, pools, run_slots
 from zonda.passes.attempts import TRY_END, Attempts, duration_text, in_execution
-from zonda.passes.decisions import Observation, RunPlan, TaskLaunch, TriggerRequest
+from zonda.passes.decisions import Observation, RunPlan, TaskLaunch
 from zonda.passes.graphs import leaves
+from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.passes.mapped_instances import MappedInstances
+from zonda.passes.pass_state import PassState
 from zonda.passes.readiness import Readiness
 from zonda.resources import pool_models
 from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus
@@ -44,78 +46,32 @@ from zonda.resources.models import FINISHED_TI_STATES, DagRunState, TaskInstance
 from zonda.resources.names import attempt_name
 from zonda.resources.run_events import RunEvent
 from zonda.resources.run_types import RunType
-from zonda.resources.states import UNFINISHED_TI_STATES, check_transition
+from zonda.resources.states import UNFINISHED_TI_STATES
 from zonda.specs import mapping
-from zonda.specs.dags import ResolvedDag, ResolvedTask, effective_priority_weights
+from zonda.specs.dags import ResolvedDag, effective_priority_weights
 
 S = TaskInstanceState
 
 _FAILED_LEAF_STATES = frozenset({S.FAILED, S.UPSTREAM_FAILED})
 _SUCCESS_LEAF_STATES = frozenset({S.SUCCESS, S.SKIPPED})
 
-_EVENT_REASONS: dict[TaskInstanceState, tuple[str, bool]] = {
-    S.NONE: ("TaskReset", False),
-    S.SCHEDULED: ("TaskScheduled", False),
-    S.QUEUED: ("TaskQueued", False),
-    S.RUNNING: ("TaskRunning", False),
-    S.SUCCESS: ("TaskSucceeded", False),
-    S.FAILED: ("TaskFailed", True),
-    S.SKIPPED: ("TaskSkipped", False),
-    S.UPSTREAM_FAILED: ("TaskUpstreamFailed", True),
-    S.UP_FOR_RETRY: ("TaskUpForRetry", True),
-    S.UP_FOR_RESCHEDULE: ("TaskUpForReschedule", False),
-    S.DEFERRED: ("TaskDeferred", False),
-    S.REMOVED: ("TaskRemoved", False),
-    S.RESTARTING: ("TaskRestarting", False),
-}
-
 
 class RunPass:
     """One scheduler pass over one run; `plan()` returns the outcome. Use once."""
 
-    def __init__(
-        self,
-        dag: ResolvedDag,
-        *,
-        run_name: str,
-        run_type: RunType,
-        status: DagRunStatus,
-        observed: Observation,
-        now: datetime,
-        logical_date: datetime | None,
-        data_interval_end: datetime | None,
-        pending_timeout: timedelta | None = None,
-        max_map_length: int = mapping.DEFAULT_MAX_MAP_LENGTH,
-        status_budget_bytes: int = status_budget.DEFAULT_STATUS_BUDGET_BYTES,
-    ) -> None:
-        self.dag = dag
-        self.run_name = run_name
-        self.run_type = run_type
-        self.observed = observed
-        self.now = now
-        self.pending_timeout = pending_timeout
-        self.status = status
-        self.logical_date = logical_date or status.logical_date
-        self.data_interval_end = data_interval_end or status.data_interval_end
-        self.run_state = status.state or DagRunState.QUEUED
+    def __init__(self, state: PassState) -> None:
+        self.state = state
+        self.run_state = state.status.state or DagRunState.QUEUED
         self.run_updates: dict[str, Any] = {}
-        self.tis: dict[str, TaskInstanceStatus] = dict(status.task_instances)
-        self.launches: list[TaskLaunch] = []
-        self.kills: list[str] = []
-        self.triggers_to_create: list[TriggerRequest] = []
-        self.triggers_to_delete: list[str] = []
-        self.events: list[RunEvent | None] = []
-        self._scheduled_event_at: dict[str, int] = {}
-        self.mapped = MappedInstances(self, max_map_length, status_budget_bytes)
-        self.attempts = Attempts(self)
-        self.readiness = Readiness(self)
-        self.runs_to_wake: list[str] = []
+        self.mapped = state.mapped = MappedInstances(state)
+        self.attempts = Attempts(state)
+        self.readiness = state.readiness = Readiness(state)
 
     # ------------------------------------------------------------------------------------ the pass
 
     def plan(self) -> RunPlan:
-        self.kills.extend(self.observed.stray_attempts)
-        self.triggers_to_delete.extend(self.observed.stray_triggers)
+        self.state.kills.extend(self.state.observed.stray_attempts)
+        self.state.triggers_to_delete.extend(self.state.observed.stray_triggers)
         if self.run_state in (DagRunState.SUCCESS, DagRunState.FAILED):
             return self._result(wake_at=None)
         self._start_run()
@@ -136,18 +92,20 @@ class RunPass:
         return self._result(wake_at=self._next_wake())
 
     def _result(self, *, wake_at: datetime | None) -> RunPlan:
-        status = self.status.model_copy(
-            update={"state": self.run_state, "task_instances": self.tis, **self.run_updates}
+        status = self.state.status.model_copy(
+            update={"state": self.run_state, "task_instances": self.state.tis, **self.run_updates}
         )
         return RunPlan(
             status=status,
-            launches=self.launches,
-            kills=list(dict.fromkeys(self.kills)),
-            triggers_to_create=list({request.name: request for request in self.triggers_to_create}.values()),
-            triggers_to_delete=list(dict.fromkeys(self.triggers_to_delete)),
-            events=[event for event in self.events if event is not None],
+            launches=self.state.launches,
+            kills=list(dict.fromkeys(self.state.kills)),
+            triggers_to_create=list(
+                {request.name: request for request in self.state.triggers_to_create}.values()
+            ),
+            triggers_to_delete=list(dict.fromkeys(self.state.triggers_to_delete)),
+            events=[event for event in self.state.events if event is not None],
             wake_at=wake_at,
-            runs_to_wake=tuple(dict.fromkeys(self.runs_to_wake)),
+            runs_to_wake=tuple(dict.fromkeys(self.state.runs_to_wake)),
         )
 
     # ---------------------------------------------------------------------------------- the run
@@ -156,63 +114,63 @@ class RunPass:
         if self.run_state is DagRunState.RUNNING:
             return
         self.run_state = DagRunState.RUNNING
-        self.run_updates["start_date"] = self.status.start_date or self.now
-        if self.status.queued_at is None:
-            self.run_updates["queued_at"] = self.now
-        self.events.append(RunEvent("RunStarted", f"Run {self.run_name} started"))
+        self.run_updates["start_date"] = self.state.status.start_date or self.state.now
+        if self.state.status.queued_at is None:
+            self.run_updates["queued_at"] = self.state.now
+        self.state.events.append(RunEvent("RunStarted", f"Run {self.state.run_name} started"))
 
     @property
     def run_start(self) -> datetime | None:
-        start: datetime | None = self.run_updates.get("start_date", self.status.start_date)
+        start: datetime | None = self.run_updates.get("start_date", self.state.status.start_date)
         return start
 
     def _finish_run(self, state: DagRunState, reason: str, message: str, *, warning: bool) -> None:
         self.run_state = state
-        self.run_updates["end_date"] = self.now
+        self.run_updates["end_date"] = self.state.now
         self.run_updates["message"] = message
-        self.events.append(RunEvent(reason, message, warning=warning))
+        self.state.events.append(RunEvent(reason, message, warning=warning))
 
     def _time_out_run(self) -> bool:
         """Airflow's dagrun_timeout: unfinished task instances are skipped, the run fails."""
-        timeout, start = self.dag.dagrun_timeout, self.run_start
-        if timeout is None or start is None or self.now < start + timeout:
+        timeout, start = self.state.dag.dagrun_timeout, self.run_start
+        if timeout is None or start is None or self.state.now < start + timeout:
             return False
-        if all(ti.state in FINISHED_TI_STATES for ti in self.tis.values()):
+        if all(ti.state in FINISHED_TI_STATES for ti in self.state.tis.values()):
             return False  # everything finished in time: the leaves decide, not the clock
         reason = (
             f"The run exceeded its dagrun_timeout of {duration_text(timeout)} "
             f"(started at {start.isoformat()})"
         )
-        for task_id, ti in list(self.tis.items()):
+        for task_id, ti in list(self.state.tis.items()):
             if ti.state in UNFINISHED_TI_STATES:
-                self._stop_attempt_of(ti)
-                self._set(task_id, S.SKIPPED, reason, end_date=self.now)
+                self.state.stop_attempt_of(ti)
+                self.state.set(task_id, S.SKIPPED, reason, end_date=self.state.now)
         self._finish_run(
-            DagRunState.FAILED, "RunTimedOut", f"Run {self.run_name} timed out: {reason}", warning=True
+            DagRunState.FAILED, "RunTimedOut", f"Run {self.state.run_name} timed out: {reason}", warning=True
         )
         return True
 
     def _settle_run(self) -> None:
         """Airflow's `DagRun.update_state`: once nothing is unfinished, the leaves decide."""
-        if any(ti.state not in FINISHED_TI_STATES for ti in self.tis.values()):
+        if any(ti.state not in FINISHED_TI_STATES for ti in self.state.tis.values()):
             return
         leaf_states = {
-            key: self.tis[key].state
-            for task_id in leaves(self.dag)
+            key: self.state.tis[key].state
+            for task_id in leaves(self.state.dag)
             for key in self.mapped.keys(task_id)
-            if self.tis[key].state is not S.REMOVED
+            if self.state.tis[key].state is not S.REMOVED
         }
         failed = sorted(task_id for task_id, state in leaf_states.items() if state in _FAILED_LEAF_STATES)
         if failed:
             self._finish_run(
                 DagRunState.FAILED,
                 "RunFailed",
-                f"Run {self.run_name} failed: leaf task(s) {', '.join(failed)} did not succeed",
+                f"Run {self.state.run_name} failed: leaf task(s) {', '.join(failed)} did not succeed",
                 warning=True,
             )
         elif all(state in _SUCCESS_LEAF_STATES for state in leaf_states.values()):
             self._finish_run(
-                DagRunState.SUCCESS, "RunSucceeded", f"Run {self.run_name} succeeded", warning=False
+                DagRunState.SUCCESS, "RunSucceeded", f"Run {self.state.run_name} succeeded", warning=False
             )
 
     def _next_wake(self) -> datetime | None:
@@ -220,9 +178,9 @@ class RunPass:
         times: list[datetime] = []
         if self.run_state is not DagRunState.RUNNING:
             return None
-        if self.dag.dagrun_timeout is not None and self.run_start is not None:
-            times.append(self.run_start + self.dag.dagrun_timeout)
-        for task_id, ti in self.tis.items():
+        if self.state.dag.dagrun_timeout is not None and self.run_start is not None:
+            times.append(self.run_start + self.state.dag.dagrun_timeout)
+        for task_id, ti in self.state.tis.items():
             if ti.state in (S.UP_FOR_RETRY, S.UP_FOR_RESCHEDULE) and ti.next_try_at is not None:
                 times.append(ti.next_try_at)
             elif ti.state is S.DEFERRED and ti.trigger_timeout_at is not None:
@@ -231,99 +189,72 @@ class RunPass:
                 times.append(deadline)
             if (pending_deadline := self.attempts.pending_deadline(task_id)) is not None:
                 times.append(pending_deadline)
-        future = [moment for moment in times if moment > self.now]
+        future = [moment for moment in times if moment > self.state.now]
         return min(future, default=None)
 
     # ------------------------------------------------------------------------- task instances
 
-    def _task(self, task_id: str) -> ResolvedTask:
-        """The task of a task instance key (a task id, or ``task_id[map_index]``)."""
-        return self.dag.tasks[mapping.split_key(task_id)[0]]
-
-    def _in_dag(self, key: str) -> bool:
-        return mapping.split_key(key)[0] in self.dag.tasks
-
-    def _set(self, task_id: str, state: TaskInstanceState, reason: str, **fields: Any) -> None:
-        """Move a task instance to `state` (legal moves only), record why, and tell the user."""
-        ti = self.tis[task_id]
-        check_transition(ti.state, state, task_id=task_id)
-        self.tis[task_id] = ti.model_copy(update={"state": state, "reason": reason, **fields})
-        event_reason, warning = _EVENT_REASONS[state]
-        if state is S.SCHEDULED:
-            self._scheduled_event_at[task_id] = len(self.events)
-        self.events.append(
-            RunEvent(
-                event_reason, f"Task {task_id} ({ti.state.value} -> {state.value}): {reason}", warning=warning
-            )
-        )
-
-    def _update(self, task_id: str, **fields: Any) -> None:
-        self.tis[task_id] = self.tis[task_id].model_copy(update=fields)
-
     def _sync_task_instances(self) -> None:
         """Airflow's `verify_integrity`: one task instance per task; those without a task are removed."""
-        for task_id, task in self.dag.tasks.items():
+        for task_id, task in self.state.dag.tasks.items():
             if not self.mapped.keys(task_id, removed=True):
-                self.tis[task_id] = TaskInstanceStatus(max_tries=task.retries)
-            elif task_id in self.tis and self.tis[task_id].state is S.REMOVED:
-                self._set(task_id, S.NONE, "The task is in the DAG again", max_tries=task.retries)
-        for task_id, ti in list(self.tis.items()):
-            if not self._in_dag(task_id) and ti.state is not S.REMOVED:
-                self._stop_attempt_of(ti)
-                self._set(task_id, S.REMOVED, "The task is no longer in the DAG", end_date=self.now)
-
-    def _stop_attempt_of(self, ti: TaskInstanceStatus) -> None:
-        """Kill a task instance's live attempt, or delete its trigger if it is deferred."""
-        if ti.state in (S.QUEUED, S.RUNNING, S.RESTARTING) and ti.pod_name:
-            self.kills.append(ti.pod_name)
-        if ti.state is S.DEFERRED and ti.trigger_name:
-            self.triggers_to_delete.append(ti.trigger_name)
+                self.state.tis[task_id] = TaskInstanceStatus(max_tries=task.retries)
+            elif task_id in self.state.tis and self.state.tis[task_id].state is S.REMOVED:
+                self.state.set(task_id, S.NONE, "The task is in the DAG again", max_tries=task.retries)
+        for task_id, ti in list(self.state.tis.items()):
+            if not self.state.in_dag(task_id) and ti.state is not S.REMOVED:
+                self.state.stop_attempt_of(ti)
+                self.state.set(
+                    task_id, S.REMOVED, "The task is no longer in the DAG", end_date=self.state.now
+                )
 
     def _restart_cleared(self) -> None:
         """A task instance cleared while running (Airflow's `restarting`): stop it and run it again."""
-        for task_id, ti in list(self.tis.items()):
-            if ti.state is S.RESTARTING and self._in_dag(task_id):
-                self._stop_attempt_of(ti)
-                self._set(task_id, S.NONE, "Cleared while running: its attempt was stopped", **TRY_RESET)
+        for task_id, ti in list(self.state.tis.items()):
+            if ti.state is S.RESTARTING and self.state.in_dag(task_id):
+                self.state.stop_attempt_of(ti)
+                self.state.set(task_id, S.NONE, "Cleared while running: its attempt was stopped", **TRY_RESET)
 
     # --------------------------------------------------------------------------------- launches
 
     def _launch_ready(self) -> bool:
         """Queue the ready task instances `_admit` lets start, in priority order; say why others wait.
         Whether one failed instead, its mapped pod's arguments impossible to pick."""
-        ready = [key for key, ti in self.tis.items() if ti.state is S.SCHEDULED and self._in_dag(key)]
+        ready = [
+            key for key, ti in self.state.tis.items() if ti.state is S.SCHEDULED and self.state.in_dag(key)
+        ]
         if not ready:
             return False
         admission = self._admit(ready)
         failed = False
         for candidate in admission.admitted:
-            if candidate.run != self.run_name:
-                self.runs_to_wake.append(candidate.run)
+            if candidate.run != self.state.run_name:
+                self.state.runs_to_wake.append(candidate.run)
             elif (problem := self._arguments_problem(candidate.task_id)) is not None:
-                self._set(candidate.task_id, S.FAILED, problem, end_date=self.now)
+                self.state.set(candidate.task_id, S.FAILED, problem, end_date=self.state.now)
                 failed = True
             else:
                 self._launch(candidate.task_id)
         for key in ready:
-            reason = admission.reasons.get((self.run_name, key))
-            if reason is None or reason == self.tis[key].reason:
+            reason = admission.reasons.get((self.state.run_name, key))
+            if reason is None or reason == self.state.tis[key].reason:
                 continue
             if reason.startswith(pools.MISSING_POOL):
-                self.events.append(RunEvent("PoolNotFound", f"Task {key}: {reason}", warning=True))
-            self._update(key, reason=reason)
+                self.state.events.append(RunEvent("PoolNotFound", f"Task {key}: {reason}", warning=True))
+            self.state.update(key, reason=reason)
         return failed
 
     def _arguments_problem(self, key: str) -> str | None:
         """Why a mapped KubernetesPodOperator instance cannot get its arguments (`container_mapping`)."""
         task_id, index = mapping.split_key(key)
-        if index < 0 or not container_mapping.is_mapped_container_task(self.dag.tasks[task_id]):
+        if index < 0 or not container_mapping.is_mapped_container_task(self.state.dag.tasks[task_id]):
             return None
         return container_mapping.arguments_problem(
-            self.dag.tasks[task_id],
+            self.state.dag.tasks[task_id],
             index,
-            self.status.model_copy(update={"task_instances": self.tis}),
-            self.observed.stored_xcoms,
-            self.observed.unreadable_xcoms,
+            self.state.status.model_copy(update={"task_instances": self.state.tis}),
+            self.state.observed.stored_xcoms,
+            self.state.observed.unreadable_xcoms,
         )
 
     def _admit(self, ready: list[str]) -> pools.Admission:
@@ -332,47 +263,50 @@ class RunPass:
         This run's ready task instances compete with every other run's waiting ones
         (`Observation.concurrency`), so a heavier task instance elsewhere takes a slot first.
         """
-        weights = effective_priority_weights(self.dag)
+        weights = effective_priority_weights(self.state.dag)
         mine = [
-            run_slots.candidate(self.dag, self.run_name, key, self.logical_date, weights) for key in ready
+            run_slots.candidate(self.state.dag, self.state.run_name, key, self.state.logical_date, weights)
+            for key in ready
         ]
-        own = run_slots.holders(self.dag, self.run_name, {key: ti.state for key, ti in self.tis.items()})
-        concurrency = self.observed.concurrency
+        own = run_slots.holders(
+            self.state.dag, self.state.run_name, {key: ti.state for key, ti in self.state.tis.items()}
+        )
+        concurrency = self.state.observed.concurrency
         if concurrency is None:  # no pool accounting: this DAG's other runs count for max_active_tasks only
             elsewhere = pools.SlotHolder(
-                run="", dag=self.dag.name, task_id="", pool="", slots=0, state=S.RUNNING
+                run="", dag=self.state.dag.name, task_id="", pool="", slots=0, state=S.RUNNING
             )
             unlimited = {candidate.pool: pools.PoolLimit(pool_models.UNLIMITED) for candidate in mine}
-            return pools.admit(mine, [*own, *[elsewhere] * self.observed.running_in_dag], unlimited)
+            return pools.admit(mine, [*own, *[elsewhere] * self.state.observed.running_in_dag], unlimited)
         return pools.admit([*mine, *concurrency.waiting], [*own, *concurrency.holders], concurrency.pools)
 
     def _launch(self, task_id: str) -> None:
-        ti = self.tis[task_id]
+        ti = self.state.tis[task_id]
         resuming_deferral = ti.next_method is not None
         resuming_reschedule = ti.first_try_start is not None
         if resuming_deferral or resuming_reschedule:
             # Airflow keeps the try number, but the attempt needs a name of its own: derived from the
             # previous attempt's, it is deterministic and differs from every earlier one.
             try_number = ti.try_number
-            name = attempt_name(self.run_name, f"{task_id}~{ti.pod_name or ''}", try_number)
+            name = attempt_name(self.state.run_name, f"{task_id}~{ti.pod_name or ''}", try_number)
             # A resumed deferral keeps the try's start (execution_timeout) and its XComs; a new poke
             # starts anew, as Airflow's `clear_xcom_data` unless `next_method`.
             fields: dict[str, Any] = {} if resuming_deferral else {"start_date": None, **_NO_XCOMS}
         else:
             try_number = ti.try_number + 1
-            name = attempt_name(self.run_name, task_id, try_number)
+            name = attempt_name(self.state.run_name, task_id, try_number)
             fields = {"start_date": None, "running_seconds": 0.0, "follow_task_ids": None, **_NO_XCOMS}
         # The scheduled -> queued steps of one pass make one event, not two.
-        if (index := self._scheduled_event_at.pop(task_id, None)) is not None:
-            self.events[index] = None
-        max_tries = ti.max_tries if ti.max_tries is not None else self._task(task_id).retries
-        self._set(
+        if (index := self.state.scheduled_event_at.pop(task_id, None)) is not None:
+            self.state.events[index] = None
+        max_tries = ti.max_tries if ti.max_tries is not None else self.state.task(task_id).retries
+        self.state.set(
             task_id,
             S.QUEUED,
             f"Queued try {try_number} of {max_tries + 1} as {name}",
             try_number=try_number,
             pod_name=name,
-            queued_at=self.now,
+            queued_at=self.state.now,
             end_date=None,
             duration_seconds=None,
             exit_code=None,
@@ -381,7 +315,7 @@ class RunPass:
             **fields,
         )
         real_id, map_index = mapping.split_key(task_id)
-        self.launches.append(
+        self.state.launches.append(
             TaskLaunch(task_id=real_id, try_number=try_number, attempt_name=name, map_index=map_index)
         )
 
@@ -400,39 +334,24 @@ def decide(
     status: DagRunStatus,
     observed: Observation,
     now: datetime,
-    logical_date: datetime | None = None,
-    data_interval_end: datetime | None = None,
-    pending_timeout: timedelta | None = None,
-    max_map_length: int | None = None,
-    status_budget_bytes: int | None = None,
+    limits: PassLimits = DEFAULT_LIMITS,
 ) -> RunPlan:
     """One scheduler pass over one DagRun: Airflow's scheduler loop for a run, as a pure function.
 
     `status` is the run's current status and `observed` what the executors and the triggerer
-    report; `logical_date` (the retry jitter's seed) and `data_interval_end` (LatestOnlyOperator's
-    window) default to the status's. Returns the new status and the actions to carry out. Calling it
+    report; the run's logical date seeds the retry jitter and its data interval end is
+    LatestOnlyOperator's window. Returns the new status and the actions to carry out. Calling it
     again with the returned status and the same observation changes nothing and launches nothing;
     only idempotent actions repeat (kills, trigger deletions, and creating the trigger of a deferred
     task instance the triggerer does not report yet, which is a harmless 409 if it exists).
     An attempt is matched to its task instance by name (`TaskInstanceStatus.pod_name`), so a report
-    of an older attempt never moves the current one. `pending_timeout` (Airflow's
-    `worker_pods_pending_timeout`) fails a try whose attempt stays PENDING that long after
-    `pending_since`; None: never. `max_map_length` (Airflow's `[core] max_map_length`, default
-    1,024) caps a mapped task's instances, and `status_budget_bytes` (default
-    `zonda.passes.status_budget.DEFAULT_STATUS_BUDGET_BYTES`) the run's status they may take. See
-    `zonda.passes.run_pass` for the steps.
+    of an older attempt never moves the current one. `limits` (`zonda.passes.limits.PassLimits`):
+    the pending timeout fails a try whose attempt stays PENDING that long after `pending_since`,
+    `max_map_length` caps a mapped task's instances and the status budget the run's status they may
+    take. See `zonda.passes.run_pass` for the steps; `zonda.passes.compose.compose_pass` wraps this
+    with everything else a pass does.
     """
-
-    return RunPass(
-        dag,
-        run_name=run_name,
-        run_type=run_type,
-        status=status,
-        observed=observed,
-        now=now,
-        logical_date=logical_date,
-        data_interval_end=data_interval_end,
-        pending_timeout=pending_timeout,
-        max_map_length=max_map_length or mapping.DEFAULT_MAX_MAP_LENGTH,
-        status_budget_bytes=status_budget_bytes or status_budget.DEFAULT_STATUS_BUDGET_BYTES,
-    ).plan()
+    state = PassState(
+        dag, run_name=run_name, run_type=run_type, status=status, observed=observed, now=now, limits=limits
+    )
+    return RunPass(state).plan()

@@ -19,6 +19,7 @@ from controller.reconcilers.reconcilers import Reconcilers
 from tests.unit.fake_world import NS, FakeExecutor, run_body, settle
 from tests.unit.pure_runs import Run, make_dag
 from zonda.passes import status_budget
+from zonda.passes.limits import PassLimits
 from zonda.resources import xcom_refs
 from zonda.resources.models import Condition, DagRunState, ExpandSpec, TaskInstanceState
 from zonda.specs import mapping
@@ -142,7 +143,9 @@ def mapped_dag_body(items: int) -> dict[str, Any]:
 
 def test_a_status_the_apiserver_refuses_keeps_the_last_one_says_so_once_and_recovers() -> None:
     kube, executor = FakeKube(max_object_bytes=12_000), FakeExecutor()
-    reconcilers = Reconcilers(kube, executor, status_budget_bytes=10_000_000)  # the budget lets it through
+    reconcilers = Reconcilers(
+        kube, executor, limits=PassLimits(status_budget_bytes=10_000_000)
+    )  # the budget lets it through
 
     async def scenario() -> list[Any]:
         await kube.create_custom(DAGS, NS, mapped_dag_body(60))
