@@ -2,7 +2,7 @@
 and what a Trigger's status reports back.
 
 The wire shape of the Trigger CRD on the controller's side (the triggerer's side is
-`controller.triggerer`): pure, so the reconciler's `_create_trigger` and `_observe` only create
+`controller.triggerer`): pure, so the reconciler's `_create_trigger` and `_gather` only create
 and list.
 """
 

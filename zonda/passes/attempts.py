@@ -3,8 +3,8 @@
 Steps 2 and 3 of the pass: each current attempt's report moves its task instance (running, success,
 failure and Airflow's `handle_failure` retries, skip, deferral, reschedule, zombie); pending and
 execution timeouts fail tries; a fired trigger resumes its task, a failed or timed-out one fails it;
-a lost trigger is requested again. `RunPass.plan` calls these in order; the working copy of the
-run's task instances stays on the pass (``self.state``), as in `zonda.passes.mapped_instances`.
+a lost trigger is requested again. `RunPass.plan` calls these in order; they act on
+the pass's working state (`zonda.passes.pass_state.PassState`, ``self.state``).
 
 Its own module because a try's outcomes (retries, deferrals, timeouts) are one subject, apart from
 readiness and launches.

@@ -4,8 +4,8 @@ Steps 5 and 6 of the pass: retries and reschedules whose time came are scheduled
 topological order, each task instance's trigger rule is evaluated against its upstreams (skip and
 upstream_failed cascades), with Airflow's other dependencies: a branch or short-circuit that did
 not follow it, `depends_on_past`, EmptyOperator (succeeds without a try) and LatestOnlyOperator
-(skips what is downstream outside the latest interval). The working copy of the run's task
-instances stays on the pass (``self.state``), as in `zonda.passes.mapped_instances`.
+(skips what is downstream outside the latest interval). They act on the pass's working
+state (`zonda.passes.pass_state.PassState`, ``self.state``).
 
 Its own module because readiness (Airflow's `TaskInstance.are_dependencies_met`) is one subject,
 apart from a try's outcomes and launches.

@@ -19,12 +19,13 @@ try...):
 Every state change goes through `zonda.resources.states.check_transition`, so an illegal move is a bug that
 raises, and leaves one `RunEvent` and a `reason` on the task instance.
 
-`RunPass` keeps the working copy, the step order (`plan`), the run's own state and the launches; the
-steps with a subject of their own are collaborators that act on the pass: `_decide_attempts` (steps
-2-3: executor and triggerer reports, retries, timeouts), `_decide_readiness` (steps 5-6: trigger
-rules, branches, depends_on_past, LatestOnly) and `_decide_mapping` (mapped task instances). Graph
-questions live in `_decide_graphs`, trigger rules in `zonda.passes.trigger_rules`, retry times in
-`zonda.passes.retries`.
+`RunPass` keeps the step order (`plan`), the run's own state and the launches; the working copy of
+the task instances and the actions gathered so far are a `zonda.passes.pass_state.PassState`, which
+the steps with a subject of their own act on: `attempts` (steps 2-3: executor and triggerer reports,
+retries, timeouts), `readiness` (steps 5-6: trigger rules, branches, depends_on_past, LatestOnly) and
+`mapped_instances` (mapped task instances). None of them imports this module. Graph questions live
+in `graphs`, trigger rules in `zonda.passes.trigger_rules`, retry times in `zonda.passes.retries`;
+`zonda.passes.compose` wraps `decide` with the rest of a pass (callbacks, invocations, Events).
 """
 
 from __future__ import annotations
