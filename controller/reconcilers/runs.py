@@ -59,7 +59,7 @@ class RunReconciler:
     writer: StatusWriter
     index: RunIndex
     trigger_shards: int = 16
-    #: The pending timeout, max_map_length and status budget every pass applies.
+    #: The limits every pass applies (`zonda.passes.limits.PassLimits`), from the settings.
     limits: PassLimits = DEFAULT_LIMITS
     #: Called with (namespace, DAG name, run name, new state) when a run's state changes: the DAG may
     #: schedule more (maxActiveRuns), and its other runs may proceed (dependsOnPast, maxActiveTasks).

@@ -347,10 +347,8 @@ def decide(
     task instance the triggerer does not report yet, which is a harmless 409 if it exists).
     An attempt is matched to its task instance by name (`TaskInstanceStatus.pod_name`), so a report
     of an older attempt never moves the current one. `limits` (`zonda.passes.limits.PassLimits`):
-    the pending timeout fails a try whose attempt stays PENDING that long after `pending_since`,
-    `max_map_length` caps a mapped task's instances and the status budget the run's status they may
-    take. See `zonda.passes.run_pass` for the steps; `zonda.passes.compose.compose_pass` wraps this
-    with everything else a pass does.
+    the pending timeout and how far a mapped task may expand. See `zonda.passes.run_pass` for the
+    steps; `zonda.passes.compose.compose_pass` wraps this with everything else a pass does.
     """
     state = PassState(
         dag, run_name=run_name, run_type=run_type, status=status, observed=observed, now=now, limits=limits
