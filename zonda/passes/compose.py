@@ -26,6 +26,7 @@ admission lock, `controller.reconcilers.pools.PoolAdmission`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -81,14 +82,45 @@ class Gathered:
 @dataclass(frozen=True)
 class Launch:
     """One try to launch: the task as its pod is built (a mapped KubernetesPodOperator instance's
-    own arguments), and what the runner gets."""
+    own arguments), and what the runner gets.
+
+    Both are built when first asked for, once: a pass composed only to learn whether it would launch
+    (outside the admission lock) builds none, and each costs a walk over the run's task instances.
+    """
 
     launch: TaskLaunch
-    task: ResolvedTask
-    invocation: TaskInvocation
     #: When the upstreams this first try waited for were done (the scheduling delay's start); None
     #: for a retry, a resumption or a poke, which wait on purpose.
-    upstream_done_at: datetime | None = None
+    upstream_done_at: datetime | None
+    gathered: Gathered = field(repr=False, compare=False)
+    #: The status the pass writes, which the try's context and upstream XComs come from.
+    status: DagRunStatus = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def task(self) -> ResolvedTask:
+        task = self.gathered.dag.tasks[self.launch.task_id]
+        if self.launch.map_index >= 0 and container_mapping.is_mapped_container_task(task):
+            # A mapped KubernetesPodOperator: its pod carries the instance's own arguments.
+            args = container_mapping.mapped_container_args(
+                task,
+                self.launch.map_index,
+                self.status,
+                self.gathered.stored_xcoms,
+                self.gathered.unreadable_xcoms,
+            )
+            task = dataclasses.replace(task, args=args)
+        return task
+
+    @functools.cached_property
+    def invocation(self) -> TaskInvocation:
+        return _invocation(
+            self.gathered,
+            self.status,
+            self.task,
+            self.launch.try_number,
+            self.launch.map_index,
+            self.gathered.previous_success,
+        )
 
 
 @dataclass(frozen=True)
@@ -188,7 +220,7 @@ def compose_pass(gathered: Gathered) -> PassPlan:
         status = status.model_copy(update={"conditions": kept})
     return PassPlan(
         status=status,
-        launches=[_launch(gathered, status, observed, launch) for launch in plan.launches],
+        launches=[_launch(gathered, status, launch) for launch in plan.launches],
         callback_tries=[_callback_try(gathered, status, callback) for callback in due.launches],
         kills=plan.kills,
         triggers_to_create=plan.triggers_to_create,
@@ -224,26 +256,16 @@ def _invocation(
     )
 
 
-def _launch(gathered: Gathered, status: DagRunStatus, observed: Observation, launch: TaskLaunch) -> Launch:
-    task = gathered.dag.tasks[launch.task_id]
-    if launch.map_index >= 0 and container_mapping.is_mapped_container_task(task):
-        # A mapped KubernetesPodOperator: its pod carries the instance's own arguments.
-        args = container_mapping.mapped_container_args(
-            task, launch.map_index, status, observed.stored_xcoms, observed.unreadable_xcoms
-        )
-        task = dataclasses.replace(task, args=args)
-    invocation = _invocation(
-        gathered, status, task, launch.try_number, launch.map_index, gathered.previous_success
-    )
+def _launch(gathered: Gathered, status: DagRunStatus, launch: TaskLaunch) -> Launch:
     ti = status.task_instances[mapping.ti_key(launch.task_id, launch.map_index)]
     upstream_done = [
         end
-        for up in task.upstream
+        for up in gathered.dag.tasks[launch.task_id].upstream
         if up in status.task_instances and (end := status.task_instances[up].end_date) is not None
     ]
     first_start = launch.try_number == 1 and ti.next_method is None and ti.first_try_start is None
     waited_since = max(upstream_done) if upstream_done and first_start else None
-    return Launch(launch=launch, task=task, invocation=invocation, upstream_done_at=waited_since)
+    return Launch(launch=launch, upstream_done_at=waited_since, gathered=gathered, status=status)
 
 
 def _callback_try(
