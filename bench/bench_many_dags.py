@@ -1,0 +1,185 @@
+"""Benchmark: many DAGs on `* * * * *` on one controller.
+
+    python bench/bench_many_dags.py [--dags 1000] [--minutes 10] [--tree /path/to/another/checkout]
+
+One local control plane and `zonda controller` (Kubernetes executor; the DAGs' one task is an
+EmptyOperator, which needs no pod: the subject is scheduling). Applies `--dags` DAGs scheduled every
+minute (catchup off), then watches DagRuns for `--minutes` minute boundaries and prints:
+
+- scheduled time -> DagRun created: the bench's watch seeing the run ADDED minus its run_after (the
+  end of its data interval), p50 / p99 / max, per minute boundary and overall;
+- runs created exactly once: from the apiserver's list at the end, runs per (DAG, data interval)
+  (more than one is a duplicate) and DAGs missing a run of a boundary that passed;
+- the controller's RSS before any DAG, after the DAGs were applied and reconciled (idle), and at the
+  end: bytes per idle DAG; its CPU seconds per minute;
+- the DAG reconcile pass: passes counted by `zonda_reconciles_total{kind="dag"}` and the controller's
+  CPU per DAG pass over the run (the controller does nothing else: no pods).
+
+It prints numbers; it asserts nothing (performance is measured here, not in tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_controller import percentile
+from bench.bench_scale import Api, controller, controller_counters, cpu_seconds, free_port, rss_bytes
+from controller.devtools.devcluster import Cluster, connect_cluster
+
+TREE = Path(__file__).resolve().parents[1]
+
+
+def dag(index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": f"d{index:04d}"},
+        "spec": {
+            "schedule": "* * * * *",
+            "startDate": "2026-01-01T00:00:00Z",
+            "catchup": False,
+            "tasks": [{"id": "e", "operator": "EmptyOperator"}],
+        },
+    }
+
+
+def parse(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> None:
+    api = Api(cluster)
+    namespace = f"many-{int(time.time()) % 100000}"
+    await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    seen: dict[str, float] = {}  # run name -> wall clock the watch saw it ADDED
+    bodies: dict[str, dict[str, Any]] = {}
+
+    def on_event(type: str, body: dict[str, Any], _monotonic: float) -> None:
+        name = body["metadata"]["name"]
+        if type == "ADDED" and name not in seen:
+            seen[name] = time.time()
+            bodies[name] = body
+
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(
+        api.watch(f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", on_event, ready)
+    )
+    await ready.wait()
+    port = free_port()
+    (tmp / "state").mkdir(exist_ok=True)
+    with controller(cluster, Path(args.tree), namespace, tmp / "controller.log", port) as pid:
+        await asyncio.sleep(2)
+        rss_empty = rss_bytes(pid)
+        load = __import__("os").getloadavg()[0]
+        gate = asyncio.Semaphore(16)
+
+        async def create(i: int) -> None:
+            async with gate:
+                await api.request("POST", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dags", dag(i))
+
+        applied_at = time.time()
+        await asyncio.gather(*(create(i) for i in range(args.dags)))
+        print(f"{args.dags} DAGs applied in {time.time() - applied_at:.1f} s (load {load:.1f})", flush=True)
+        # Idle: every DAG reconciled once and waiting for its next minute (a pass per DAG done).
+        for _ in range(1200):
+            if controller_counters(port).get('zonda_reconciles_total{kind="dag"}', 0) >= args.dags:
+                break
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(2)
+        rss_idle = rss_bytes(pid)
+        print(
+            f"RSS: no DAG {rss_empty / 2**20:.1f} MiB, {args.dags} idle DAGs {rss_idle / 2**20:.1f} MiB: "
+            f"{(rss_idle - rss_empty) / args.dags / 1024:.1f} KiB per idle DAG",
+            flush=True,
+        )
+        first_boundary = (int(time.time()) // 60 + 1) * 60
+        cpu_start, passes_start = cpu_seconds(pid), controller_counters(port)
+        end = first_boundary + 60 * (args.minutes - 1) + 20
+        await asyncio.sleep(end - time.time())
+        cpu = cpu_seconds(pid) - cpu_start
+        counters = controller_counters(port)
+        rss_end = rss_bytes(pid)
+    watcher.cancel()
+    listing = (await api.request("GET", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"))["items"]
+    await api.close()
+
+    skews: list[float] = []
+    per_boundary: dict[int, list[float]] = {}
+    for name, at in seen.items():
+        spec = bodies[name]["spec"]
+        run_after = parse((spec.get("dataInterval") or {}).get("end") or spec["logicalDate"]).timestamp()
+        if run_after < first_boundary:
+            continue
+        skew = at - run_after
+        skews.append(skew)
+        per_boundary.setdefault(int(run_after), []).append(skew)
+    print("\nscheduled time -> DagRun created (s), per minute boundary:")
+    for boundary, values in sorted(per_boundary.items()):
+        stamp = datetime.fromtimestamp(boundary, UTC).strftime("%H:%M")
+        print(
+            f"  {stamp}: {len(values):5d} runs  p50 {statistics.median(values):6.3f}  "
+            f"p99 {percentile(values, 0.99):6.3f}  max {max(values):6.3f}"
+        )
+    if skews:
+        print(
+            f"  all: {len(skews)} runs  p50 {statistics.median(skews):.3f}  p99 {percentile(skews, 0.99):.3f}"
+            f"  max {max(skews):.3f}"
+        )
+    intervals = Counter(
+        (r["spec"]["dagName"], json.dumps(r["spec"].get("dataInterval"), sort_keys=True)) for r in listing
+    )
+    duplicates = sum(n - 1 for n in intervals.values() if n > 1)
+    boundaries = [b for b in per_boundary if b + 60 <= end]
+    per_dag = Counter(
+        r["spec"]["dagName"]
+        for r in listing
+        if parse((r["spec"].get("dataInterval") or {}).get("end") or r["spec"]["logicalDate"]).timestamp()
+        in set(boundaries)
+    )
+    missing = sum(max(0, len(boundaries) - per_dag.get(f"d{i:04d}", 0)) for i in range(args.dags))
+    print(
+        f"\nexactly once (apiserver's list, {len(listing)} DagRuns): duplicates {duplicates}, "
+        f"missing {missing} over {len(boundaries)} boundaries x {args.dags} DAGs"
+    )
+    minutes = (end - first_boundary) / 60
+    dag_passes = counters.get('zonda_reconciles_total{kind="dag"}', 0) - passes_start.get(
+        'zonda_reconciles_total{kind="dag"}', 0
+    )
+    run_passes = counters.get('zonda_reconciles_total{kind="run"}', 0) - passes_start.get(
+        'zonda_reconciles_total{kind="run"}', 0
+    )
+    per_pass = cpu * 1000 / max(1.0, dag_passes + run_passes)
+    print(
+        f"controller: CPU {cpu / minutes:.1f} s per minute; {dag_passes:.0f} DAG passes, "
+        f"{run_passes:.0f} run passes; CPU per pass (DAG and run) {per_pass:.1f} ms; "
+        f"RSS at the end {rss_end / 2**20:.1f} MiB"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dags", type=int, default=1000)
+    parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument("--tree", default=str(TREE), help="the source tree whose controller to run")
+    args = parser.parse_args()
+    with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(run(args, cluster, Path(tmp)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,553 @@
+"""Benchmark: the controller's reaction time, API writes and CPU per task instance, beside a null
+orchestrator that creates the same pods itself, and (optionally) two source trees back to back.
+
+    python bench/bench_scale.py [--trees base=/tmp/base,new=.] [--workloads w1,w3,c100]
+                                [--profile DIR] [--burst 400]
+
+One local control plane (kube-apiserver + etcd + scheduler + kwok), then for each workload and each
+tree (alternating which goes first) a fresh namespace, the DAG applied, `zonda controller` from that
+tree (its own cwd and PYTHONPATH) with the Kubernetes executor, and the runs created at once. Then
+the null orchestrator runs the same workload: one asyncio client that creates each chain's next pod
+itself (a copy of the pod Zonda created, renamed) the moment its watch sees the upstream pod
+Succeeded. Workloads: `w1` one 20-task chain of `true`, `w3` five of them at once, `c100` 100 at once
+(`cN` for N), `w2` root -> 50 -> join.
+
+Printed per workload and tree:
+- upstream Succeeded -> downstream pod ADDED, both seen by the bench's one pod watch (ms);
+- task instances per second (first run created -> last pod Succeeded), and the null orchestrator's;
+- API writes per task instance by the controller (`apiserver_request_total` of its resources, plus
+  the Events in the namespace, counted from the apiserver);
+- the controller's CPU (user + system, from /proc) per task instance, from the first run created
+  until every run finished;
+- the machine's load average at the start.
+
+`--profile DIR` records every controller with py-spy (raw collapsed stacks, `DIR/<tree>-<workload>.txt`)
+and prints the functions with the most samples (inclusive). `--burst N` also measures the null
+orchestrator's ceiling: N pods created 32 at a time, pods per second until the last Succeeded.
+
+It prints numbers; it asserts nothing (performance is measured here, not in tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_controller import CONTROLLER_RESOURCES, api_writes, percentile
+from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, connect_cluster
+from zonda.resources.dagrun_models import manual_dagrun
+from zonda.schedules.scheduling import dagrun_name
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+POD_MS = 100
+
+
+def chain_dag(name: str, chain: int) -> dict[str, Any]:
+    return fan_dag(name, chain=chain, fanout=0)
+
+
+def fan_dag(name: str, *, chain: int = 0, fanout: int = 0) -> dict[str, Any]:
+    def task(task_id: str, upstream: list[str]) -> dict[str, Any]:
+        return {
+            "id": task_id,
+            "dependsOn": upstream,
+            "container": {"image": "busybox"},
+            "podOverride": {"metadata": {"annotations": {"kwok.zonda.dev/duration-ms": str(POD_MS)}}},
+        }
+
+    if fanout:  # root -> fanout -> join
+        tasks = [task("root", [])] + [task(f"f{i}", ["root"]) for i in range(fanout)]
+        tasks.append(task("join", [f"f{i}" for i in range(fanout)]))
+    else:
+        tasks = [task("c0", [])] + [task(f"c{i}", [f"c{i - 1}"]) for i in range(1, chain)]
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": name},
+        "spec": {"schedule": None, "maxActiveTasks": 256, "maxActiveRuns": 1000, "tasks": tasks},
+    }
+
+
+@dataclass
+class Workload:
+    name: str
+    runs: int
+    chain: int = 20
+    fanout: int = 0
+
+    @property
+    def tasks(self) -> int:
+        return self.fanout + 2 if self.fanout else self.chain
+
+    def edges(self) -> list[tuple[str, str]]:
+        if self.fanout:
+            return [("root", f"f{i}") for i in range(self.fanout)]
+        return [(f"c{i - 1}", f"c{i}") for i in range(1, self.chain)]
+
+
+def workload(name: str) -> Workload:
+    if name == "w1":
+        return Workload(name, 1)
+    if name == "w2":
+        return Workload(name, 1, fanout=50)
+    if name == "w3":
+        return Workload(name, 5)
+    if name.startswith("c"):
+        return Workload(name, int(name[1:]))
+    raise SystemExit(f"unknown workload {name!r}")
+
+
+# ------------------------------------------------------------------------------------ the API
+
+
+class Api:
+    """A bare aiohttp client of the apiserver: raw JSON, so the bench's own CPU stays small."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        config = json.loads(cluster.kubeconfig.read_text())
+        self.server = config["clusters"][0]["cluster"]["server"]
+        self.session = aiohttp.ClientSession(
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            connector=aiohttp.TCPConnector(ssl=ssl._create_unverified_context(), limit=64),
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+        )
+
+    async def close(self) -> None:
+        await self.session.close()
+
+    async def request(self, method: str, path: str, body: Any = None) -> Any:
+        async with self.session.request(method, self.server + path, json=body) as response:
+            data = await response.read()
+            if response.status >= 400 and response.status != 409:
+                raise RuntimeError(f"{method} {path}: {response.status} {data[:300]!r}")
+            return json.loads(data) if data else None
+
+    async def watch(self, path: str, on_event: Any, ready: asyncio.Event) -> None:
+        listing = await self.request("GET", path)
+        version = listing["metadata"]["resourceVersion"]
+        ready.set()
+        while True:
+            url = f"{self.server}{path}?watch=1&resourceVersion={version}&timeoutSeconds=3600"
+            async with self.session.get(url) as response:
+                async for line in response.content:
+                    event = json.loads(line)
+                    obj = event["object"]
+                    version = obj["metadata"].get("resourceVersion", version)
+                    on_event(event["type"], obj, time.monotonic())
+
+
+@dataclass
+class PodClock:
+    """When the bench's watch first saw each pod ADDED and Succeeded, by (run label, task id)."""
+
+    added: dict[tuple[str, str], float] = field(default_factory=dict)
+    succeeded: dict[tuple[str, str], float] = field(default_factory=dict)
+    waiters: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+
+    def on_event(self, type: str, pod: dict[str, Any], now: float) -> None:
+        meta = pod["metadata"]
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        key = (labels.get("bench/run", ""), annotations.get("bench/task", ""))
+        if not key[0]:  # a Zonda pod: its run's label and task id annotation
+            key = (labels.get("zonda.dev/dagrun", ""), annotations.get("zonda.dev/task-id", ""))
+        self.added.setdefault(key, now)
+        if (pod.get("status") or {}).get("phase") == "Succeeded" and key not in self.succeeded:
+            self.succeeded[key] = now
+            waiter = self.waiters.pop(meta["name"], None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+    def gaps(self, runs: list[str], edges: list[tuple[str, str]]) -> list[float]:
+        out = []
+        for run in runs:
+            label = run[:63]
+            for up, down in edges:
+                if (label, up) in self.succeeded and (label, down) in self.added:
+                    out.append((self.added[(label, down)] - self.succeeded[(label, up)]) * 1000)
+        return out
+
+    def last_succeeded(self, runs: list[str]) -> float:
+        labels = {run[:63] for run in runs}
+        return max(t for (run, _), t in self.succeeded.items() if run in labels)
+
+
+# ------------------------------------------------------------------------------ the controller
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@contextlib.contextmanager
+def controller(cluster: Cluster, tree: Path, namespace: str, log: Path, metrics_port: int) -> Iterator[int]:
+    env = {**cluster.env(), "PYTHONPATH": str(tree)}
+    args = [
+        sys.executable, "-m", "controller.cli", "controller", "--namespace", namespace,
+        "--executor", "kubernetes", "--state-dir", str(log.parent / "state"), "--kubeconfig",
+        str(cluster.kubeconfig), "--workers", "4", "--metrics-port", str(metrics_port),
+    ]  # fmt: skip
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tree, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "zonda controller started" not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"controller did not start: {log.read_text()[-3000:]}")
+            time.sleep(0.1)
+        yield process.pid
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def controller_counters(port: int) -> dict[str, float]:
+    """The controller's own counters of run passes and API errors (conflicts), from its /metrics."""
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    wanted = ("zonda_reconciles_total{", "zonda_api_errors_total{")
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(wanted)
+    }
+
+
+def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    args = ["py-spy", "record", "--pid", str(pid), "-r", "250", "-f", "raw", "--nonblocking", "-o", str(out)]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def zonda_events(api: Api, namespace: str) -> int:
+    items = (await api.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"))["items"]
+    return sum(1 for e in items if "zonda" in (e.get("reportingController") or ""))
+
+
+@dataclass
+class Result:
+    gaps: list[float]
+    wall: float
+    task_instances: int
+    writes: dict[str, float] = field(default_factory=dict)
+    events: int = 0
+    cpu: float = 0.0
+    rss: int = 0
+    load: float = 0.0
+    template: dict[str, Any] | None = None
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+async def run_zonda(
+    cluster: Cluster, api: Api, tree: Path, w: Workload, label: str, tmp: Path, profile: Path | None
+) -> Result:
+    namespace = f"z-{label}-{w.name}-{int(time.time()) % 100000}"
+    await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    body = fan_dag("bench", chain=w.chain, fanout=w.fanout) if w.fanout else chain_dag("bench", w.chain)
+    await api.request("POST", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dags", body)
+    clock = PodClock()
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(api.watch(f"/api/v1/namespaces/{namespace}/pods", clock.on_event, ready))
+    await ready.wait()
+    load = os.getloadavg()[0]
+    log = tmp / f"controller-{label}-{w.name}.log"
+    (tmp / "state").mkdir(exist_ok=True)
+    metrics_port = free_port()
+    with controller(cluster, tree, namespace, log, metrics_port) as pid:
+        spy = None
+        if profile is not None:
+            spy = start_py_spy(pid, profile / f"{label}-{w.name}.txt")
+            await asyncio.sleep(1)
+        await asyncio.sleep(1.0)  # the DAG's first reconcile is not part of the measurement
+        before = api_writes(cluster)
+        cpu_before = cpu_seconds(pid)
+        start = time.monotonic()
+        base = datetime.now(UTC)
+        names = [dagrun_name("bench", base + timedelta(milliseconds=i), "manual") for i in range(w.runs)]
+        await asyncio.gather(
+            *(
+                api.request(
+                    "POST",
+                    f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns",
+                    manual_dagrun(name, namespace, "bench", base + timedelta(milliseconds=i), {}),
+                )
+                for i, name in enumerate(names)
+            )
+        )
+        deadline = time.monotonic() + 120 + w.runs * 6
+        while True:
+            path = f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"
+            runs = (await api.request("GET", path))["items"]
+            states = Counter((r.get("status") or {}).get("state") for r in runs)
+            if states.get("success", 0) + states.get("failed", 0) >= w.runs:
+                break
+            if time.monotonic() > deadline:
+                print(f"  !! {label} {w.name}: runs not finished: {dict(states)}", flush=True)
+                break
+            await asyncio.sleep(0.25)
+        cpu = cpu_seconds(pid) - cpu_before
+        rss = rss_bytes(pid)
+        after = api_writes(cluster)
+        counters = controller_counters(metrics_port)
+        await asyncio.sleep(1.5)  # Events are posted in the background, after the status write
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=30)
+    events = await zonda_events(api, namespace)
+    pods = (await api.request("GET", f"/api/v1/namespaces/{namespace}/pods?limit=1"))["items"]
+    watcher.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await watcher
+    if states.get("failed"):
+        print(f"  !! {label} {w.name}: {states['failed']} runs failed", flush=True)
+    return Result(
+        gaps=clock.gaps(names, w.edges()),
+        wall=clock.last_succeeded(names) - start,
+        task_instances=w.runs * w.tasks,
+        writes={r: after.get(r, 0) - before.get(r, 0) for r in set(after) | set(before)},
+        events=events,
+        cpu=cpu,
+        rss=rss,
+        load=load,
+        template=pods[0] if pods else None,
+        counters=counters,
+    )
+
+
+# ------------------------------------------------------------------------- the null orchestrator
+
+
+def null_pod(template: dict[str, Any], name: str, run: str, task: str) -> dict[str, Any]:
+    """Zonda's pod as it was created (spec, labels but ours, annotations), under a new name."""
+    meta = template["metadata"]
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if not k.startswith("zonda.dev/")}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith("zonda.dev/")}
+    spec = {k: v for k, v in template["spec"].items() if k != "nodeName"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {**labels, "bench/run": run},
+            "annotations": {**annotations, "bench/task": task},
+        },
+        "spec": spec,
+    }
+
+
+async def run_null(api: Api, w: Workload, template: dict[str, Any]) -> Result:
+    namespace = f"null-{w.name}-{int(time.time()) % 100000}"
+    await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    clock = PodClock()
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(api.watch(f"/api/v1/namespaces/{namespace}/pods", clock.on_event, ready))
+    await ready.wait()
+    load = os.getloadavg()[0]
+    loop = asyncio.get_running_loop()
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    async def launch(run: str, task: str) -> asyncio.Future[None]:
+        name = f"{run}-{task}"
+        done: asyncio.Future[None] = loop.create_future()
+        clock.waiters[name] = done
+        await api.request("POST", path, null_pod(template, name, run, task))
+        return done
+
+    async def one(run: str) -> None:
+        if w.fanout:
+            await (await launch(run, "root"))
+            await asyncio.gather(*(await asyncio.gather(*(launch(run, f"f{i}") for i in range(w.fanout)))))
+            await (await launch(run, "join"))
+            return
+        for i in range(w.chain):
+            await (await launch(run, f"c{i}"))
+
+    runs = [f"r{i}" for i in range(w.runs)]
+    start = time.monotonic()
+    await asyncio.gather(*(one(run) for run in runs))
+    wall = clock.last_succeeded(runs) - start
+    watcher.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await watcher
+    return Result(gaps=clock.gaps(runs, w.edges()), wall=wall, task_instances=w.runs * w.tasks, load=load)
+
+
+async def burst(api: Api, template: dict[str, Any], count: int, parallel: int = 32) -> tuple[float, float]:
+    """The ceiling: `count` independent pods created `parallel` at a time; (pods/s, load)."""
+    namespace = f"burst-{int(time.time()) % 100000}"
+    await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    clock = PodClock()
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(api.watch(f"/api/v1/namespaces/{namespace}/pods", clock.on_event, ready))
+    await ready.wait()
+    load = os.getloadavg()[0]
+    gate = asyncio.Semaphore(parallel)
+    loop = asyncio.get_running_loop()
+    waiters = []
+
+    async def create(i: int) -> None:
+        async with gate:
+            name = f"b-{i}"
+            clock.waiters[name] = done = loop.create_future()
+            waiters.append(done)
+            pod = null_pod(template, name, "b", str(i))
+            await api.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+
+    start = time.monotonic()
+    await asyncio.gather(*(create(i) for i in range(count)))
+    await asyncio.gather(*waiters)
+    wall = max(clock.succeeded.values()) - start
+    watcher.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await watcher
+    return count / wall, load
+
+
+# ------------------------------------------------------------------------------------ reporting
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[str, Any]:
+    gaps = r.gaps or [float("nan")]
+    own = sum(r.writes.get(k, 0) for k in CONTROLLER_RESOURCES)
+    row: dict[str, Any] = {
+        "tree": label,
+        "workload": w.name,
+        "load": round(r.load, 2),
+        "gap_p50_ms": round(statistics.median(gaps), 1),
+        "gap_p99_ms": round(percentile(gaps, 0.99), 1),
+        "edges": len(r.gaps),
+        "ti_per_s": round(r.task_instances / r.wall, 1),
+        "writes_per_ti": round((own + r.events) / r.task_instances, 2),
+        "writes_detail": {
+            k: round(v / r.task_instances, 2)
+            for k, v in sorted(r.writes.items())
+            if v and k in CONTROLLER_RESOURCES
+        }
+        | {"events": round(r.events / r.task_instances, 2)},
+        "cpu_ms_per_ti": round(r.cpu * 1000 / r.task_instances, 1),
+        "rss_mib": round(r.rss / 2**20, 1),
+        "controller_counters": r.counters,
+    }
+    if null is not None and null.gaps:
+        row["null_gap_p50_ms"] = round(statistics.median(null.gaps), 1)
+        row["null_gap_p99_ms"] = round(percentile(null.gaps, 0.99), 1)
+        row["null_ti_per_s"] = round(null.task_instances / null.wall, 1)
+        row["ratio_throughput"] = round((r.task_instances / r.wall) / (null.task_instances / null.wall), 2)
+        row["null_load"] = round(null.load, 2)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def top_frames(path: Path, limit: int = 35) -> None:
+    """The frames with the most samples, inclusive (each counted once per stack)."""
+    inclusive: Counter[str] = Counter()
+    leaf: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        for frame in set(frames):
+            inclusive[frame] += n
+        leaf[frames[-1]] += n
+    print(f"\n--- {path.name}: {total} samples; inclusive top {limit}")
+    for frame, n in inclusive.most_common(limit):
+        print(f"  {n / total * 100:5.1f}%  {frame[:150]}")
+    print("  leaf top 15:")
+    for frame, n in leaf.most_common(15):
+        print(f"  {n / total * 100:5.1f}%  {frame[:150]}")
+
+
+async def main_async(
+    args: argparse.Namespace, cluster: Cluster, tmp: Path, trees: list[tuple[str, Path]], profile: Path | None
+) -> None:
+    api = Api(cluster)
+    rows = []
+    try:
+        for round_ in range(args.rounds):
+            for index, name in enumerate(args.workloads.split(",")):
+                w = workload(name)
+                order = trees if (index + round_) % 2 == 0 else list(reversed(trees))
+                results = {}
+                for label, tree in order:
+                    results[label] = await run_zonda(cluster, api, tree, w, label, tmp, profile)
+                template = next(r.template for r in results.values() if r.template)
+                null = await run_null(api, w, template)
+                for label, _ in trees:
+                    rows.append(summarize(label, w, results[label], null))
+                    if profile:
+                        top_frames(profile / f"{label}-{w.name}.txt")
+        if args.burst and rows:
+            rate, load = await burst(api, template, args.burst)
+            row = {"burst_pods": args.burst, "pods_per_s": round(rate, 1), "load": round(load, 2)}
+            print(json.dumps(row), flush=True)
+    finally:
+        await api.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trees", default=f"this={Path(__file__).resolve().parents[1]}")
+    parser.add_argument("--workloads", default="w1,w3")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--profile", default=None)
+    parser.add_argument("--burst", type=int, default=0)
+    args = parser.parse_args()
+    trees = [(part.split("=", 1)[0], Path(part.split("=", 1)[1]).resolve()) for part in args.trees.split(",")]
+    profile = Path(args.profile).resolve() if args.profile else None
+    if profile:
+        profile.mkdir(parents=True, exist_ok=True)
+    with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(main_async(args, cluster, Path(tmp), trees, profile))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
