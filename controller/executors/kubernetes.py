@@ -13,6 +13,7 @@ from typing import Any
 
 from controller.executors import pods, references
 from controller.kube import AlreadyExists, Kube
+from controller.kube.cache import LabelledObjects, copy_body
 from zonda.passes.decisions import ObservedAttempt
 from zonda.resources.invocations import TaskInvocation
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
@@ -27,10 +28,22 @@ class KubernetesExecutor:
         self.kube = kube
         self.defaults = defaults
         self.references = references.PodReferences(kube)  # one read per namespace for a pass's launches
+        #: The task pods by run uid, kept by the controller's pod watch (None: list them each pass).
+        #: A pass listed its run's pods: with a 20-task chain, 20 pods read for each task's launch.
+        self.pods: LabelledObjects | None = None
+
+    async def _pods_of(self, namespace: str, run_uid: str) -> list[dict[str, Any]]:
+        if self.pods is None:
+            return await self.kube.list_pods(namespace, f"{LABEL_DAGRUN_UID}={run_uid}")
+        if (kept := self.pods.of(namespace, run_uid)) is not None:
+            return kept
+        every = await self.kube.list_pods(namespace, LABEL_DAGRUN_UID)  # the namespace's task pods
+        self.pods.seed(namespace, [copy_body(pod) for pod in every])
+        return self.pods.of(namespace, run_uid) or []
 
     async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
         meta = run["metadata"]
-        found = await self.kube.list_pods(meta["namespace"], f"{LABEL_DAGRUN_UID}={meta['uid']}")
+        found = await self._pods_of(meta["namespace"], meta["uid"])
         attempts = {}
         for pod in found:
             pod_meta = pod["metadata"]
@@ -54,7 +67,9 @@ class KubernetesExecutor:
         manifest["metadata"]["labels"][LABEL_DAGRUN_UID] = meta["uid"]
         secret_refs.apply_references(manifest, await self.references(meta["namespace"], task))
         with contextlib.suppress(AlreadyExists):
-            await self.kube.create_pod(meta["namespace"], manifest)
+            created = await self.kube.create_pod(meta["namespace"], manifest)
+            if self.pods is not None:
+                self.pods.observed(copy_body(created))
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
         await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name, grace_period_seconds=5)

@@ -4,7 +4,9 @@ kopf gives us login, watch streams (with re-listing and back-off), namespaces, a
 probe. Its handlers here are thin: they note what changed and enqueue a key; the reconcilers in
 `controller.reconcilers.reconcilers` do the work. Only `on.event` handlers are used, so kopf stores nothing on
 our objects (no finalizers, no annotations): GitOps tools see no drift, and deleting a DAG never
-waits for a controller that is down.
+waits for a controller that is down. The handlers are coroutines: kopf runs a plain function in its
+thread pool, a hop per watch event that cost more than the handler (and the work queue is not
+thread-safe), and no diff-base is built (`NoDiffBase`): only change handlers read one.
 
 One replica acts at a time: with `--leader-election`, the work queue is gated by a Lease.
 
@@ -35,12 +37,14 @@ from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
 from controller.kube import BACKFILLS, DAGRUNS, DAGS, Kube
+from controller.kube.cache import LabelledObjects, ObjectCache
 from controller.kube.client import in_cluster_server
 from controller.manager import leader
 from controller.manager.settings import ControllerSettings
 from controller.manager.workqueue import WorkQueue
 from controller.processes.health import serve_http
 from controller.reconcilers import metrics
+from controller.reconcilers.dags import DagRunRefs
 from controller.reconcilers.index import RunSummary
 from controller.reconcilers.pools import POOLS, runs_to_wake
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
@@ -56,6 +60,20 @@ logger = logging.getLogger(__name__)
 EVENT_FLUSH_SECONDS = 5.0
 
 _PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS, "asset": ASSETS}
+
+
+class NoDiffBase(kopf.DiffBaseStorage):
+    """No "last handled" essence: kopf deep-copies every object for one on every watch event, and
+    only its on.create/update/resume handlers (none here) compare against it."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        return {}
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
 
 
 @dataclass
@@ -150,8 +168,11 @@ class ControllerProcess:
         # key and the queue deduplicates bursts, so the window would only add latency.
         settings.batching.batch_window = 0.005
         settings.networking.request_timeout = 60
+        settings.persistence.diffbase_storage = NoDiffBase()
         ours = self.settings
         kube = await Kube.connect(ours.kubeconfig, component="zonda-controller")
+        # The runs and Pools as the watches below deliver them: a pass reads its run from here.
+        kube.cache = ObjectCache(frozenset({DAGRUNS, POOLS}), listable=frozenset({POOLS}))
         executor: Executor
         if ours.executor == "local":
             executor = LocalExecutor(
@@ -162,6 +183,7 @@ class ControllerProcess:
             )
         else:
             executor = KubernetesExecutor(kube, ours.pod_defaults)
+            executor.pods = LabelledObjects(LABEL_DAGRUN_UID)  # fed by the task pod watch below
         reconcilers = Reconcilers(
             kube,
             executor,
@@ -170,6 +192,7 @@ class ControllerProcess:
             on_run_state_change=self.run_state_changed,
             enqueue=self.enqueue,
         )
+        reconcilers.dags.runs = DagRunRefs()  # fed by the DagRun watch below
         queue = WorkQueue(
             self.reconcile,
             workers=ours.workers,
@@ -253,7 +276,7 @@ class ControllerProcess:
 
     # --------------------------------------------------------------------------------- the watches
 
-    def on_dag(self, **event: Any) -> None:
+    async def on_dag(self, **event: Any) -> None:
         if self.services is None:
             return
         namespace, spec = event["namespace"], event["body"].get("spec") or {}
@@ -270,7 +293,7 @@ class ControllerProcess:
         if not self.services.reconcilers.is_own_write(DAGS, event["namespace"], event["name"], version):
             self.enqueue("dag", event["namespace"], event["name"])
 
-    def on_backfill(self, **event: Any) -> None:
+    async def on_backfill(self, **event: Any) -> None:
         if self.services is None:
             return
         dag = (event["body"].get("spec") or {}).get("dagName", "")
@@ -283,10 +306,11 @@ class ControllerProcess:
         if not self.services.reconcilers.is_own_write(BACKFILLS, event["namespace"], event["name"], version):
             self.enqueue("backfill", event["namespace"], event["name"])
 
-    def on_dagrun(self, **event: Any) -> None:
+    async def on_dagrun(self, **event: Any) -> None:
         type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
         if self.services is None:
             return
+        self.cached(DAGRUNS, event)
         reconcilers = self.services.reconcilers
         dag_name = (body.get("spec") or {}).get("dagName")
         if type == "DELETED":
@@ -304,6 +328,24 @@ class ControllerProcess:
         if dag_name and (previous is None or previous.state != new_state):
             self.run_state_changed(namespace, dag_name, name, new_state)  # new, or changed by someone else
 
+    def cached(self, plural: str, event: Mapping[str, Any]) -> None:
+        """Keep the watch's newest body where the reconcilers read it (`controller.kube.cache`, and
+        the DAGs' runs in `DagRunRefs`)."""
+        if self.services is None:
+            return
+        cache, body = self.services.kube.cache, event["event"]["object"]
+        refs = self.services.reconcilers.dags.runs if plural == DAGRUNS else None
+        if event["type"] == "DELETED":
+            if cache is not None:
+                cache.deleted(plural, event["namespace"], event["name"])
+            if refs is not None:
+                refs.deleted(body)
+            return
+        if cache is not None:
+            cache.observed(plural, body)
+        if refs is not None:
+            refs.observed(body)
+
     def wake_for_slots(self, namespace: str, name: str, previous: RunSummary | None) -> None:
         """A run changed by someone else (a user's mark or clear, a deletion) may free pool slots."""
         if self.services is None:
@@ -315,9 +357,12 @@ class ControllerProcess:
         for pool in sorted(pools):
             self.enqueue("pool", namespace, pool)
 
-    def on_pool(self, **event: Any) -> None:
+    async def on_pool(self, **event: Any) -> None:
         """A Pool created or resized: its status, and the runs waiting for slots (it may have grown)."""
-        if self.services is None or event["type"] == "DELETED":
+        if self.services is None:
+            return
+        self.cached(POOLS, event)
+        if event["type"] == "DELETED":
             return
         namespace = event["namespace"]
         version = event["body"].get("metadata", {}).get("resourceVersion")
@@ -339,19 +384,25 @@ class ControllerProcess:
                 if summary.state not in FINISHED_RUN_STATES and other != run_name:
                     self.enqueue("run", namespace, other)
 
-    def on_task_pod(self, **event: Any) -> None:
+    async def on_task_pod(self, **event: Any) -> None:
         body, namespace = event["body"], event["namespace"]
+        executor = self.services.executor if self.services is not None else None
+        if isinstance(executor, KubernetesExecutor) and executor.pods is not None:
+            if event["type"] == "DELETED":
+                executor.pods.deleted(event["event"]["object"])
+            else:
+                executor.pods.observed(event["event"]["object"])
         for owner in body.get("metadata", {}).get("ownerReferences") or []:
             if owner.get("kind") == "DagRun":
                 self.enqueue("run", namespace, owner["name"])
 
-    def on_trigger(self, **event: Any) -> None:
+    async def on_trigger(self, **event: Any) -> None:
         body, namespace = event["body"], event["namespace"]
         run_name = (body.get("spec") or {}).get("dagRun")
         if run_name:
             self.enqueue("run", namespace, run_name)
 
-    def on_asset_event(self, **event: Any) -> None:
+    async def on_asset_event(self, **event: Any) -> None:
         """An asset updated (by a producing task, kubectl, another system): its consumers and the asset."""
         if self.services is None:
             return
@@ -372,7 +423,7 @@ class ControllerProcess:
             if dag_namespace == namespace and wanted & keys:
                 self.enqueue("dag", namespace, dag)
 
-    def on_asset(self, **event: Any) -> None:
+    async def on_asset(self, **event: Any) -> None:
         if self.services is None or event["type"] == "DELETED":
             return
         version = event["body"].get("metadata", {}).get("resourceVersion")

@@ -8,7 +8,7 @@ gets 409 AlreadyExists instead of a duplicate.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -33,9 +33,72 @@ _RUN_STATES = frozenset(s.value for s in DagRunState)
 
 
 @dataclass
+class DagRunRefs:
+    """What `plan_dag` needs of every DagRun (`run_ref`), by namespace and DAG, kept from the watch.
+
+    A DAG's pass listed every DagRun of its namespace and kept its own: with 1,000 DAGs each pass read
+    every run of the 1,000. A namespace is listed once (`seed`), the watch keeps it current
+    (`observed`, `deleted`), and the runs a pass creates are recorded at once (`observed` with the
+    create's answer), so the next pass never misses its own runs. An entry is never replaced by an
+    older body (resourceVersion, as in `controller.kube.cache`): a run deleted is not brought back by
+    a list answered before the deletion. Runs created by others are seen when the watch delivers them,
+    as a list made a moment earlier would have missed them too; a duplicate is refused by name anyway.
+    """
+
+    refs: dict[tuple[str, str], dict[str, tuple[int, dag_plans.RunRef]]] = field(default_factory=dict)
+    #: (namespace, run) -> its DAG, and the resourceVersion of its deletion (a tombstone) when gone.
+    dag_of: dict[tuple[str, str], str] = field(default_factory=dict)
+    gone: dict[tuple[str, str], int] = field(default_factory=dict)
+    seeded: set[str] = field(default_factory=set)
+
+    def observed(self, body: Mapping[str, Any]) -> None:
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        version = _version(meta)
+        if key in self.gone and version <= self.gone[key]:
+            return
+        dag = (body.get("spec") or {}).get("dagName", "")
+        bucket = self.refs.setdefault((key[0], dag), {})
+        kept = bucket.get(key[1])
+        if kept is not None and version < kept[0]:
+            return
+        self.gone.pop(key, None)
+        if (old := self.dag_of.get(key)) is not None and old != dag:
+            self.refs.get((key[0], old), {}).pop(key[1], None)
+        self.dag_of[key] = dag
+        bucket[key[1]] = (version, run_ref(body))
+
+    def deleted(self, body: Mapping[str, Any]) -> None:
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        self.gone[key] = _version(meta)
+        if (dag := self.dag_of.pop(key, None)) is not None:
+            self.refs.get((key[0], dag), {}).pop(key[1], None)
+
+    def of_dag(self, namespace: str, dag: str) -> list[dag_plans.RunRef]:
+        """The DAG's runs, by name (the order the apiserver lists them in)."""
+        bucket = self.refs.get((namespace, dag), {})
+        return [bucket[name][1] for name in sorted(bucket)]
+
+    async def seed(self, kube: KubeApi, namespace: str) -> None:
+        if namespace in self.seeded:
+            return
+        for run in await kube.list_custom(DAGRUNS, namespace):
+            self.observed(run)
+        self.seeded.add(namespace)
+
+
+def _version(meta: Mapping[str, Any]) -> int:
+    value = meta.get("resourceVersion")
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+@dataclass
 class DagReconciler:
     kube: KubeApi
     writer: StatusWriter
+    #: The runs by DAG from the watch (the controller's); None: list them from the API each pass.
+    runs: DagRunRefs | None = None
 
     async def reconcile(self, namespace: str, name: str) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
@@ -44,11 +107,15 @@ class DagReconciler:
             return None
         now = utcnow()
         meta = dag["metadata"]
-        runs = [
-            run_ref(r)
-            for r in await self.kube.list_custom(DAGRUNS, namespace)
-            if (r.get("spec") or {}).get("dagName") == name
-        ]
+        if self.runs is not None:
+            await self.runs.seed(self.kube, namespace)
+            runs = self.runs.of_dag(namespace, name)
+        else:
+            runs = [
+                run_ref(r)
+                for r in await self.kube.list_custom(DAGRUNS, namespace)
+                if (r.get("spec") or {}).get("dagName") == name
+            ]
         old_status = parse_status(DagStatus, dag.get("status"))
         asset_events: list[TriggeringEvent] = []
         if (dag.get("spec") or {}).get("assetSchedule") is not None:
@@ -80,9 +147,11 @@ class DagReconciler:
         name = dag["metadata"]["name"]
         run_name = scheduling.dagrun_name(name, due.logical_date, RunType.SCHEDULED.value)
         try:
-            await self.kube.create_custom(
+            created = await self.kube.create_custom(
                 DAGRUNS, dag["metadata"]["namespace"], scheduled_run(dag, run_name, due)
             )
+            if self.runs is not None:
+                self.runs.observed(created)
         except AlreadyExists:
             return  # created before (restart, or another controller): exactly once by name
         delay = (now - due.run_after).total_seconds()

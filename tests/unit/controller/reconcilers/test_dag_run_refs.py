@@ -1,0 +1,57 @@
+"""The DAGs' runs kept from the watch: what a list would say, never older, deletions kept deleted."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from controller.kube.fake import FakeKube
+from controller.reconcilers.dags import DagRunRefs
+
+
+def run(name: str, version: str, dag: str = "etl", state: str = "running") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "resourceVersion": version,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"dagName": dag, "runType": "manual"},
+        "status": {"state": state},
+    }
+
+
+def states(refs: DagRunRefs, dag: str = "etl") -> dict[str, str | None]:
+    return {r.name: r.state.value if r.state else None for r in refs.of_dag("ns", dag)}
+
+
+def test_runs_are_kept_by_dag_and_never_replaced_by_an_older_body() -> None:
+    refs = DagRunRefs()
+    refs.observed(run("b", "5", state="success"))
+    refs.observed(run("a", "3"))
+    refs.observed(run("x", "4", dag="other"))
+    refs.observed(run("b", "4", state="running"))  # late
+    assert states(refs) == {"a": "running", "b": "success"}
+    assert list(states(refs)) == ["a", "b"]  # by name, as the apiserver lists
+    assert states(refs, "other") == {"x": "running"}
+
+
+def test_a_deleted_run_is_not_brought_back_by_an_older_list_but_a_new_one_of_its_name_is() -> None:
+    refs = DagRunRefs()
+    refs.observed(run("a", "3"))
+    refs.deleted(run("a", "6"))
+    refs.observed(run("a", "3"))  # a list answered before the deletion
+    assert states(refs) == {}
+    refs.observed(run("a", "9", state="queued"))  # made again
+    assert states(refs) == {"a": "queued"}
+
+
+def test_a_namespace_is_listed_once() -> None:
+    kube = FakeKube()
+    asyncio.run(kube.create_custom("dagruns", "ns", run("a", "1")))
+    refs = DagRunRefs()
+    asyncio.run(refs.seed(kube, "ns"))
+    asyncio.run(kube.create_custom("dagruns", "ns", run("b", "1")))
+    asyncio.run(refs.seed(kube, "ns"))  # not listed again: the watch reports b
+    assert list(states(refs)) == ["a"]
