@@ -15,8 +15,9 @@ Succeeded. Workloads: `w1` one 20-task chain of `true`, `w3` five of them at onc
 Printed per workload and tree:
 - upstream Succeeded -> downstream pod ADDED, both seen by the bench's one pod watch (ms);
 - task instances per second (first run created -> last pod Succeeded), and the null orchestrator's;
-- API writes per task instance by the controller (`apiserver_request_total` of its resources, plus
-  the Events in the namespace, counted from the apiserver);
+- API writes per task instance by the controller (`apiserver_request_total` of its resources:
+  DagRun, DAG and Pool statuses, pods, triggers; plus the Events in the namespace, counted from the
+  apiserver);
 - the controller's CPU (user + system, from /proc) per task instance, from the first run created
   until every run finished;
 - the machine's load average at the start.
@@ -53,12 +54,15 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_controller import CONTROLLER_RESOURCES, api_writes, percentile
+from bench.bench_controller import api_writes, percentile
 from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, connect_cluster
 from zonda.resources.dagrun_models import manual_dagrun
 from zonda.schedules.scheduling import dagrun_name
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: What the controller writes here (the bench creates the DagRuns; the scheduler binds pods and kwok
+#: writes their status).
+CONTROLLER_RESOURCES = ("dagruns/status", "dags/status", "pools/status", "pods", "triggers")
 POD_MS = 100
 
 
