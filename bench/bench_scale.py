@@ -10,7 +10,7 @@ tree (its own cwd and PYTHONPATH) with the Kubernetes executor, and the runs cre
 the null orchestrator runs the same workload: one asyncio client that creates each chain's next pod
 itself (a copy of the pod Zonda created, renamed) the moment its watch sees the upstream pod
 Succeeded. Workloads: `w1` one 20-task chain of `true`, `w3` five of them at once, `c100` 100 at once
-(`cN` for N), `w2` root -> 50 -> join.
+(`cN` for N), `w2` root -> 50 -> join; `c100@new` runs only the tree labelled `new`.
 
 Printed per workload and tree:
 - upstream Succeeded -> downstream pod ADDED, both seen by the bench's one pod watch (ms);
@@ -514,15 +514,17 @@ async def main_async(
     rows = []
     try:
         for round_ in range(args.rounds):
-            for index, name in enumerate(args.workloads.split(",")):
+            for index, spec in enumerate(args.workloads.split(",")):
+                name, _, only = spec.partition("@")  # `c100@new`: that tree only
                 w = workload(name)
-                order = trees if (index + round_) % 2 == 0 else list(reversed(trees))
+                chosen = [(label, tree) for label, tree in trees if not only or label == only]
+                order = chosen if (index + round_) % 2 == 0 else list(reversed(chosen))
                 results = {}
                 for label, tree in order:
                     results[label] = await run_zonda(cluster, api, tree, w, label, tmp, profile)
                 template = next(r.template for r in results.values() if r.template)
                 null = await run_null(api, w, template)
-                for label, _ in trees:
+                for label, _ in chosen:
                     rows.append(summarize(label, w, results[label], null))
                     if profile:
                         top_frames(profile / f"{label}-{w.name}.txt")
