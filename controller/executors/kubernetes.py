@@ -21,6 +21,13 @@ from zonda.specs.dags import ResolvedTask
 from zonda.tries import secret_refs
 
 
+def _observe(pod: Mapping[str, Any]) -> ObservedAttempt:
+    meta = pod["metadata"]
+    task_id = meta.get("annotations", {}).get(ANNOTATION_TASK_ID, "")
+    try_number = int(meta.get("labels", {}).get(LABEL_TRY, "0"))
+    return pods.observe_pod(pod, task_id=task_id, try_number=try_number)
+
+
 class KubernetesExecutor:
     name = "kubernetes"
 
@@ -44,13 +51,19 @@ class KubernetesExecutor:
     async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
         meta = run["metadata"]
         found = await self._pods_of(meta["namespace"], meta["uid"])
-        attempts = {}
-        for pod in found:
-            pod_meta = pod["metadata"]
-            task_id = pod_meta.get("annotations", {}).get(ANNOTATION_TASK_ID, "")
-            try_number = int(pod_meta.get("labels", {}).get(LABEL_TRY, "0"))
-            attempts[pod_meta["name"]] = pods.observe_pod(pod, task_id=task_id, try_number=try_number)
-        return attempts
+        return {pod["metadata"]["name"]: _observe(pod) for pod in found}
+
+    def changes_observation(self, pod: Mapping[str, Any]) -> bool:
+        """Would a pass observe this pod's try differently from the pod kept? Call before keeping it.
+
+        A task pod's watch events are about four per try (ADDED, scheduled, Running, Succeeded); the
+        first is our own create, already kept from its answer, and the scheduler's binding changes
+        nothing a pass reads: no pass is needed for those."""
+        if self.pods is None:
+            return True
+        meta = pod.get("metadata") or {}
+        kept = self.pods.objects.get((meta.get("namespace", ""), meta.get("name", "")))
+        return kept is None or _observe(kept[1]) != _observe(pod)
 
     async def launch(
         self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str

@@ -388,10 +388,14 @@ class ControllerProcess:
         body, namespace = event["body"], event["namespace"]
         executor = self.services.executor if self.services is not None else None
         if isinstance(executor, KubernetesExecutor) and executor.pods is not None:
+            pod = event["event"]["object"]
             if event["type"] == "DELETED":
-                executor.pods.deleted(event["event"]["object"])
+                executor.pods.deleted(pod)
             else:
-                executor.pods.observed(event["event"]["object"])
+                changed = executor.changes_observation(pod)
+                executor.pods.observed(pod)
+                if not changed:
+                    return
         for owner in body.get("metadata", {}).get("ownerReferences") or []:
             if owner.get("kind") == "DagRun":
                 self.enqueue("run", namespace, owner["name"])
