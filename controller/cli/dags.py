@@ -26,6 +26,13 @@ _PATHS = click.argument("paths", nargs=-1, required=True, type=click.Path(exists
 _COMPAT = click.option(
     "--airflow-compat", is_flag=True, help="Map `airflow.*` imports onto Zonda (files stay unchanged)."
 )
+_VERSION = click.option(
+    "--airflow-version",
+    type=click.Choice(["2", "3"]),
+    default=None,
+    help="Give every Airflow file this Airflow's semantics [default: each file's, from its imports: "
+    "airflow.sdk means 3; see docs/authoring.md].",
+)
 _SAFE = click.option(
     "--safe-mode/--no-safe-mode",
     default=True,
@@ -48,9 +55,19 @@ def dags() -> None:
         sys.path.insert(0, os.getcwd())
 
 
-def _render(paths: tuple[Path, ...], airflow_compat: bool, safe_mode: bool, ignore_syntax: str | None) -> Any:
+def _render(
+    paths: tuple[Path, ...],
+    airflow_compat: bool,
+    safe_mode: bool,
+    ignore_syntax: str | None,
+    airflow_version: str | None = None,
+) -> Any:
     report = rendering.render_paths(
-        list(paths), airflow_compat=airflow_compat, safe_mode=safe_mode, ignore_syntax=ignore_syntax
+        list(paths),
+        airflow_compat=airflow_compat or airflow_version is not None,
+        safe_mode=safe_mode,
+        ignore_syntax=ignore_syntax,
+        airflow_version=airflow_version,
     )
     for file, message in sorted(report.file_errors.items()):
         click.echo(f"error: {file}: import failed\n{message}", err=True)
@@ -71,6 +88,7 @@ def _render(paths: tuple[Path, ...], airflow_compat: bool, safe_mode: bool, igno
     "--report", "show_report", is_flag=True, help="Print a migration table (file, DAG, status) to stderr."
 )
 @_COMPAT
+@_VERSION
 @_SAFE
 @_IGNORE
 def render(
@@ -78,11 +96,12 @@ def render(
     output: str,
     show_report: bool,
     airflow_compat: bool,
+    airflow_version: str | None,
     safe_mode: bool,
     ignore_syntax: str | None,
 ) -> None:
     """Render the DAGs in PATHS (folders or files) to DAG manifests: deterministic YAML, sorted keys."""
-    report = _render(paths, airflow_compat, safe_mode, ignore_syntax)
+    report = _render(paths, airflow_compat, safe_mode, ignore_syntax, airflow_version)
     if output == "-":
         sys.stdout.write(manifests.dump_yaml(report.manifests))
     else:
@@ -103,6 +122,7 @@ def render(
     "--prune", is_flag=True, help="Delete DAGs this tool applied before that are no longer rendered."
 )
 @_COMPAT
+@_VERSION
 @_SAFE
 @_IGNORE
 def apply(
@@ -110,13 +130,14 @@ def apply(
     namespace: str | None,
     prune: bool,
     airflow_compat: bool,
+    airflow_version: str | None,
     safe_mode: bool,
     ignore_syntax: str | None,
 ) -> None:
     """Render the DAGs in PATHS and server-side apply them (field manager `zonda-dags`)."""
     from controller.cli.common import namespace_or_default, run_kube
 
-    report = _render(paths, airflow_compat, safe_mode, ignore_syntax)
+    report = _render(paths, airflow_compat, safe_mode, ignore_syntax, airflow_version)
     if report.failed and prune:
         raise click.ClickException("not pruning: some files failed to render (their DAGs would be deleted)")
     run_kube(_apply(report.manifests, namespace_or_default(namespace), prune=prune))
@@ -158,6 +179,7 @@ async def _apply(items: list[dict[str, Any]], namespace: str, *, prune: bool) ->
     help="The DAGs folder FILE is in [default: $ZONDA_DAGS_FOLDER, else FILE's folder].",
 )
 @_COMPAT
+@_VERSION
 def test(
     file: Path,
     dag_id: str | None,
@@ -165,6 +187,7 @@ def test(
     conf: str | None,
     dags_folder: Path | None,
     airflow_compat: bool,
+    airflow_version: str | None,
 ) -> None:
     """Run one DAG run of FILE in this process (no cluster) and print every task instance's state."""
     from controller.devtools import dag_runs
@@ -176,7 +199,8 @@ def test(
             logical_date=logical_date,
             conf=parse_conf(conf),
             dags_folder=dags_folder,
-            airflow_compat=airflow_compat,
+            airflow_compat=airflow_compat or airflow_version is not None,
+            airflow_version=airflow_version,
         )
     except dag_runs.DagTestError as error:
         raise click.ClickException(str(error)) from error

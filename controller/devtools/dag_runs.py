@@ -59,10 +59,15 @@ def test_file(
     conf: dict[str, Any] | None = None,
     dags_folder: Path | None = None,
     airflow_compat: bool = False,
+    airflow_version: str | None = None,
 ) -> DagTestOutcome:
-    """Load `path` from `dags_folder` (default: its folder) and run its DAG (the only one, or `dag_id`)."""
+    """Load `path` from `dags_folder` (default: its folder) and run its DAG (the only one, or `dag_id`),
+    with the semantics of the Airflow the file was written for (or `airflow_version`'s)."""
     folder = (dags_folder or path.parent).resolve()
-    with compat.airflow_imports(enabled=airflow_compat):
+    dialect = None
+    if airflow_compat and path.suffix == ".py":
+        dialect = compat.file_dialect(path.read_text(), forced=airflow_version)
+    with compat.airflow_imports(enabled=airflow_compat, dialect=dialect):
         results = dag_files.load_file(path.resolve(), folder)
     dags: list[DAG] = []
     for result in results:

@@ -19,6 +19,7 @@ import importlib.util
 import sys
 import types
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -330,15 +331,20 @@ def _real_airflow_installed() -> bool:
 
 
 @contextlib.contextmanager
-def airflow_imports(*, enabled: bool) -> Iterator[None]:
-    """Map `airflow.*` onto Zonda inside the block; the `airflow` modules are forgotten afterwards."""
+def airflow_imports(*, enabled: bool, dialect: Dialect | None = None) -> Iterator[None]:
+    """Map `airflow.*` onto Zonda inside the block; the `airflow` modules are forgotten afterwards.
+
+    DAGs created inside get `dialect`'s semantics (`zonda.authoring.contexts.reading_as`)."""
+    from zonda.authoring import contexts
+
     if not enabled:
         yield
         return
     finder = _AirflowFinder()
     sys.meta_path.insert(0, finder)
     try:
-        yield
+        with contexts.reading_as(dialect.version if dialect is not None else None):
+            yield
     finally:
         sys.meta_path.remove(finder)
         for name in [n for n in sys.modules if n == "airflow" or n.startswith("airflow.")]:
@@ -360,10 +366,10 @@ def install_unless_airflow_is_installed() -> bool:
     return True
 
 
-def _airflow_imports(source: str) -> list[tuple[int, str, str | None]]:
+def _airflow_imports(source: str | ast.AST) -> list[tuple[int, str, str | None]]:
     """(line, module, name or None) of each `airflow` import in the source."""
     found: list[tuple[int, str, str | None]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name, None) for a in node.names if a.name.split(".")[0] == "airflow"]
         elif (
@@ -393,3 +399,67 @@ def unsupported_imports(source: str) -> list[str]:
                 continue
             problems.append(f"line {line}: {unsupported_message(module, name)}")
     return problems
+
+
+# ------------------------------------------------------------------------------------ dialects
+
+#: `--airflow-version`: the Airflow whose semantics every Airflow file gets, instead of its imports'.
+AIRFLOW_VERSIONS = ("2", "3")
+#: Imports only Airflow 3 has.
+AIRFLOW3_ONLY_MODULES = ("airflow.sdk",)
+#: Imports Airflow 3 removed (it keeps some as deprecated shims): a file using them was written for 2.
+AIRFLOW2_MODULES = (
+    "airflow.decorators", "airflow.operators", "airflow.sensors", "airflow.models", "airflow.utils.dates",
+    "airflow.datasets", "airflow.contrib",
+)  # fmt: skip
+#: DAG arguments and context names Airflow 3 removed.
+AIRFLOW2_ARGUMENTS = ("schedule_interval", "concurrency", "sla_miss_callback")
+AIRFLOW2_CONTEXT_NAMES = (
+    "execution_date", "next_ds", "prev_ds", "tomorrow_ds", "yesterday_ds", "next_execution_date",
+    "prev_execution_date",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Which Airflow a DAG file is read as ("2" or "3"), and why (shown by `zonda dags render --report`)."""
+
+    version: str
+    reason: str
+
+
+def _is_within(module: str, prefixes: Sequence[str]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+def file_dialect(source: str, *, forced: str | None = None) -> Dialect | None:
+    """The Airflow a file was written for, from what it imports and uses; None if it imports no `airflow`.
+
+    Any `airflow.sdk` import makes it Airflow 3. Otherwise the first Airflow-2-only import, DAG argument
+    (`schedule_interval`) or context name in a string (`execution_date`, `next_ds`...) makes it Airflow 2,
+    and a file with neither (`from airflow import DAG` and the standard provider) is read as Airflow 2 too,
+    Zonda's semantics before Airflow 3. `forced` (`--airflow-version`) overrides all of it.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    imports = _airflow_imports(tree)
+    if not imports:
+        return None
+    if forced is not None:
+        return Dialect(forced, f"--airflow-version {forced}")
+    for line, module, _ in imports:
+        if _is_within(module, AIRFLOW3_ONLY_MODULES):
+            return Dialect("3", f"line {line}: imports {module}")
+    for line, module, _ in imports:
+        if _is_within(module, AIRFLOW2_MODULES):
+            return Dialect("2", f"line {line}: imports {module}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in AIRFLOW2_ARGUMENTS:
+            return Dialect("2", f"line {node.value.lineno}: {node.arg}=")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used = next((name for name in AIRFLOW2_CONTEXT_NAMES if name in node.value), None)
+            if used is not None:
+                return Dialect("2", f"line {node.lineno}: uses {used}")
+    return Dialect("2", "no Airflow 3-only import (airflow.sdk)")

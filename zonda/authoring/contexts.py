@@ -7,6 +7,8 @@ imported one at a time.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,6 +20,25 @@ _groups: list[TaskGroup] = []
 #: DAGs used as a context manager since `start_collecting` (Airflow 2.4's `auto_register`): a DAG file
 #: may write `with DAG(...):` without binding the DAG to a name, and it is still loaded.
 _collected: list[DAG] = []
+
+
+#: The Airflow version ("2" or "3") whose semantics the DAG file being loaded gets (see
+#: `zonda.authoring.compat.file_dialect`); None for Zonda's own files, which get Zonda's (Airflow 2's).
+_airflow_version: list[str | None] = [None]
+
+
+def airflow_version() -> str | None:
+    return _airflow_version[-1]
+
+
+@contextlib.contextmanager
+def reading_as(version: str | None) -> Iterator[None]:
+    """DAGs created inside get `version`'s defaults (`schedule`, `catchup`) and record it."""
+    _airflow_version.append(version)
+    try:
+        yield
+    finally:
+        _airflow_version.pop()
 
 
 def current_dag() -> DAG | None:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from zonda.authoring.task_groups import TaskGroup
     from zonda.operators.base import BaseOperator
 
-#: Airflow's default schedule before 2.4 (`schedule_interval` unset): once a day.
+#: Airflow 2's default schedule (`schedule` unset): once a day. Airflow 3's is None (manual runs only).
 DEFAULT_SCHEDULE = timedelta(days=1)
 
 #: Airflow `DAG` arguments Zonda accepts but does not act on, with what to do instead.
@@ -61,7 +61,7 @@ class DAG:
         max_active_tasks: int = 16,
         max_active_runs: int = 16,
         dagrun_timeout: timedelta | None = None,
-        catchup: bool = True,
+        catchup: Any = NOTSET,
         doc_md: str | None = None,
         params: dict[str, Any] | None = None,
         tags: Iterable[str] | None = None,
@@ -78,6 +78,14 @@ class DAG:
         unknown = sorted(set(others) - set(UNSUPPORTED_DAG_ARGUMENTS))
         if unknown:
             raise TypeError(f"DAG.__init__() got unexpected keyword argument(s) {', '.join(unknown)}")
+        #: "3" or "2" when read from an Airflow file (`zonda.authoring.compat.file_dialect`), else None.
+        self.airflow_version = contexts.airflow_version()
+        airflow3 = self.airflow_version == "3"
+        if airflow3 and schedule_interval is not NOTSET:
+            raise TypeError(
+                "DAG.__init__() got an unexpected keyword argument 'schedule_interval' (removed in Airflow "
+                "3: use schedule=; this file is read as Airflow 3, see docs/authoring.md)"
+            )
         if schedule is not NOTSET and schedule_interval is not NOTSET:
             raise ValueError("Do not use both schedule and schedule_interval")
         self.dag_id = dag_id
@@ -85,7 +93,8 @@ class DAG:
         given = schedule if schedule is not NOTSET else schedule_interval
         if timetable is not None and given is not NOTSET:
             raise ValueError("set either a schedule or a timetable, not both")
-        self.schedule_interval: Any = DEFAULT_SCHEDULE if given is NOTSET and timetable is None else given
+        default = None if airflow3 else DEFAULT_SCHEDULE
+        self.schedule_interval: Any = default if given is NOTSET and timetable is None else given
         if self.schedule_interval is NOTSET:
             self.schedule_interval = None
         self.timetable = timetable
@@ -95,7 +104,8 @@ class DAG:
         self.max_active_tasks = concurrency if concurrency is not None else max_active_tasks
         self.max_active_runs = max_active_runs
         self.dagrun_timeout = dagrun_timeout
-        self.catchup = catchup
+        #: Airflow's `catchup_by_default`: True in Airflow 2, False in Airflow 3.
+        self.catchup = (not airflow3) if catchup is NOTSET else catchup
         self.doc_md = doc_md
         self.params: dict[str, Any] = dict(params or {})
         self.tags = list(tags or [])

@@ -108,6 +108,10 @@ def dump_yaml(manifests: list[dict[str, Any]]) -> str:
     )
 
 
+#: Schedules that are not cron expressions in either Airflow.
+NON_CRON_SCHEDULES = ("@once", "@continuous")
+
+
 class _Compiler(ValueWriter):
     def __init__(self, dag: DAG, dags_folder: Path | None) -> None:
         super().__init__(dag, dags_folder)
@@ -124,6 +128,8 @@ class _Compiler(ValueWriter):
             "tasks": [self.task(task) for task in dag.tasks],
             "taskGroups": [self.group(group) for group in dag.task_groups],
         }
+        if dag.airflow_version is not None:
+            spec["airflowVersion"] = dag.airflow_version
         scheduled = dag.timetable if dag.timetable is not None else dag.schedule_interval
         if isinstance(scheduled, AssetOrTimeSchedule):
             spec.update(self.asset_schedule(scheduled.assets))
@@ -133,6 +139,8 @@ class _Compiler(ValueWriter):
             scheduled = None
         if scheduled is not None and not isinstance(scheduled, str | dt.timedelta):
             spec["timetable"] = self.timetable(scheduled)
+        elif (trigger := self.airflow3_cron(dag, scheduled)) is not None:
+            spec["timetable"] = trigger
         else:
             spec["schedule"] = self.schedule(scheduled)
         if dag.start_date is not None:
@@ -200,6 +208,22 @@ class _Compiler(ValueWriter):
         Zonda has no lineage backend)."""
         items = value if isinstance(value, list | tuple) else [value]
         return [item.to_manifest() for item in items if isinstance(item, Asset | AssetAlias)]
+
+    def airflow3_cron(self, dag: DAG, value: Any) -> dict[str, Any] | None:
+        """Airflow 3 reads a cron string or preset as a `CronTriggerTimetable` (a run at each firing,
+        no data interval; `[scheduler] create_cron_data_intervals = False`), Airflow 2 as a
+        `CronDataIntervalTimetable`, which `schedule:` means."""
+        if dag.airflow_version != "3" or not isinstance(value, str) or value.strip() in NON_CRON_SCHEDULES:
+            return None
+        from zonda.timetables.base import AirflowTimetableInvalid
+        from zonda.timetables.trigger import CronTriggerTimetable
+
+        zone = _zone_name(dag.start_date) if dag.start_date is not None else "UTC"
+        try:
+            return self.timetable(CronTriggerTimetable(value.strip(), timezone=zone))
+        except AirflowTimetableInvalid as error:
+            self.errors.append(f"schedule {value!r}: {error}")
+            return None
 
     def timetable(self, timetable: Any) -> dict[str, Any]:
         klass = type(timetable)

@@ -6,6 +6,7 @@ and the unsupported Airflow features a DAG uses (for `--report`'s migration tabl
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,10 @@ class RenderedDag:
     manifest: dict[str, Any] | None
     errors: list[str] = field(default_factory=list)
     unsupported: dict[str, str] = field(default_factory=dict)
+    #: The Airflow the file was read as (`--airflow-compat` files only).
+    dialect: compat.Dialect | None = None
+    #: Where Zonda's behaviour for this DAG differs from that Airflow's.
+    differences: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -42,8 +47,12 @@ def render_paths(
     airflow_compat: bool = False,
     safe_mode: bool = True,
     ignore_syntax: str | None = None,
+    airflow_version: str | None = None,
 ) -> RenderReport:
-    """Render every DAG under `paths` (folders or files); each folder is its DAGs folder."""
+    """Render every DAG under `paths` (folders or files); each folder is its DAGs folder.
+
+    Each Airflow file gets the semantics of the Airflow it was written for (`compat.file_dialect`), or
+    `airflow_version`'s when given."""
     report = RenderReport()
     seen_ids: dict[str, str] = {}
     seen_names: dict[str, tuple[str, str]] = {}
@@ -51,12 +60,15 @@ def render_paths(
         folder = root if root.is_dir() else root.parent
         for path in dag_files.list_dag_files(root, safe_mode=safe_mode, ignore_syntax=ignore_syntax):
             shown = _shown(path, folder)
+            dialect = None
             if airflow_compat and path.suffix == ".py":
-                problems = compat.unsupported_imports(path.read_text())
+                source = path.read_text()
+                problems = compat.unsupported_imports(source)
                 if problems:
                     report.file_errors[shown] = "unsupported Airflow imports:\n  " + "\n  ".join(problems)
                     continue
-            with compat.airflow_imports(enabled=airflow_compat):
+                dialect = compat.file_dialect(source, forced=airflow_version)
+            with compat.airflow_imports(enabled=airflow_compat, dialect=dialect):
                 results = dag_files.load_file(path, folder)
             for result in results:
                 where = _shown(result.path, folder)
@@ -66,7 +78,10 @@ def render_paths(
                     report.file_errors[where] = f"{where}{line}: {failure.message}\n{failure.traceback}"
                     continue
                 for dag in result.dags:
-                    report.dags.append(_render(dag, where, folder, seen_ids, seen_names))
+                    rendered = _render(dag, where, folder, seen_ids, seen_names)
+                    rendered.dialect = dialect
+                    rendered.differences = differences(dag, dialect)
+                    report.dags.append(rendered)
     return report
 
 
@@ -106,19 +121,51 @@ def _shown(path: Path, folder: Path) -> str:
         return str(path)
 
 
+#: Where Zonda differs from each Airflow for every DAG read as it (`differences` adds the DAG's own).
+DIALECT_DIFFERENCES: dict[str, list[str]] = {
+    "2": [
+        "context: prev_ds, prev_ds_nodash, prev_execution_date(_success) are not provided "
+        "(use data_interval_start, prev_data_interval_start_success)",
+    ],
+    "3": [
+        "manual runs have a logical date (the trigger time; Airflow 3's have none), so ds, ts and "
+        "logical_date are defined in them; dag_run.run_after is that time",
+    ],
+}
+
+
+def differences(dag: Any, dialect: compat.Dialect | None) -> list[str]:
+    """Where Zonda's behaviour for `dag` differs from that of the Airflow its file was read as."""
+    if dialect is None:
+        return []
+    found = list(DIALECT_DIFFERENCES.get(dialect.version, []))
+    if dialect.version == "3" and dag.timetable is None and isinstance(dag.schedule_interval, dt.timedelta):
+        found.append(
+            "a timedelta schedule runs as DeltaDataIntervalTimetable (Airflow 3: DeltaTriggerTimetable, "
+            "one run at each step, not at the end of each interval)"
+        )
+    return found
+
+
 def migration_table(report: RenderReport) -> str:
-    """`--report`: one row per DAG (or failed file): file, DAG, status, unsupported features."""
-    rows = [("FILE", "DAG", "STATUS", "UNSUPPORTED / ERRORS")]
+    """`--report`: one row per DAG (or failed file): file, DAG, the Airflow it was read as and why,
+    status, unsupported features and where Zonda's behaviour differs from that Airflow's."""
+    rows = [("FILE", "DAG", "AIRFLOW", "STATUS", "UNSUPPORTED / ERRORS / DIFFERENCES")]
     for dag in report.dags:
         status = "error" if dag.errors else ("rendered, with warnings" if dag.unsupported else "rendered")
-        notes = [*dag.errors, *(f"{name}: {hint}" for name, hint in sorted(dag.unsupported.items()))]
-        rows.append((dag.file, dag.dag_id, status, "; ".join(notes) or "-"))
+        notes = [
+            *dag.errors,
+            *(f"{name}: {hint}" for name, hint in sorted(dag.unsupported.items())),
+            *(f"differs: {difference}" for difference in dag.differences),
+        ]
+        read_as = f"{dag.dialect.version} ({dag.dialect.reason})" if dag.dialect else "-"
+        rows.append((dag.file, dag.dag_id, read_as, status, "; ".join(notes) or "-"))
     for file, message in sorted(report.file_errors.items()):
-        rows.append((file, "-", "import error", message.splitlines()[0]))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        rows.append((file, "-", "-", "import error", message.splitlines()[0]))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return (
         "\n".join(
-            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3] for row in rows
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4] for row in rows
         )
         + "\n"
     )

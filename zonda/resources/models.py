@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -268,6 +268,13 @@ class TaskGroupSpec(CrdModel):
 
 
 class DagSpec(CrdModel):
+    airflow_version: Literal["2", "3"] | None = Field(
+        default=None,
+        description="The Airflow whose semantics the DAG's file was written for (set by `zonda dags render "
+        '--airflow-compat`): "3" drops the context keys Airflow 3 removed (execution_date, conf) and adds '
+        'its own (try_number, dag_run.run_after); "2" adds Airflow 2\'s deprecated ones (next_ds, '
+        "tomorrow_ds...).",
+    )
     schedule: str | None = Field(
         default=None,
         description="Cron expression, preset (@once @hourly @daily @weekly @monthly @quarterly @yearly) "

@@ -103,10 +103,16 @@ class ContextDagRun:
     data_interval_end: DateTime
     #: Zonda's addition: the run's namespace, where operators acting on other runs look for them.
     namespace: str | None = None
+    #: Airflow 3's: when the run could start (a scheduled run's data interval end, a manual run's
+    #: logical date); None for an Airflow 2 DAG, which has no such attribute.
+    run_after: DateTime | None = None
+    airflow_version: str | None = None
 
     @property
     def execution_date(self) -> DateTime:
-        """Airflow's deprecated name of `logical_date`."""
+        """Airflow 2's deprecated name of `logical_date` (removed in Airflow 3)."""
+        if self.airflow_version == "3":
+            raise AttributeError("'DagRun' has no attribute 'execution_date' in Airflow 3: use logical_date")
         return self.logical_date
 
     @property
@@ -130,10 +136,15 @@ class ContextTaskInstance:
     pushed: dict[str, Any] = field(default_factory=dict, repr=False)
     #: The DAG's earlier runs (`include_prior_dates`); None where they cannot be read.
     earlier_reader: EarlierXComReader | None = field(default=None, repr=False)
+    airflow_version: str | None = None
 
     @property
     def execution_date(self) -> DateTime:
-        """Airflow's deprecated name of `logical_date`."""
+        """Airflow 2's deprecated name of `logical_date` (removed in Airflow 3)."""
+        if self.airflow_version == "3":
+            raise AttributeError(
+                "'TaskInstance' has no attribute 'execution_date' in Airflow 3: use logical_date"
+            )
         return self.logical_date
 
     def xcom_pull(
@@ -304,6 +315,8 @@ def build_context(
         data_interval_start=_utc(invocation.data_interval_start),
         data_interval_end=_utc(invocation.data_interval_end),
         namespace=invocation.namespace,
+        run_after=_run_after(invocation) if invocation.airflow_version == "3" else None,
+        airflow_version=invocation.airflow_version,
     )
     task_instance = ContextTaskInstance(
         dag_id=invocation.dag_name,
@@ -315,9 +328,10 @@ def build_context(
         xcom_reader=reader,
         map_index=invocation.map_index,
         earlier_reader=earlier_reader,
+        airflow_version=invocation.airflow_version,
     )
     triggering = asset_events.triggering_events(invocation.triggering_asset_events)
-    return {
+    context = {
         "conf": AirflowConfig(configuration or {}),
         "dag": dag,
         "dag_run": dag_run,
@@ -349,6 +363,45 @@ def build_context(
         "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
         **variables.template_variables(),  # var, conn: read from the try's environment
     }
+    if invocation.airflow_version == "3":
+        _as_airflow3(context, invocation)
+    elif invocation.airflow_version == "2":
+        _as_airflow2(context, invocation)
+    return context
+
+
+#: Context keys Airflow 3 removed (`airflow.sdk.definitions.context.Context` has none of them).
+AIRFLOW3_REMOVED_KEYS = ("execution_date", "conf")
+
+
+def _as_airflow3(context: dict[str, Any], invocation: TaskInvocation) -> None:
+    """Airflow 3's context: without the keys it removed, with `try_number`."""
+    for key in AIRFLOW3_REMOVED_KEYS:
+        context.pop(key, None)
+    context["try_number"] = invocation.try_number
+
+
+def _run_after(invocation: TaskInvocation) -> DateTime:
+    if invocation.run_type.value == "manual":
+        return _utc(invocation.logical_date)
+    return _utc(invocation.data_interval_end)
+
+
+def _as_airflow2(context: dict[str, Any], invocation: TaskInvocation) -> None:
+    """Airflow 2's deprecated date keys, as 2.10's `get_template_context` computes them: `next_*` is the
+    logical date in a manual run, else the data interval's end (the following schedule)."""
+    logical_date: DateTime = context["logical_date"]
+    manual = invocation.run_type.value == "manual"
+    following = logical_date if manual else context["data_interval_end"]
+    for name, moment in (
+        ("yesterday_ds", logical_date.subtract(days=1)),
+        ("tomorrow_ds", logical_date.add(days=1)),
+        ("next_ds", following),
+    ):
+        day = moment.strftime("%Y-%m-%d")
+        context[name] = day
+        context[f"{name}_nodash"] = day.replace("-", "")
+    context["next_execution_date"] = following
 
 
 def _utc(moment: dt.datetime) -> DateTime:

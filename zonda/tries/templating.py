@@ -46,6 +46,8 @@ _MISSING_VARIABLE_HINTS = {
     "prev_ds": "use {{ data_interval_start | ds }} for the data interval's start",
     "next_execution_date": "use data_interval_end",
     "prev_execution_date": "use data_interval_start or prev_data_interval_start_success",
+    "execution_date": "removed in Airflow 3 (this DAG is read as Airflow 3): use logical_date",
+    "conf": "removed from the context in Airflow 3: use `from airflow.configuration import conf`",
 }
 
 

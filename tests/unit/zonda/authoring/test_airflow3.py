@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,3 +103,106 @@ def test_what_airflow3_names_zonda_lacks_fails_naming_the_line_and_why(tmp_path:
     assert "line 2: airflow.sdk.AssetWatcher is not supported by Zonda: AssetWatcher" in message
     assert "line 3: airflow.providers.standard.operators.hitl is not supported" in message
     assert "line 4: airflow.sdk.BaseNotifier is not supported" in message
+
+
+# ------------------------------------------------------------------------------------ the dialect
+
+
+@pytest.mark.parametrize(
+    ("source", "version", "reason"),
+    [
+        ("from airflow.sdk import DAG\nfrom airflow.operators.bash import BashOperator", "3", "line 1"),
+        ("from airflow.decorators import dag", "2", "imports airflow.decorators"),
+        ("from airflow import DAG\nDAG('d', schedule_interval=None)", "2", "schedule_interval="),
+        ("from airflow import DAG\nx = '{{ execution_date }}'", "2", "uses execution_date"),
+        (
+            "from airflow import DAG\nfrom airflow.providers.standard.operators.bash import B",
+            "2",
+            "no Airflow 3",
+        ),
+    ],
+)
+def test_a_files_imports_decide_which_airflow_it_is_read_as(source: str, version: str, reason: str) -> None:
+    dialect = compat.file_dialect(source)
+    assert dialect is not None and dialect.version == version and reason in dialect.reason
+    assert compat.file_dialect("from zonda import DAG") is None
+    forced = compat.file_dialect(source, forced="3" if version == "2" else "2")
+    assert forced is not None and forced.reason.startswith("--airflow-version")
+
+
+DEFAULTS_FILE = """
+    import pendulum
+    from {module} import DAG
+    from airflow.providers.standard.operators.empty import EmptyOperator
+
+    with DAG("plain", start_date=pendulum.datetime(2024, 1, 1, tz="Europe/Paris")):
+        EmptyOperator(task_id="a")
+    with DAG("cron", schedule="0 6 * * *", start_date=pendulum.datetime(2024, 1, 1, tz="Europe/Paris")):
+        EmptyOperator(task_id="a")
+"""
+
+
+def test_airflow3_defaults_no_schedule_no_catchup_and_cron_as_a_trigger_timetable(tmp_path: Path) -> None:
+    write(tmp_path, "three.py", DEFAULTS_FILE.format(module="airflow.sdk"))
+    report = rendering.render_paths([tmp_path], airflow_compat=True)
+    specs = {dag.dag_id: dag.manifest["spec"] for dag in report.dags if dag.manifest}
+    assert specs["plain"]["airflowVersion"] == "3" and specs["plain"]["catchup"] is False
+    assert "schedule" not in specs["plain"] and "timetable" not in specs["plain"]  # manual runs only
+    assert specs["cron"]["timetable"] == {
+        "class": "zonda.timetables.trigger.CronTriggerTimetable",
+        "params": {"expression": "0 6 * * *", "interval": 0.0, "timezone": "Europe/Paris"},
+    }
+    assert "3 (line 3: imports airflow.sdk)" in rendering.migration_table(report)
+
+
+def test_airflow2_defaults_daily_with_catchup_and_cron_as_data_intervals(tmp_path: Path) -> None:
+    write(tmp_path, "two.py", DEFAULTS_FILE.format(module="airflow.models.dag"))
+    specs = {
+        d.dag_id: d.manifest["spec"] for d in rendering.render_paths([tmp_path], airflow_compat=True).dags
+    }
+    assert specs["plain"]["airflowVersion"] == "2" and specs["plain"].get("catchup", True) is True
+    assert specs["plain"]["schedule"] == "1d" and specs["cron"]["schedule"] == "0 6 * * *"
+    forced = rendering.render_paths([tmp_path], airflow_compat=True, airflow_version="3").dags
+    assert {d.dag_id: d.manifest["spec"]["catchup"] for d in forced if d.manifest} == {
+        "plain": False,
+        "cron": False,
+    }
+
+
+def test_schedule_interval_fails_an_airflow3_file_as_airflow3_does(tmp_path: Path) -> None:
+    write(tmp_path, "old.py", "from airflow.sdk import DAG\nDAG('d', schedule_interval='@daily')\n")
+    message = rendering.render_paths([tmp_path], airflow_compat=True).file_errors["old.py"]
+    assert "unexpected keyword argument 'schedule_interval'" in message and "use schedule=" in message
+
+
+def _context(version: str | None, run_type: str = "scheduled") -> dict[str, object]:
+    from datetime import datetime
+
+    from zonda.resources.invocations import TaskInvocation
+    from zonda.resources.run_types import RunType
+    from zonda.tries.task_context import build_context
+
+    return build_context(
+        TaskInvocation(
+            dag_name="etl", run_name="r", run_type=RunType(run_type), task_id="t", try_number=2,
+            logical_date=datetime.fromisoformat("2024-03-04T00:00:00+00:00"),
+            data_interval_start=datetime.fromisoformat("2024-03-04T00:00:00+00:00"),
+            data_interval_end=datetime.fromisoformat("2024-03-05T00:00:00+00:00"),
+            airflow_version=version,
+        )
+    )  # fmt: skip
+
+
+def test_each_airflow_gets_its_own_context_keys() -> None:
+    three = _context("3")
+    assert "execution_date" not in three and "conf" not in three and three["try_number"] == 2
+    dag_run: Any = three["dag_run"]
+    assert str(dag_run.run_after) == "2024-03-05 00:00:00+00:00"
+    with pytest.raises(AttributeError, match="use logical_date"):
+        dag_run.execution_date  # noqa: B018 - the attribute is gone
+    two = _context("2")
+    assert two["tomorrow_ds"] == "2024-03-05" and two["yesterday_ds_nodash"] == "20240303"
+    assert two["next_ds"] == "2024-03-05" and _context("2", "manual")["next_ds"] == "2024-03-04"
+    assert "execution_date" in two and "conf" in two
+    zonda = _context(None)
+    assert "tomorrow_ds" not in zonda and "try_number" not in zonda and "execution_date" in zonda
