@@ -51,6 +51,7 @@ MODULES: dict[str, str] = {
     "airflow.utils.task_group": "zonda.utils.task_group",
     "airflow.utils.edgemodifier": "zonda.utils.edgemodifier",
     "airflow.utils.helpers": "zonda.utils.helpers",
+    "airflow.utils.timezone": "zonda.utils.timezone",
     "airflow.utils.context": "zonda.context",
     "airflow.timetables.base": "zonda.timetables.base",
     "airflow.timetables.simple": "zonda.timetables.simple",
@@ -110,6 +111,7 @@ MOVED_MODULES: dict[str, str] = {
     "airflow.sdk.io": "airflow.io",
     "airflow.sdk.io.path": "airflow.io.path",
     "airflow.task.trigger_rule": "airflow.utils.trigger_rule",
+    "airflow.sdk.timezone": "airflow.utils.timezone",
 }
 
 #: Names of `airflow.sdk` (Airflow 3's authoring API) -> (the Airflow 2 module, name) Zonda maps them from.
@@ -154,6 +156,7 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "AssetAny": ("airflow.datasets", "AssetAny"),
     "Metadata": ("airflow.datasets.metadata", "Metadata"),
     "asset": ("airflow.datasets", "asset"),
+    "timezone": ("airflow.utils.timezone", ""),  # a module: "" names the module itself
 }
 
 #: The entry-point group in which providers name the Airflow modules they implement
@@ -245,6 +248,14 @@ ALTERNATIVES: dict[str, str] = {
     "docs/authoring.md for those it maps)",
     "airflow.sdk.AssetWatcher": "AssetWatcher is not supported: create AssetEvent resources (kubectl, "
     "zonda assets create-event) from whatever watches",
+    **{
+        f"airflow.sdk.{name}": "retry policies are not supported: use retries, retry_delay and "
+        "retry_exponential_backoff"
+        for name in ("RetryPolicy", "RetryRule", "RetryAction", "RetryDecision", "ExceptionRetryPolicy")
+    },
+    "airflow.sdk.bases.notifier": "notifiers are not supported: use an on_failure_callback",
+    "airflow.sdk.BaseNotifier": "notifiers are not supported: use an on_failure_callback",
+    "airflow.sdk.execution_time": "task and asset state stores need Airflow's API server: not supported",
     "airflow": "not provided by Zonda's Airflow compatibility layer",
 }
 
@@ -271,7 +282,8 @@ class _AliasLoader(importlib.abc.Loader):
                 raise AttributeError(f"module {spec.name!r} has no attribute {name!r}")
             module_name, attribute = names[name]
             try:
-                value = getattr(importlib.import_module(module_name), attribute)
+                imported = importlib.import_module(module_name)
+                value = getattr(imported, attribute) if attribute else imported
             except (ImportError, AttributeError):
                 raise AttributeError(f"module {spec.name!r} has no attribute {name!r}") from None
             setattr(module, name, value)

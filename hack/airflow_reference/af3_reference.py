@@ -1,0 +1,158 @@
+"""Record what Airflow 3 itself does with its own example DAG files: the reference Zonda is compared to.
+
+Run with the Python of a venv holding apache-airflow 3.x and apache-airflow-providers-standard (NOT
+Zonda's environment; Airflow is never a Zonda dependency):
+
+    /work/venvs/af3/bin/python hack/airflow_reference/af3_reference.py \
+        tests/unit/authoring/airflow3_reference.json
+
+It copies `airflow/example_dags` and the standard provider's `example_dags`, unchanged, into a
+temporary DAGs folder, parses them with Airflow's DagBag (structure: task ids, upstream edges, trigger
+rules), then runs each DAG's `dag.test()` in its own process with a timeout (outcome: the run's state
+and each task instance's state) and writes one JSON document. Only the JSON is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TEST_TIMEOUT_SECONDS = 150
+#: DAG files whose runs are not recorded: data-aware scheduling (Assets), human-in-the-loop, task state
+#: stores and retry policies need Airflow's API server and database; Zonda refuses them (by name).
+NOT_RUN_MARKERS = ("Asset", "asset", "hitl", "task_state_store", "RetryPolicy", "RetryRule")
+
+
+def _airflow_paths() -> dict[str, Path]:
+    import airflow
+    import airflow.providers.standard
+
+    return {
+        "core": Path(airflow.__file__).parent / "example_dags",
+        "standard": Path(airflow.providers.standard.__file__).parent / "example_dags",
+    }
+
+
+def _structure(dag) -> dict:
+    tasks = {}
+    for task in dag.tasks:
+        tasks[task.task_id] = {
+            "upstream": sorted(task.upstream_task_ids),
+            "trigger_rule": str(getattr(task.trigger_rule, "value", task.trigger_rule)),
+            "operator": type(task).__name__,
+        }
+    return {"tasks": tasks}
+
+
+def _test_one(dag_id: str, dags_folder: str) -> None:
+    """In a child process: run `dag.test()` and print the outcome as one JSON line."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dags_folder)
+    dag = bag.get_dag(dag_id)
+    run = dag.test()
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        instances = run.get_task_instances(session=session)
+        states = {
+            (ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"): str(ti.state)
+            for ti in instances
+        }
+        print("REFERENCE " + json.dumps({"state": str(run.state), "tasks": states}, sort_keys=True))
+
+
+def main(output: Path) -> None:
+    import airflow
+
+    home = Path(tempfile.mkdtemp(prefix="af3-reference-"))
+    dags_folder = home / "dags"
+    for name, source in _airflow_paths().items():
+        shutil.copytree(source, dags_folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+    }
+    os.environ.update(env)
+    subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL
+    )
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(dags_folder))
+    # dag.test() writes every DAG of the folder to the database: a DAG Airflow itself cannot serialize
+    # (one needing a plugin) would fail them all, so it is left out of the folder and recorded.
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    unserializable: dict[str, str] = {}
+    for dag in bag.dags.values():
+        try:
+            DagSerialization.serialize_dag(dag)
+        except Exception as error:  # Airflow's own reason is what is recorded
+            unserializable[Path(dag.fileloc).relative_to(dags_folder).as_posix()] = str(error)
+    (dags_folder / ".airflowignore").write_text(
+        "".join(file + "\n" for file in sorted(unserializable))  # glob: Airflow 3's default syntax
+    )
+    result: dict = {
+        "not_serializable": unserializable,
+        "airflow_version": airflow.__version__,
+        "import_errors": {
+            Path(k).relative_to(dags_folder).as_posix(): v.splitlines()[-1]
+            for k, v in bag.import_errors.items()
+        },
+        "dags": {},
+    }
+    for dag_id in sorted(bag.dags):  # the structure first: it needs no run
+        dag = bag.dags[dag_id]
+        result["dags"][dag_id] = {
+            "file": Path(dag.fileloc).relative_to(dags_folder).as_posix(),
+            **_structure(dag),
+        }
+    output.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    for dag_id in sorted(bag.dags):
+        dag = bag.dags[dag_id]
+        entry = {"file": Path(dag.fileloc).relative_to(dags_folder).as_posix(), **_structure(dag)}
+        source = (dags_folder / entry["file"]).read_text()
+        if any(marker in source for marker in NOT_RUN_MARKERS):
+            entry["outcome"] = {"error": "not run: uses Assets, HITL, state stores or retry policies"}
+            result["dags"][dag_id] = entry
+            continue
+        if entry["file"] in unserializable:
+            entry["outcome"] = {"error": "not serializable by Airflow: " + unserializable[entry["file"]]}
+            result["dags"][dag_id] = entry
+            continue
+        try:
+            child = subprocess.run(
+                [sys.executable, __file__, "--test", dag_id, str(dags_folder)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=TEST_TIMEOUT_SECONDS,
+            )
+            lines = [line for line in child.stdout.splitlines() if line.startswith("REFERENCE ")]
+            if lines:
+                entry["outcome"] = json.loads(lines[-1][len("REFERENCE ") :])
+            else:
+                entry["outcome"] = {"error": (child.stderr.strip().splitlines() or ["no output"])[-1]}
+        except subprocess.TimeoutExpired:
+            entry["outcome"] = {"error": f"dag.test() did not finish in {TEST_TIMEOUT_SECONDS}s"}
+        print(dag_id, entry["outcome"].get("state") or entry["outcome"].get("error"), flush=True)
+        result["dags"][dag_id] = entry
+        output.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")  # progress, if stopped
+    output.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--test":
+        _test_one(sys.argv[2], sys.argv[3])
+    else:
+        main(Path(sys.argv[1]))

@@ -1,0 +1,233 @@
+"""Airflow 3's own example DAG files, unchanged, against what Airflow 3 itself does with them.
+
+`airflow3_examples/` holds `airflow/example_dags` (`core/`) and the standard provider's `example_dags`
+(`standard/`) of the Airflow in `airflow3_reference.json`, copied unchanged;
+`hack/airflow_reference/af3_reference.py` wrote that JSON from Airflow's DagBag (structure) and each
+DAG's `dag.test()` (outcomes), run under that Airflow in its own venv. Structure (task ids with group
+prefixes, upstream edges, trigger rules) is compared for every DAG Airflow loads, outcomes (each task
+instance's state under `zonda dags test`) for every DAG Airflow ran; what differs is listed below with
+why, and a listed DAG must still differ (the lists stay honest). `summary` prints N/M.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zonda.authoring import rendering
+from zonda.specs.dags import parse_dag_spec, resolve_dag
+
+HERE = Path(__file__).parent
+EXAMPLES = HERE / "airflow3_examples"
+REFERENCE: dict[str, Any] = json.loads((HERE / "airflow3_reference.json").read_text())
+
+_ASSETS = "data-aware scheduling (Assets) is refused by Zonda"
+#: Names the other half of issue 20 (Airflow 2.10.5's operators and helpers) maps; each Airflow 3 name
+#: follows its Airflow 2 module (`compat.MOVED_MODULES`, `compat.SDK_NAMES`), so these pass once it lands.
+_AF2OPS = "needs Airflow 2.10.5's helpers (issue 20's other half): "
+
+#: DAG id -> why Zonda does not give it Airflow 3's structure (it does not render, or renders otherwise).
+STRUCTURE_DIFFERENCES: dict[str, str] = {
+    "aggregate_regional_sales": _AF2OPS + "get_current_context",
+    "asset1_producer": _ASSETS,
+    "asset2_producer": _ASSETS,
+    "asset_alias_example_alias_consumer": _ASSETS,
+    "asset_alias_example_alias_consumer_with_no_taskflow": _ASSETS,
+    "asset_alias_example_alias_producer": _ASSETS,
+    "asset_alias_example_alias_producer_with_no_taskflow": _ASSETS,
+    "asset_consumes_1": _ASSETS,
+    "asset_consumes_1_and_2": _ASSETS,
+    "asset_consumes_1_never_scheduled": _ASSETS,
+    "asset_consumes_unknown_never_scheduled": _ASSETS,
+    "asset_produces_1": _ASSETS,
+    "asset_produces_2": _ASSETS,
+    "asset_s3_bucket_consumer": _ASSETS,
+    "asset_s3_bucket_consumer_with_no_taskflow": _ASSETS,
+    "asset_s3_bucket_producer": _ASSETS,
+    "asset_s3_bucket_producer_with_no_taskflow": _ASSETS,
+    "asset_with_extra_by_context": _ASSETS,
+    "asset_with_extra_by_yield": _ASSETS,
+    "asset_with_extra_from_classic_operator": _ASSETS,
+    "clean_and_combine_player_stats": _AF2OPS + "get_current_context",
+    "compute_player_odds": _AF2OPS + "get_current_context",
+    "conditional_asset_and_time_based_timetable": _ASSETS,
+    "consume_1_and_2_with_asset_expressions": _ASSETS,
+    "consume_1_or_2_with_asset_expressions": _ASSETS,
+    "consume_1_or_both_2_and_3_with_asset_expressions": _ASSETS,
+    "consumes_asset_decorator": _ASSETS,
+    "daily_inference": _AF2OPS + "get_current_context",
+    "daily_team_a_rollup": _AF2OPS + "get_current_context",
+    "example_asset_state_store_consumer": _ASSETS,
+    "example_asset_state_store_producer": _ASSETS,
+    "example_asset_with_watchers": _ASSETS,
+    "example_bash_decorator": _AF2OPS + "WeekDay, the weekday branch and sensor",
+    "example_bash_operator": "BashOperator(output_processor=, multiple_outputs=): not provided",
+    "example_branch_datetime_operator": _AF2OPS + "BranchDateTimeOperator",
+    "example_branch_datetime_operator_2": _AF2OPS + "BranchDateTimeOperator",
+    "example_branch_datetime_operator_3": _AF2OPS + "BranchDateTimeOperator",
+    "example_branch_operator": _AF2OPS + "PythonVirtualenvOperator, ExternalPythonOperator",
+    "example_branch_python_operator_decorator": _AF2OPS + "@task.branch_external_python",
+    "example_custom_weight": "a plugin priority-weight strategy: not supported",
+    "example_dag_decorator": "imports httpx, not installed with Zonda",
+    "example_display_name": _AF2OPS + "DAG(dag_display_name=)",
+    "example_external_task": "TriggerDagRunOperator(allowed_states=[success, failed]): Zonda refuses "
+    "the overlap with its default failed_states, Airflow 3.3 does not",
+    "example_hitl_operator": "notifiers and human-in-the-loop operators: not supported",
+    "example_params_trigger_ui": _AF2OPS + "DAG(dag_display_name=)",
+    "example_params_ui_tutorial": _AF2OPS + "DAG(dag_display_name=)",
+    "example_python_decorator": _AF2OPS + "@task.virtualenv",
+    "example_python_operator": _AF2OPS + "PythonVirtualenvOperator, ExternalPythonOperator",
+    "example_retry_policy": "retry policies: not supported",
+    "example_sensors": _AF2OPS + "WeekDay, the weekday branch and sensor",
+    "example_setup_teardown_taskflow": _AF2OPS + "setup/teardown as a context manager",
+    "example_task_state_store": "task state stores: not supported",
+    "example_task_state_store_async": "task state stores: not supported",
+    "example_time_delta_sensor_async": "TimeDeltaSensor(deferrable=True): not provided",
+    "example_weekday_branch_operator": _AF2OPS + "WeekDay, the weekday branch and sensor",
+    "example_workday_timetable": _AF2OPS + "plugin timetables",
+    "ingest_region_stats": _AF2OPS + "get_current_context",
+    "ingest_regional_sales": _AF2OPS + "get_current_context",
+    "ingest_team_a_player_stats": _AF2OPS + "get_current_context",
+    "live_region_player_stats": _AF2OPS + "get_current_context",
+    "monthly_team_a_rollup": _AF2OPS + "get_current_context",
+    "multi_region_player_stats": _AF2OPS + "get_current_context",
+    "player_odds_quality_check_wont_ever_to_trigger": _AF2OPS + "get_current_context",
+    "read_asset_event": _ASSETS,
+    "read_asset_event_from_classic": _ASSETS,
+    "regional_stats_breakdown": _AF2OPS + "get_current_context",
+    "scatter_live_region_to_segments": _AF2OPS + "get_current_context",
+    "segment_region_stats_early_rollup": _AF2OPS + "get_current_context",
+    "segment_region_stats_rollup": _AF2OPS + "get_current_context",
+    "summarize_live_region_stats": _AF2OPS + "get_current_context",
+    "team_analytics_producer": _ASSETS,
+    "team_b_player_stats": _AF2OPS + "get_current_context",
+    "team_c_player_stats": _AF2OPS + "get_current_context",
+    "team_ml_consumer": _ASSETS,
+    "trailing_week_inference": _AF2OPS + "get_current_context",
+    "train_weekly_model": _AF2OPS + "get_current_context",
+    "tutorial_objectstorage": _AF2OPS + "ObjectStoragePath",
+    "tutorial_taskflow_api_virtualenv": _AF2OPS + "@task.virtualenv",
+    "tutorial_taskflow_templates": _AF2OPS + "get_current_context",
+}
+
+#: DAG id -> why its `zonda dags test` outcome differs from Airflow 3's `dag.test()`, or is not compared.
+OUTCOME_DIFFERENCES: dict[str, str] = {}
+
+
+def _rendered() -> dict[str, dict[str, Any] | str]:
+    """DAG id -> its structure under Zonda, or the render error of its file."""
+    found: dict[str, dict[str, Any] | str] = {}
+    for file in sorted({entry["file"] for entry in REFERENCE["dags"].values()}):
+        report = rendering.render_paths([EXAMPLES / file], airflow_compat=True)
+        for message in report.file_errors.values():
+            for dag_id, entry in REFERENCE["dags"].items():
+                if entry["file"] == file:
+                    found.setdefault(dag_id, message.splitlines()[0] + " " + message.splitlines()[-1])
+        for dag in report.dags:
+            if dag.manifest is None:
+                found[dag.dag_id] = "; ".join(dag.errors)
+                continue
+            resolved = resolve_dag(dag.dag_id, parse_dag_spec(dag.manifest["spec"]))
+            found[dag.dag_id] = {
+                task_id: {"upstream": sorted(task.upstream), "trigger_rule": str(task.trigger_rule.value)}
+                for task_id, task in resolved.tasks.items()
+            }
+    return found
+
+
+def _reference_structure(dag_id: str) -> dict[str, Any]:
+    tasks = REFERENCE["dags"][dag_id]["tasks"]
+    return {task_id: {k: v for k, v in task.items() if k != "operator"} for task_id, task in tasks.items()}
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, dict[str, Any] | str]:
+    return _rendered()
+
+
+def structure_results(rendered: dict[str, dict[str, Any] | str]) -> dict[str, str | None]:
+    """DAG id -> None if Zonda's structure is Airflow's, else how it differs."""
+    results: dict[str, str | None] = {}
+    for dag_id in REFERENCE["dags"]:
+        ours = rendered.get(dag_id, "not rendered")
+        if isinstance(ours, str):
+            results[dag_id] = ours
+        elif ours != _reference_structure(dag_id):
+            theirs = _reference_structure(dag_id)
+            diff = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
+            results[dag_id] = f"tasks differ: {diff[:5]}"
+        else:
+            results[dag_id] = None
+    return results
+
+
+def test_airflow3_examples_have_airflow3s_structure(rendered: dict[str, dict[str, Any] | str]) -> None:
+    results = structure_results(rendered)
+    same = sorted(d for d, why in results.items() if why is None)
+    print(f"\nAirflow {REFERENCE['airflow_version']} examples: structure {len(same)}/{len(results)}")
+    for dag_id, why in sorted(results.items()):
+        if why is not None:
+            print(f"  {dag_id}: {why}")
+    unexpected = {d: why for d, why in results.items() if why is not None and d not in STRUCTURE_DIFFERENCES}
+    assert unexpected == {}
+    stale = [d for d in STRUCTURE_DIFFERENCES if results.get(d) is None]
+    assert stale == [], "listed as different but now equal: remove them from STRUCTURE_DIFFERENCES"
+
+
+def _zonda_outcome(dag_id: str) -> dict[str, Any] | str:
+    from controller.devtools import dag_runs
+
+    try:
+        outcome = dag_runs.test_file(
+            EXAMPLES / REFERENCE["dags"][dag_id]["file"], dag_id=dag_id, airflow_compat=True
+        )
+    except dag_runs.DagTestError as error:
+        return str(error).splitlines()[-1]
+    return {"state": outcome.state, "tasks": dict(outcome.task_states)}
+
+
+def outcome_results(rendered: dict[str, dict[str, Any] | str]) -> dict[str, str | None]:
+    """DAG id -> None if `zonda dags test` gives every task instance Airflow's state, else how not.
+
+    Only DAGs Airflow's `dag.test()` finished are compared, and not those listed as depending on the
+    network or the wall clock (they are not run)."""
+    results: dict[str, str | None] = {}
+    for dag_id, entry in REFERENCE["dags"].items():
+        theirs = entry.get("outcome") or {}
+        if "state" not in theirs or "[not run]" in OUTCOME_DIFFERENCES.get(dag_id, ""):
+            continue
+        if isinstance(rendered.get(dag_id), str) or dag_id not in rendered:
+            continue  # does not render: listed in STRUCTURE_DIFFERENCES, and not equal here
+        ours = _zonda_outcome(dag_id)
+        if isinstance(ours, str):
+            results[dag_id] = ours
+        elif ours != {"state": theirs["state"], "tasks": theirs["tasks"]}:
+            diff = {
+                k: (ours["tasks"].get(k), theirs["tasks"].get(k))
+                for k in sorted(set(ours["tasks"]) | set(theirs["tasks"]))
+                if ours["tasks"].get(k) != theirs["tasks"].get(k)
+            }
+            results[dag_id] = (
+                f"run {ours['state']} (Airflow: {theirs['state']}), tasks (zonda, airflow): {diff}"
+            )
+        else:
+            results[dag_id] = None
+    return results
+
+
+def test_airflow3_examples_end_as_under_airflow3s_dag_test(rendered: dict[str, dict[str, Any] | str]) -> None:
+    results = outcome_results(rendered)
+    same = sorted(d for d, why in results.items() if why is None)
+    ran = [d for d, e in REFERENCE["dags"].items() if "state" in (e.get("outcome") or {})]
+    version = REFERENCE["airflow_version"]
+    print(f"\nAirflow {version} examples: outcomes {len(same)}/{len(ran)} of those Airflow ran")
+    for dag_id, why in sorted(results.items()):
+        if why is not None:
+            print(f"  {dag_id}: {why}")
+    unexpected = {d: why for d, why in results.items() if why is not None and d not in OUTCOME_DIFFERENCES}
+    assert unexpected == {}
+    stale = [d for d in OUTCOME_DIFFERENCES if results.get(d, "not compared") is None]
+    assert stale == [], "listed as different but now equal: remove them from OUTCOME_DIFFERENCES"
