@@ -150,6 +150,7 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "DeltaTriggerTimetable": ("airflow.timetables.trigger", "DeltaTriggerTimetable"),
     "MultipleCronTriggerTimetable": ("airflow.timetables.trigger", "MultipleCronTriggerTimetable"),
     "EventsTimetable": ("airflow.timetables.events", "EventsTimetable"),
+    "AssetOrTimeSchedule": ("airflow.timetables.assets", "AssetOrTimeSchedule"),
     "Asset": ("airflow.datasets", "Asset"),
     "AssetAlias": ("airflow.datasets", "AssetAlias"),
     "AssetAll": ("airflow.datasets", "AssetAll"),
