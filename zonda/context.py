@@ -7,7 +7,35 @@ mutable because Airflow's `PythonOperator` merges `op_kwargs` and `templates_dic
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import contextlib
+from collections.abc import Iterator, MutableMapping
 from typing import Any, TypeAlias
 
 Context: TypeAlias = MutableMapping[str, Any]
+
+
+_current: list[Context] = []
+
+
+def get_current_context() -> Context:
+    """The context of the task running now (Airflow's `get_current_context`), inside its `execute`.
+
+    Outside a running task it raises, as Airflow does: a DAG file calls it only inside a task's code.
+    """
+    if not _current:
+        from zonda.exceptions import AirflowException
+
+        raise AirflowException(
+            "Current context was requested but no context was found! Are you running within an airflow task?"
+        )
+    return _current[-1]
+
+
+@contextlib.contextmanager
+def set_current_context(context: Context) -> Iterator[Context]:
+    """Make `context` what `get_current_context()` returns inside the block (the runner's `execute`)."""
+    _current.append(context)
+    try:
+        yield context
+    finally:
+        _current.pop()

@@ -89,3 +89,7 @@ class TaskDeferred(BaseException):
 
     def __repr__(self) -> str:
         return f"<TaskDeferred trigger={self.trigger} method={self.method_name}>"
+
+
+class AirflowConfigException(AirflowException):
+    """An Airflow configuration option that is not set (`airflow.configuration.conf.get`)."""

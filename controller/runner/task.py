@@ -24,7 +24,7 @@ from typing import Any
 
 from controller.runner import callbacks
 from controller.xcom.backends import XComStore
-from zonda.context import Context
+from zonda.context import Context, set_current_context
 from zonda.exceptions import (
     AirflowFailException,
     AirflowRescheduleException,
@@ -188,9 +188,11 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
             if invocation.next_method:
                 # The event crossed the API as JSON: give the method back its datetimes.
                 next_kwargs = json_values.from_json_safe(dict(invocation.next_kwargs or {}))
-                value = operator.resume_execution(invocation.next_method, next_kwargs, context)
+                with set_current_context(context):
+                    value = operator.resume_execution(invocation.next_method, next_kwargs, context)
             else:
-                value = operator.execute(context)
+                with set_current_context(context):
+                    value = operator.execute(context)
     except TaskDeferred as deferred:
         return _with_pushes(_deferred_result(deferred), operator, invocation, store, tried.context)
     except AirflowRescheduleException as reschedule:

@@ -74,7 +74,25 @@ MODULES: dict[str, str] = {
     "airflow.models.connection": "zonda.variables",
     "airflow.hooks.base": "zonda.variables",
     "airflow.hooks.base_hook": "zonda.variables",
-    # The seed pages import Airflow's example timetable; Zonda ships it in examples/.
+    "airflow.operators.datetime": "zonda.operators.datetime",
+    "airflow.operators.weekday": "zonda.operators.weekday",
+    "airflow.sensors.weekday": "zonda.sensors.weekday",
+    "airflow.sensors.bash": "zonda.sensors.bash",
+    "airflow.utils.weekday": "zonda.utils.weekday",
+    "airflow.configuration": "zonda.authoring.configuration",
+    "airflow.io.path": "zonda.utils.object_storage",
+    "airflow.models.dagrun": "zonda.authoring.airflow_names",
+    "airflow.models.taskinstance": "zonda.authoring.airflow_names",
+    "airflow.utils.state": "zonda.authoring.airflow_names",
+    "airflow.listeners": "zonda.authoring.airflow_names",
+    "airflow.task.priority_strategy": "zonda.authoring.airflow_names",
+}
+
+#: `airflow.example_dags.X` is module X of the DAGs folder when it has one (Airflow's example DAGs
+#: import their helpers and plugins by that name); otherwise these, which Zonda ships (the seed pages
+#: import Airflow's example timetable).
+EXAMPLE_DAGS_PACKAGE = "airflow.example_dags"
+EXAMPLE_DAGS_FALLBACKS: dict[str, str] = {
     "airflow.example_dags.plugins.workday": "examples.timetables.workday",
 }
 
@@ -197,7 +215,10 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "Param": ("zonda.authoring.params", "Param"),
         "Variable": ("zonda.variables", "Variable"),
         "Connection": ("zonda.variables", "Connection"),
+        "TaskInstance": ("zonda.authoring.airflow_names", "TaskInstance"),
+        "DagRun": ("zonda.authoring.airflow_names", "DagRun"),
     },
+    "airflow.io": {"ObjectStoragePath": ("zonda.utils.object_storage", "ObjectStoragePath")},
     "airflow.hooks": {},
     "airflow.operators": {},
     "airflow.sensors": {},
@@ -303,7 +324,7 @@ class _AirflowFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "airflow" and not fullname.startswith("airflow."):
             return None
-        alias = _alias(fullname)
+        alias = _alias(fullname) or _dags_folder_module(fullname)
         if alias is not None:
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(alias))
         if fullname in PACKAGE_NAMES:
@@ -315,6 +336,20 @@ def _alias(fullname: str) -> str | None:
     """The Zonda module an Airflow module is, following a moved module to its Airflow 2 name."""
     name = MOVED_MODULES.get(fullname, fullname)
     return MODULES.get(name) or provider_modules().get(name)
+
+
+def _dags_folder_module(fullname: str) -> str | None:
+    """`airflow.example_dags.libs.helper` -> `libs.helper`, found on `sys.path` (the DAGs folder first)."""
+    if not fullname.startswith(EXAMPLE_DAGS_PACKAGE + "."):
+        return None
+    local = fullname[len(EXAMPLE_DAGS_PACKAGE) + 1 :]
+    try:
+        found = importlib.util.find_spec(local)
+    except (ImportError, ValueError):
+        found = None
+    if found is not None and not _is_airflow(local):
+        return local
+    return EXAMPLE_DAGS_FALLBACKS.get(fullname)
 
 
 def unsupported_message(module: str, name: str | None = None) -> str:
@@ -379,10 +414,23 @@ def install_unless_airflow_is_installed() -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _on_sys_path(folder: Path) -> Iterator[None]:
+    entry = str(folder)
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if added and entry in sys.path:
+            sys.path.remove(entry)
+
+
 def _airflow_imports(source: str | ast.AST) -> list[tuple[int, str, str | None]]:
     """(line, module, name or None) of each `airflow` import in the source."""
     found: list[tuple[int, str, str | None]] = []
-    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
+    for node in _runtime_nodes(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name, None) for a in node.names if a.name.split(".")[0] == "airflow"]
         elif (
@@ -392,14 +440,38 @@ def _airflow_imports(source: str | ast.AST) -> list[tuple[int, str, str | None]]
     return found
 
 
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node but those under `if TYPE_CHECKING:` (imports for type checkers never run)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def _is_airflow(module: str) -> bool:
     return module.split(".")[0] == "airflow"
 
 
-def unsupported_imports(source: str) -> list[str]:
-    """Every `airflow` import of a DAG file that the mapping cannot satisfy, as "line N: message"."""
+def unsupported_imports(source: str, folder: Path | None = None) -> list[str]:
+    """Every `airflow` import of a DAG file that the mapping cannot satisfy, as "line N: message".
+
+    `folder` is the DAGs folder, on `sys.path` while checking as while loading (its helper modules
+    are `airflow.example_dags.*`).
+    """
     problems: list[str] = []
-    with airflow_imports(enabled=True):
+    on_path = contextlib.nullcontext() if folder is None else _on_sys_path(folder)
+    with on_path, airflow_imports(enabled=True):
         for line, module, name in _airflow_imports(source):
             try:
                 imported: Any = importlib.import_module(module)
@@ -409,6 +481,9 @@ def unsupported_imports(source: str) -> list[str]:
             if name is None or name == "*" or hasattr(imported, name):
                 continue
             if f"{module}.{name}" in MODULES or f"{module}.{name}" in PACKAGE_NAMES:
+                continue
+            with contextlib.suppress(ImportError):  # `from package import submodule`
+                importlib.import_module(f"{module}.{name}")
                 continue
             problems.append(f"line {line}: {unsupported_message(module, name)}")
     return problems

@@ -73,6 +73,7 @@ class DAG:
         on_failure_callback: Any = None,
         sla_miss_callback: Any = None,
         auto_register: bool = True,
+        dag_display_name: str | None = None,
         **others: Any,
     ) -> None:
         unknown = sorted(set(others) - set(UNSUPPORTED_DAG_ARGUMENTS))
@@ -97,7 +98,10 @@ class DAG:
         self.schedule_interval: Any = default if given is NOTSET and timetable is None else given
         if self.schedule_interval is NOTSET:
             self.schedule_interval = None
+        if _is_timetable(self.schedule_interval):  # Airflow 2.4+: `schedule=` takes a timetable too
+            timetable, self.schedule_interval = self.schedule_interval, None
         self.timetable = timetable
+        self.dag_display_name = dag_display_name
         self.default_args: dict[str, Any] = dict(default_args or {})
         self.start_date = start_date if start_date is not None else self.default_args.get("start_date")
         self.end_date = end_date if end_date is not None else self.default_args.get("end_date")
@@ -238,3 +242,9 @@ def _caller_file() -> str:
     while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
         frame = frame.f_back  # type: ignore[assignment]
     return frame.f_code.co_filename if frame is not None else ""
+
+
+def _is_timetable(value: Any) -> bool:
+    from zonda.timetables.base import Timetable
+
+    return isinstance(value, Timetable)

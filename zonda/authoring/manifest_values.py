@@ -15,7 +15,7 @@ import enum
 import math
 import urllib.parse
 from collections.abc import Callable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from zonda.resources.durations import format_duration
@@ -168,6 +168,8 @@ class ValueWriter:
             return value.isoformat()
         if isinstance(value, dt.timedelta):
             return format_duration(value)
+        if isinstance(value, PurePath):  # a path argument (`venv_cache_path=Path(...)`): its text
+            return str(value)
         if isinstance(value, Mapping):
             return {str(key): self.json(item, where, task=task) for key, item in value.items()}
         if isinstance(value, list | tuple | set | frozenset):

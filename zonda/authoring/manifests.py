@@ -130,6 +130,8 @@ class _Compiler(ValueWriter):
         }
         if dag.airflow_version is not None:
             spec["airflowVersion"] = dag.airflow_version
+        if dag.dag_display_name:
+            spec["displayName"] = dag.dag_display_name
         scheduled = dag.timetable if dag.timetable is not None else dag.schedule_interval
         if isinstance(scheduled, AssetOrTimeSchedule):
             spec.update(self.asset_schedule(scheduled.assets))
@@ -227,7 +229,12 @@ class _Compiler(ValueWriter):
 
     def timetable(self, timetable: Any) -> dict[str, Any]:
         klass = type(timetable)
-        if "<locals>" in klass.__qualname__ or klass.__module__ in DAG_FILE_MODULES | {"__main__"}:
+        in_plugins = klass.__module__.split(".")[0] == PLUGINS_PACKAGE  # Airflow's plugins folder
+        if (
+            "<locals>" in klass.__qualname__
+            or (klass.__module__ in DAG_FILE_MODULES and not in_plugins)
+            or (klass.__module__ == "__main__")
+        ):
             self.errors.append(
                 f"timetable class {klass.__qualname__} must live in an importable module (the controller "
                 "imports it), not in a DAG file"
@@ -393,6 +400,11 @@ class _Compiler(ValueWriter):
                 "level of a module (the task runner imports it by path)"
             )
         return path
+
+
+#: A DAGs folder's `plugins/` package holds plugin classes (timetables) as Airflow's plugins folder:
+#: the controller imports them with the DAGs folder on its path.
+PLUGINS_PACKAGE = "plugins"
 
 
 def _camel(name: str) -> str:

@@ -84,3 +84,7 @@ def params_schema(params: dict[str, Any]) -> dict[str, Any] | None:
     if required:
         schema["required"] = required
     return schema
+
+
+class ParamsDict(dict[str, Any]):
+    """Airflow's `ParamsDict`, the type of the context's `params`: a task reads values by name."""

@@ -63,7 +63,7 @@ def render_paths(
             dialect = None
             if airflow_compat and path.suffix == ".py":
                 source = path.read_text()
-                problems = compat.unsupported_imports(source)
+                problems = compat.unsupported_imports(source, folder)
                 if problems:
                     report.file_errors[shown] = "unsupported Airflow imports:\n  " + "\n  ".join(problems)
                     continue

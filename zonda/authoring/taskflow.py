@@ -22,7 +22,16 @@ from typing import Any
 from zonda.authoring import contexts
 from zonda.authoring.relations import DependencyMixin, Node
 from zonda.operators.base import BaseOperator
-from zonda.operators.python import BranchPythonOperator, PythonOperator, ShortCircuitOperator
+from zonda.operators.bash import BashDecoratedOperator
+from zonda.operators.python import (
+    BranchExternalPythonOperator,
+    BranchPythonOperator,
+    BranchPythonVirtualenvOperator,
+    ExternalPythonOperator,
+    PythonOperator,
+    PythonVirtualenvOperator,
+    ShortCircuitOperator,
+)
 from zonda.resources import xcom_refs
 from zonda.sensors.python import PythonSensor
 
@@ -83,6 +92,13 @@ class XComArg(DependencyMixin):
         """The task as a teardown of `setups` (Airflow's `XComArg.as_teardown`)."""
         self.operator.as_teardown(setups=setups, on_failure_fail_dagrun=on_failure_fail_dagrun)
         return self
+
+    def __enter__(self) -> Any:
+        """`with setup_task() >> teardown_task():` wires the block's tasks between them (Airflow 2.7+)."""
+        return self.operator.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.operator.__exit__(*exc)
 
 
 class _DecoratedTask:
@@ -177,13 +193,20 @@ def _decorator(operator_class: type[BaseOperator]) -> Callable[..., Any]:
 
 
 class _TaskDecoratorCollection:
-    """`@task`, `@task(...)`, `@task.branch`, `@task.short_circuit`, `@task.sensor`, `@task.kubernetes`."""
+    """`@task`, `@task(...)`, `@task.branch`, `@task.short_circuit`, `@task.sensor`, `@task.kubernetes`,
+    `@task.bash`, `@task.virtualenv`, `@task.external_python`, `@task.branch_virtualenv`,
+    `@task.branch_external_python`."""
 
     python = staticmethod(_decorator(PythonOperator))
     branch = staticmethod(_decorator(BranchPythonOperator))
     short_circuit = staticmethod(_decorator(ShortCircuitOperator))
     sensor = staticmethod(_decorator(PythonSensor))
     kubernetes = staticmethod(_decorator(PythonOperator))
+    bash = staticmethod(_decorator(BashDecoratedOperator))
+    virtualenv = staticmethod(_decorator(PythonVirtualenvOperator))
+    external_python = staticmethod(_decorator(ExternalPythonOperator))
+    branch_virtualenv = staticmethod(_decorator(BranchPythonVirtualenvOperator))
+    branch_external_python = staticmethod(_decorator(BranchExternalPythonOperator))
 
     def __call__(self, python_callable: Callable[..., Any] | None = None, **options: Any) -> Any:
         return self.python(python_callable, **options)

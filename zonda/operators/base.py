@@ -168,6 +168,18 @@ class BaseOperator(Node):
             self.set_upstream(setups)
         return self
 
+    def __enter__(self) -> Any:
+        """`with teardown_op:` (or a setup): the tasks made in the block run between its setup and it."""
+        from zonda.authoring.setup_teardown import SetupTeardownContext
+
+        contexts_open = self.__dict__.setdefault("_setup_teardown_blocks", [])
+        block = SetupTeardownContext(self)
+        contexts_open.append(block)
+        return block.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.__dict__["_setup_teardown_blocks"].pop().__exit__(*exc)
+
     #: A mapped task's sources (`zonda.authoring.mapped.attach`); None for an unmapped task.
     expand_spec: dict[str, Any] | None = None
     #: Its `.map()` functions, in the order the manifest numbers them.

@@ -6,7 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from tempfile import TemporaryDirectory
@@ -40,7 +40,7 @@ class BashOperator(BaseOperator):
     :param cwd: working directory; None runs the command in a temporary directory removed afterwards.
     """
 
-    template_fields = ("bash_command", "env")
+    template_fields: tuple[str, ...] = ("bash_command", "env")
     template_ext = (".sh", ".bash")
 
     def __init__(
@@ -119,6 +119,53 @@ class BashOperator(BaseOperator):
         if self._process is not None and self._process.poll() is None:
             self.log.info("Sending SIGTERM signal to process group")
             os.killpg(os.getpgid(self._process.pid), signal.SIGTERM)
+
+
+class BashDecoratedOperator(BashOperator):
+    """`@task.bash`: the function returns the Bash command, run as `BashOperator` runs its own.
+
+    The function gets its arguments and the context variables it names, as a `@task` function; the
+    command it returns is rendered as a template, then run. It must be a non-empty string (Airflow's
+    TypeError otherwise).
+    """
+
+    template_fields: tuple[str, ...] = ("bash_command", "env", "op_args", "op_kwargs")
+
+    def __init__(
+        self,
+        *,
+        python_callable: Callable[..., Any] | str,
+        bash_command: str = "",
+        op_args: Collection[Any] | None = None,
+        op_kwargs: Mapping[str, Any] | None = None,
+        multiple_outputs: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        from zonda.operators.python import resolve_python_callable
+
+        super().__init__(bash_command=bash_command, **kwargs)  # the command: the function's, at run time
+        self.python_callable = resolve_python_callable(python_callable)
+        self.op_args: Collection[Any] = op_args or ()
+        self.op_kwargs: Mapping[str, Any] = op_kwargs or {}
+        self._jinja_env: Any = None
+
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        self._jinja_env = jinja_env
+        super().render_template_fields(context, jinja_env)
+
+    def execute(self, context: Context) -> str:
+        from zonda.operators.python import context_merge, determine_kwargs
+        from zonda.tries import templating
+
+        context_merge(context, self.op_kwargs)
+        kwargs = determine_kwargs(self.python_callable, self.op_args, context)
+        command = self.python_callable(*self.op_args, **kwargs)
+        if not isinstance(command, str) or command.strip() == "":
+            raise TypeError("The returned value from the TaskFlow callable must be a non-empty string.")
+        self.bash_command = templating.render(
+            command, context, field="bash_command", environment=self._jinja_env
+        )
+        return super().execute(context)
 
 
 @contextmanager

@@ -190,6 +190,7 @@ def generate() -> dict[str, Schema]:
         dag_spec,
         schema_for(DagStatus),
         [
+            _column("Display Name", ".spec.displayName", description="Airflow's dag_display_name"),
             _column("Schedule", ".status.schedule", description="Cron, preset, duration or timetable"),
             _column("Paused", ".status.paused", "boolean"),
             # a string, not a date: kubectl prints a future date as <invalid>; this reads 2026-01-01T00:00:00Z

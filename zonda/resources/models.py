@@ -325,6 +325,9 @@ class DagSpec(CrdModel):
         "conf must satisfy; Airflow's Param(default, type=..., ...).",
     )
     tags: list[str] = Field(default_factory=list)
+    display_name: str | None = Field(
+        default=None, description="Airflow's dag_display_name: shown instead of the DAG id where people read."
+    )
     doc_md: str | None = None
     user_defined_macros: dict[str, str] = Field(
         default_factory=dict,

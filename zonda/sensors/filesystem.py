@@ -21,14 +21,23 @@ class FileSensor(BaseSensorOperator):
     :param recursive: let `**` in `filepath` match any files and directories, as `glob.glob` does.
     :param fs_conn_id: Airflow's filesystem connection; Zonda has none, paths are absolute, so the
         argument is accepted and only `fs_default` is allowed.
+    :param deferrable: wait in the triggerer (`FileTrigger`) instead of the task's own process, as
+        Airflow 2.9+'s; the path is then on the triggerer's filesystem.
     """
 
     template_fields: Sequence[str] = ("filepath",)
 
     def __init__(
-        self, *, filepath: str, recursive: bool = False, fs_conn_id: str = "fs_default", **kwargs: Any
+        self,
+        *,
+        filepath: str,
+        recursive: bool = False,
+        fs_conn_id: str = "fs_default",
+        deferrable: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.deferrable = deferrable
         if fs_conn_id != "fs_default":
             raise AirflowException(
                 f"FileSensor: connections do not exist in Zonda (fs_conn_id={fs_conn_id!r}); "
@@ -36,6 +45,26 @@ class FileSensor(BaseSensorOperator):
             )
         self.filepath = filepath
         self.recursive = recursive
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        if not self.poke(context):
+            from datetime import timedelta
+
+            from zonda.triggers.file import FileTrigger
+
+            self.defer(
+                trigger=FileTrigger(self.filepath, self.recursive, self.poke_interval),
+                method_name="execute_complete",
+                timeout=timedelta(seconds=self.timeout),
+            )
+        return None
+
+    def execute_complete(self, context: Context, event: Any = None) -> None:
+        if not event:
+            raise AirflowException(f"{self.task_id} task failed as {self.filepath} not found.")
+        self.log.info("%s completed successfully as %s found.", self.task_id, self.filepath)
 
     def poke(self, context: Context) -> bool:
         self.log.info("Poking for file %s", self.filepath)

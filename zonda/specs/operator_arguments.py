@@ -211,6 +211,8 @@ def _accepts(annotation: Any, value: Any) -> bool | None:
             return False  # JSON's true is not a number
         return isinstance(value, _JSON_SCALARS[annotation])
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        if not isinstance(value, str | int | float):
+            return False
         return value in {member.value for member in annotation} or value in annotation.__members__
     return None  # timedelta, datetime, user classes: parsed by the operator, not judged here
 

@@ -1,0 +1,31 @@
+# Licensed to the Apache Software Foundation (ASF) under one
+# or more contributor license agreements.  See the NOTICE file
+# distributed with this work for additional information
+# regarding copyright ownership.  The ASF licenses this file
+# to you under the Apache License, Version 2.0 (the
+# "License"); you may not use this file except in compliance
+# with the License.  You may obtain a copy of the License at
+#
+#   http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing,
+# software distributed under the License is distributed on an
+# "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+# KIND, either express or implied.  See the License for the
+# specific language governing permissions and limitations
+# under the License.
+from __future__ import annotations
+
+import pendulum
+
+from airflow.example_dags.plugins.workday import AfterWorkdayTimetable
+from airflow.models.dag import DAG
+from airflow.operators.empty import EmptyOperator
+
+with DAG(
+    dag_id="example_workday_timetable",
+    start_date=pendulum.datetime(2021, 1, 1, tz="UTC"),
+    schedule=AfterWorkdayTimetable(),
+    tags=["example", "timetable"],
+):
+    EmptyOperator(task_id="run_this")

@@ -1,0 +1,99 @@
+"""Airflow's example DAGs under Zonda, compared with what Airflow itself gave (`reference.json`).
+
+`hack/airflow_reference/af2_examples.py` made the reference with Airflow 2.10.5; this module renders
+the same files (vendored unchanged in `af2/dags`) with `--airflow-compat` and describes each DAG the
+way the reference does, so a test (and `python -m tests.airflow_examples.compare`) can diff them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+AF2 = HERE / "af2"
+
+
+def reference(corpus: Path = AF2) -> dict[str, Any]:
+    return json.loads((corpus / "reference.json").read_text())  # type: ignore[no-any-return]
+
+
+def non_dataset_dags(corpus: Path = AF2) -> dict[str, Any]:
+    return {dag_id: entry for dag_id, entry in reference(corpus)["dags"].items() if not entry["dataset"]}
+
+
+def airflow_structure(entry: dict[str, Any]) -> dict[str, Any]:
+    """The parts of the reference's structure Zonda must match: ids, upstream ids, trigger rules."""
+    tasks = entry["structure"]["tasks"]
+    return {
+        "dag_display_name": entry["structure"]["dag_display_name"],
+        "tasks": {
+            task_id: {"upstream": task["upstream"], "trigger_rule": task["trigger_rule"]}
+            for task_id, task in tasks.items()
+        },
+    }
+
+
+def render_corpus(corpus: Path = AF2) -> dict[str, dict[str, Any]]:
+    """dag id -> its structure as Zonda renders it, or {"error": ...} when it does not render."""
+    from zonda.authoring import rendering
+    from zonda.specs.dags import parse_dag_spec, resolve_dag
+
+    report = rendering.render_paths([corpus / "dags"], airflow_compat=True)
+    found: dict[str, dict[str, Any]] = {}
+    for dag in report.dags:
+        if dag.manifest is None:
+            found[dag.dag_id] = {"error": "; ".join(dag.errors)}
+            continue
+        resolved = resolve_dag(dag.manifest["metadata"]["name"], parse_dag_spec(dag.manifest["spec"]))
+        found[dag.dag_id] = {
+            "file": dag.file,
+            "dag_display_name": dag.manifest["spec"].get("displayName") or dag.dag_id,
+            "tasks": {
+                task.task_id: {"upstream": sorted(task.upstream), "trigger_rule": task.trigger_rule.value}
+                for task in resolved.tasks.values()
+            },
+        }
+    for file, message in report.file_errors.items():
+        found.setdefault(f"<file {file}>", {"error": message.splitlines()[-1], "file": file})
+    return found
+
+
+def structure_differences(expected: dict[str, Any], got: dict[str, Any] | None) -> list[str]:
+    if got is None:
+        return ["not rendered"]
+    if "error" in got:
+        return [f"render failed: {got['error']}"]
+    problems = []
+    if expected["dag_display_name"] != got["dag_display_name"]:
+        problems.append(f"display name {got['dag_display_name']!r}, Airflow {expected['dag_display_name']!r}")
+    missing = sorted(set(expected["tasks"]) - set(got["tasks"]))
+    extra = sorted(set(got["tasks"]) - set(expected["tasks"]))
+    if missing:
+        problems.append(f"tasks missing: {missing}")
+    if extra:
+        problems.append(f"tasks Airflow does not have: {extra}")
+    for task_id in sorted(set(expected["tasks"]) & set(got["tasks"])):
+        want, have = expected["tasks"][task_id], got["tasks"][task_id]
+        if want["upstream"] != have["upstream"]:
+            problems.append(f"{task_id}: upstream {have['upstream']}, Airflow {want['upstream']}")
+        if want["trigger_rule"] != have["trigger_rule"]:
+            problems.append(f"{task_id}: trigger rule {have['trigger_rule']}, Airflow {want['trigger_rule']}")
+    return problems
+
+
+def main() -> None:
+    rendered = render_corpus()
+    dags = non_dataset_dags()
+    matched = 0
+    for dag_id, entry in sorted(dags.items()):
+        problems = structure_differences(airflow_structure(entry), rendered.get(dag_id))
+        matched += not problems
+        print(f"{'ok  ' if not problems else 'DIFF'} {dag_id}" + "".join(f"\n       {p}" for p in problems))
+    print(f"structure: {matched}/{len(dags)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

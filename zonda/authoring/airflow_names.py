@@ -1,0 +1,60 @@
+"""Airflow names a DAG or plugin file imports that Zonda has no use for, so the file still imports.
+
+`TaskInstance` and `DagRun` are type names (a file annotates with them; the objects a task receives
+are the runner's `ti` and `dag_run`); `hookimpl` marks listener functions, which Zonda does not call
+(use callbacks); `PriorityWeightStrategy` is the base class of custom weight rules, which Zonda does
+not apply (use `weight_rule="downstream"|"upstream"|"absolute"`). `zonda dags render --report`
+lists none of them: importing one changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from zonda.resources.models import DagRunState, TaskInstanceState
+
+_F = TypeVar("_F")
+
+
+class TaskInstance:
+    """Airflow's `TaskInstance`, as a type name: a task's code gets its instance as the context's `ti`."""
+
+
+class DagRun:
+    """Airflow's `DagRun`, as a type name: a task's code gets its run as the context's `dag_run`."""
+
+
+class PriorityWeightStrategy:
+    """Airflow's base of custom priority weight rules; Zonda applies only the three built-in rules."""
+
+    def get_weight(self, ti: Any) -> int:
+        raise NotImplementedError
+
+
+def hookimpl(function: _F) -> _F:
+    """Airflow's listener marker; Zonda does not call listeners (use `on_*_callback`)."""
+    return function
+
+
+class State:
+    """Airflow's `airflow.utils.state.State`: the state names as strings."""
+
+    SUCCESS = "success"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    RUNNING = "running"
+    QUEUED = "queued"
+    UPSTREAM_FAILED = "upstream_failed"
+    UP_FOR_RETRY = "up_for_retry"
+    NONE = None
+
+
+__all__ = [
+    "DagRun",
+    "DagRunState",
+    "PriorityWeightStrategy",
+    "State",
+    "TaskInstance",
+    "TaskInstanceState",
+    "hookimpl",
+]
