@@ -84,7 +84,68 @@ def structure_differences(expected: dict[str, Any], got: dict[str, Any] | None) 
     return problems
 
 
+def run_one(file: Path, dag_id: str, logical_date: str) -> dict[str, Any]:
+    """`zonda dags test` of one DAG, in this process: {"state", "tasks": {task_id: {map_index: state}}}."""
+    from controller.devtools import dag_runs
+
+    outcome = dag_runs.test_file(file, dag_id=dag_id, logical_date=logical_date, airflow_compat=True)
+    tasks: dict[str, dict[str, str]] = {}
+    for key, state in outcome.task_states.items():
+        task_id, _, index = key.partition("[")
+        tasks.setdefault(task_id, {})[index.rstrip("]") or "-1"] = state
+    return {"state": outcome.state, "tasks": tasks}
+
+
+def test_corpus(dag_ids: list[str] | None = None, corpus: Path = AF2, timeout: float = 900) -> dict[str, Any]:
+    """Each DAG's `zonda dags test` outcome, each in a process of its own (as each `dag.test()` was)."""
+    import subprocess
+
+    ref = reference(corpus)
+    found: dict[str, Any] = {}
+    for dag_id, entry in sorted(non_dataset_dags(corpus).items()):
+        if dag_ids and dag_id not in dag_ids:
+            continue
+        file = str(corpus / "dags" / entry["file"])
+        command = [
+            sys.executable,
+            "-m",
+            "tests.airflow_examples.compare",
+            "--run",
+            file,
+            dag_id,
+            ref["logical_date"],
+        ]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            found[dag_id] = {"error": f"more than {timeout} s"}
+            continue
+        lines = [line for line in done.stdout.splitlines() if line.startswith("OUTCOME-JSON ")]
+        if lines:
+            found[dag_id] = json.loads(lines[-1].removeprefix("OUTCOME-JSON "))
+        else:
+            found[dag_id] = {"error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
+    return found
+
+
+def outcome_differences(expected: dict[str, Any], got: dict[str, Any]) -> list[str]:
+    if "error" in expected:
+        return [f"Airflow's dag.test failed: {expected['error']}"]
+    if "error" in got:
+        return [f"zonda dags test failed: {got['error']}"]
+    problems = []
+    for task_id in sorted(set(expected["tasks"]) | set(got["tasks"])):
+        want, have = expected["tasks"].get(task_id), got["tasks"].get(task_id)
+        if want != have:
+            problems.append(f"{task_id}: {have}, Airflow {want}")
+    return problems
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--run"]:
+        file, dag_id, logical_date = sys.argv[2:5]
+        print("OUTCOME-JSON " + json.dumps(run_one(Path(file), dag_id, logical_date), sort_keys=True))
+        return
     rendered = render_corpus()
     dags = non_dataset_dags()
     matched = 0
@@ -92,7 +153,17 @@ def main() -> None:
         problems = structure_differences(airflow_structure(entry), rendered.get(dag_id))
         matched += not problems
         print(f"{'ok  ' if not problems else 'DIFF'} {dag_id}" + "".join(f"\n       {p}" for p in problems))
-    print(f"structure: {matched}/{len(dags)}", file=sys.stderr)
+    print(f"structure: {matched}/{len(dags)}")
+    if "--outcomes" not in sys.argv:
+        return
+    only = [a for a in sys.argv[1:] if not a.startswith("--")] or None
+    outcomes = test_corpus(only)
+    same = 0
+    for dag_id, got in sorted(outcomes.items()):
+        problems = outcome_differences(dags[dag_id].get("test", {"error": "not run"}), got)
+        same += not problems
+        print(f"{'ok  ' if not problems else 'DIFF'} {dag_id}" + "".join(f"\n       {p}" for p in problems))
+    print(f"outcomes: {same}/{len(outcomes)}")
 
 
 if __name__ == "__main__":

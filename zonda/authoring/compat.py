@@ -75,6 +75,7 @@ MODULES: dict[str, str] = {
     "airflow.hooks.base": "zonda.variables",
     "airflow.hooks.base_hook": "zonda.variables",
     "airflow.operators.datetime": "zonda.operators.datetime",
+    "airflow.operators.email": "zonda.operators.email",
     "airflow.operators.weekday": "zonda.operators.weekday",
     "airflow.sensors.weekday": "zonda.sensors.weekday",
     "airflow.sensors.bash": "zonda.sensors.bash",
@@ -256,7 +257,6 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
 ALTERNATIVES: dict[str, str] = {
     "airflow.operators.subdag": "SubDagOperator is not supported (deprecated in Airflow): use a TaskGroup",
     "airflow.example_dags.subdags": "SubDAGs are not supported (deprecated in Airflow): use a TaskGroup",
-    "airflow.operators.email": "e-mail is not supported: send it from a BashOperator or PythonOperator",
     "airflow.hooks": "only airflow.hooks.base (BaseHook.get_connection) is provided: read the Connection "
     "and use a client library",
     "airflow.providers": "only the standard provider and the cncf.kubernetes pod operator are provided: run "

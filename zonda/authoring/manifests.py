@@ -305,6 +305,9 @@ class _Compiler(ValueWriter):
                     body["paramsSchema"] = schema
             elif name not in SCHEDULER_ARGUMENTS:
                 args[name] = self.json(value, f"{where} argument {name!r}", task=task, argument=name)
+        rule = getattr(task, "trigger_rule", None)  # `task.trigger_rule = ...` after construction
+        if rule is not None and rule != task.authored_arguments.get("trigger_rule", "all_success"):
+            body["triggerRule"] = self.field("trigger_rule", rule, where)
         if args:
             body["args"] = args
         if task.expand_spec is not None:

@@ -32,6 +32,7 @@ BUILTIN_OPERATORS: dict[str, str] = {
     "BranchDayOfWeekOperator": "zonda.operators.weekday.BranchDayOfWeekOperator",
     "DayOfWeekSensor": "zonda.sensors.weekday.DayOfWeekSensor",
     "BashSensor": "zonda.sensors.bash.BashSensor",
+    "EmailOperator": "zonda.operators.email.EmailOperator",
     "LatestOnlyOperator": "zonda.operators.latest_only.LatestOnlyOperator",
     "KubernetesPodOperator": "zonda.operators.kubernetes_pod.KubernetesPodOperator",
     "PythonSensor": "zonda.sensors.python.PythonSensor",

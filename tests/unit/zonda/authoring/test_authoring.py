@@ -439,14 +439,14 @@ def test_every_unsupported_airflow_import_is_named_with_an_alternative(tmp_path:
         """
         from airflow import DAG
         from airflow.operators.subdag import SubDagOperator
-        from airflow.operators.email import EmailOperator
+        from airflow.operators.generic_transfer import GenericTransfer
         from airflow.providers.amazon.aws.operators.s3 import S3CreateBucketOperator
         """,
     )
     message = rendering.render_paths([tmp_path], airflow_compat=True).file_errors["old.py"]
     assert "line 3: airflow.operators.subdag is not supported by Zonda: SubDagOperator" in message
     assert "use a TaskGroup" in message
-    assert "line 4: airflow.operators.email is not supported" in message
+    assert "line 4: airflow.operators.generic_transfer is not supported" in message
     assert "line 5: airflow.providers.amazon" in message and "KubernetesPodOperator" in message
 
 
