@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zonda.resources import xcom_refs
 from zonda.specs import operator_registry
 from zonda.specs.imports import import_string
 
@@ -75,8 +76,8 @@ def check_operator_arguments(
         annotation = signature.annotations.get(name)
         if annotation is None or name in unknown:
             continue
-        if name in signature.template_fields and _is_template(value):
-            continue
+        if name in signature.template_fields and (_is_template(value) or xcom_refs.is_reference(value)):
+            continue  # a template, or another task's XCom (`XComArg`): its value is known at run time
         if _accepts(annotation, value) is False:
             errors.append(
                 f"{signature.name} argument {name!r} should be {_describe(annotation)}, "
