@@ -129,8 +129,10 @@ def test_corpus(dag_ids: list[str] | None = None, corpus: Path = AF2, timeout: f
 
 
 def outcome_differences(expected: dict[str, Any], got: dict[str, Any]) -> list[str]:
+    if "ParamValidationError" in str(expected.get("error")) and "param" in str(got.get("error")).lower():
+        return []  # neither made a run: a required Param without a value
     if "error" in expected:
-        return [f"Airflow's dag.test failed: {expected['error']}"]
+        return [f"Airflow's dag.test failed: {expected['error'][-1:]}"]
     if "error" in got:
         return [f"zonda dags test failed: {got['error']}"]
     problems = []

@@ -149,9 +149,9 @@ class BashDecoratedOperator(BashOperator):
         self.op_kwargs: Mapping[str, Any] = op_kwargs or {}
         self._jinja_env: Any = None
 
-    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
-        self._jinja_env = jinja_env
-        super().render_template_fields(context, jinja_env)
+    def render_template_fields(self, context: Context, jinja_env: Any = None, limits: Any = None) -> None:
+        self._jinja_env = jinja_env  # the command the function returns is rendered with it
+        super().render_template_fields(context, jinja_env, limits)
 
     def execute(self, context: Context) -> str:
         from zonda.operators.python import context_merge, determine_kwargs
