@@ -27,7 +27,7 @@ class BranchDayOfWeekOperator(BaseBranchOperator):
         *,
         follow_task_ids_if_true: str | Iterable[str],
         follow_task_ids_if_false: str | Iterable[str],
-        week_day: str | Iterable[str] | WeekDay | Iterable[WeekDay],
+        week_day: str | Iterable[str] | WeekDay | Iterable[WeekDay] | int | Iterable[int],
         use_task_logical_date: bool = False,
         use_task_execution_day: bool = False,
         **kwargs: Any,

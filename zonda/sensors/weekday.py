@@ -20,7 +20,7 @@ class DayOfWeekSensor(BaseSensorOperator):
     def __init__(
         self,
         *,
-        week_day: str | Iterable[str] | WeekDay | Iterable[WeekDay],
+        week_day: str | Iterable[str] | WeekDay | Iterable[WeekDay] | int | Iterable[int],
         use_task_logical_date: bool = False,
         use_task_execution_day: bool = False,
         **kwargs: Any,

@@ -27,14 +27,19 @@ class WeekDay(enum.IntEnum):
         return cls[sanitized]
 
     @classmethod
-    def convert(cls, day: str | WeekDay) -> int:
-        return day if isinstance(day, WeekDay) else cls.get_weekday_number(week_day_str=day)
+    def convert(cls, day: str | int | WeekDay) -> int:
+        """A day's number from a `WeekDay`, its number (as a manifest carries it) or its name."""
+        if isinstance(day, int):
+            return cls(day)
+        return cls.get_weekday_number(week_day_str=day)
 
     @classmethod
-    def validate_week_day(cls, week_day: str | WeekDay | Iterable[str] | Iterable[WeekDay]) -> set[int]:
+    def validate_week_day(
+        cls, week_day: str | int | WeekDay | Iterable[str] | Iterable[int] | Iterable[WeekDay]
+    ) -> set[int]:
         """The day numbers of a name, a `WeekDay`, or an iterable of either (Airflow's check)."""
         if not isinstance(week_day, Iterable):
-            if isinstance(week_day, WeekDay):
+            if isinstance(week_day, int):
                 week_day = {week_day}
             else:
                 raise TypeError(

@@ -67,3 +67,13 @@ def test_dags_test_outcome_is_airflows(dag_id: str) -> None:
     entry = NON_DATASET[dag_id]
     got = compare.run_one(compare.AF2 / "dags" / entry["file"], dag_id, compare.reference()["logical_date"])
     assert compare.outcome_differences(entry["test"], got) == []
+
+
+def test_week_days_read_back_from_a_manifest() -> None:
+    """A manifest carries `{WeekDay.SATURDAY, WeekDay.SUNDAY}` as [6, 7]: the runner reads them back."""
+    from zonda.utils.weekday import WeekDay
+
+    assert WeekDay.validate_week_day([6, 7]) == {WeekDay.SATURDAY, WeekDay.SUNDAY}
+    assert WeekDay.validate_week_day("monday") == {WeekDay.MONDAY}
+    with pytest.raises(AttributeError, match="Invalid Week Day"):
+        WeekDay.validate_week_day("Funday")
