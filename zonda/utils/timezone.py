@@ -16,7 +16,10 @@ __all__ = ["coerce_datetime", "convert_to_utc", "datetime", "make_aware", "parse
 
 
 def utcnow() -> pendulum.DateTime:
-    return pendulum.now(utc)
+    """Now, from the tasks' pinnable clock (`zonda.sensors.base.utcnow`)."""
+    from zonda.sensors.base import utcnow as task_clock
+
+    return pendulum.instance(task_clock())
 
 
 def datetime(*args: Any, **kwargs: Any) -> dt.datetime:
