@@ -101,6 +101,8 @@ class ControllerProcess:
         #: (namespace, DAG) -> the keys (URIs, alias:<name>) of its asset schedule, from the DAG watch:
         #: an AssetEvent wakes the DAGs it may make due.
         self.asset_consumers: dict[tuple[str, str], frozenset[str]] = {}
+        #: (namespace, DAG) -> every asset key its spec names (schedule and outlets), as last seen.
+        self.dag_assets: dict[tuple[str, str], frozenset[str]] = {}
 
     def registry(self) -> kopf.OperatorRegistry:
         """kopf's handlers: this object's methods. Only `on.event`, so kopf stores nothing on objects."""
@@ -280,13 +282,17 @@ class ControllerProcess:
         if self.services is None:
             return
         namespace, spec = event["namespace"], event["body"].get("spec") or {}
-        keys = asset_keys_of(spec)
-        if event["type"] == "DELETED":
-            self.asset_consumers.pop((namespace, event["name"]), None)
-        elif spec.get("assetSchedule") is not None:
-            self.asset_consumers[(namespace, event["name"])] = keys
-        for uri in sorted(k for k in keys if not k.startswith("alias:")):
-            self.enqueue("asset", namespace, uri)  # its producers and consumers may have changed
+        key = (namespace, event["name"])
+        keys = frozenset() if event["type"] == "DELETED" else asset_keys_of(spec)
+        self.asset_consumers.pop(key, None)
+        if spec.get("assetSchedule") is not None and event["type"] != "DELETED":
+            self.asset_consumers[key] = keys
+        before = self.dag_assets.pop(key, None)
+        if keys:
+            self.dag_assets[key] = keys
+        if keys != before:  # the assets' producers and consumers changed (not on our status writes)
+            for uri in sorted(k for k in keys | (before or frozenset()) if not k.startswith("alias:")):
+                self.enqueue("asset", namespace, uri)
         if event["type"] == "DELETED":
             return
         version = event["body"].get("metadata", {}).get("resourceVersion")
