@@ -69,7 +69,11 @@ STRUCTURE_DIFFERENCES: dict[str, str] = {
 }
 
 #: DAG id -> why its `zonda dags test` outcome differs from Airflow 3's `dag.test()`, or is not compared.
-OUTCOME_DIFFERENCES: dict[str, str] = {}
+OUTCOME_DIFFERENCES: dict[str, str] = {
+    # Branches on the real wall clock (`BranchDateTimeOperator` without `use_task_logical_date`, a
+    # 15:00-00:00 window): its outcome depends on when either side ran, so it is never compared.
+    "example_branch_datetime_operator_2": "[not run] wall clock",
+}
 
 
 def _rendered() -> dict[str, dict[str, Any] | str]:
