@@ -415,16 +415,18 @@ def install_unless_airflow_is_installed() -> bool:
 
 
 @contextlib.contextmanager
-def _on_sys_path(folder: Path) -> Iterator[None]:
-    entry = str(folder)
-    added = entry not in sys.path
+def on_sys_path(entry: Path) -> Iterator[None]:
+    """Put the DAGs folder (or zip) first on `sys.path` while loading, as Airflow does (the DAG-file
+    loader and the import check share it)."""
+    text = str(entry)
+    added = text not in sys.path
     if added:
-        sys.path.insert(0, entry)
+        sys.path.insert(0, text)
     try:
         yield
     finally:
-        if added and entry in sys.path:
-            sys.path.remove(entry)
+        if added and text in sys.path:
+            sys.path.remove(text)
 
 
 def _airflow_imports(source: str | ast.AST) -> list[tuple[int, str, str | None]]:
@@ -470,7 +472,7 @@ def unsupported_imports(source: str, folder: Path | None = None) -> list[str]:
     are `airflow.example_dags.*`).
     """
     problems: list[str] = []
-    on_path = contextlib.nullcontext() if folder is None else _on_sys_path(folder)
+    on_path = contextlib.nullcontext() if folder is None else on_sys_path(folder)
     with on_path, airflow_imports(enabled=True):
         for line, module, name in _airflow_imports(source):
             try:

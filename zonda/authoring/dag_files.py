@@ -13,7 +13,6 @@ The task runner uses `load_task_callable` to follow a `dagfile:` reference (see
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import re
@@ -29,7 +28,7 @@ from typing import Any
 
 import pathspec
 
-from zonda.authoring import contexts, manifest_values
+from zonda.authoring import compat, contexts, manifest_values
 from zonda.authoring.dags import DAG
 
 #: Where task runners (and `zonda dags test`) find DAG files; `zonda dags render` uses its PATH argument.
@@ -167,7 +166,7 @@ def _module_name(path: Path, folder: Path) -> str:
 
 def _load_module(path: Path, folder: Path, name: str, *, zip_path: Path | None = None) -> FileResult:
     result = FileResult(path=path)
-    with _on_sys_path(zip_path or folder):
+    with compat.on_sys_path(zip_path or folder):
         sys.modules.pop(name, None)
         manifest_values.DAG_FILE_MODULES.add(name)
         contexts.start_collecting()
@@ -233,20 +232,6 @@ def describe_import_error(path: Path, error: BaseException) -> ImportFailure:
 
 
 _HERE = Path(__file__).parent
-
-
-@contextlib.contextmanager
-def _on_sys_path(entry: Path) -> Iterator[None]:
-    """Put the DAGs folder (or zip) first on `sys.path` while loading, as Airflow does."""
-    text = str(entry)
-    added = text not in sys.path
-    if added:
-        sys.path.insert(0, text)
-    try:
-        yield
-    finally:
-        if added and text in sys.path:
-            sys.path.remove(text)
 
 
 # ------------------------------------------------------------------------------ the task runner
