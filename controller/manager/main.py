@@ -19,7 +19,6 @@ level and importing this module registers nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -44,6 +43,7 @@ from controller.manager.settings import ControllerSettings
 from controller.manager.workqueue import WorkQueue
 from controller.processes.health import serve_http
 from controller.reconcilers import metrics
+from controller.reconcilers.asset_index import AssetDagIndex, AssetEventIndex, asset_keys_of
 from controller.reconcilers.dags import DagRunRefs
 from controller.reconcilers.index import RunSummary
 from controller.reconcilers.pools import POOLS, runs_to_wake
@@ -195,6 +195,9 @@ class ControllerProcess:
             enqueue=self.enqueue,
         )
         reconcilers.dags.runs = DagRunRefs()  # fed by the DagRun watch below
+        # the AssetEvents by asset and the DAGs by the assets they name: fed by the watches below
+        reconcilers.dags.asset_events = reconcilers.assets.events = AssetEventIndex()
+        reconcilers.assets.dags = AssetDagIndex()
         queue = WorkQueue(
             self.reconcile,
             workers=ours.workers,
@@ -284,6 +287,9 @@ class ControllerProcess:
         namespace, spec = event["namespace"], event["body"].get("spec") or {}
         key = (namespace, event["name"])
         keys = frozenset() if event["type"] == "DELETED" else asset_keys_of(spec)
+        dag_index = self.services.reconcilers.assets.dags
+        if dag_index is not None:
+            (dag_index.deleted if event["type"] == "DELETED" else dag_index.observed)(event["body"])
         self.asset_consumers.pop(key, None)
         if spec.get("assetSchedule") is not None and event["type"] != "DELETED":
             self.asset_consumers[key] = keys
@@ -417,6 +423,9 @@ class ControllerProcess:
         if self.services is None:
             return
         namespace = event["namespace"]
+        index = self.services.reconcilers.assets.events
+        if index is not None:  # before the passes it wakes, so they see it
+            (index.deleted if event["type"] == "DELETED" else index.observed)(event["body"])
         found = event_from_body(event["body"])
         if found is None:
             if event["type"] != "DELETED":
@@ -445,20 +454,6 @@ class ControllerProcess:
                 self.enqueue("asset", event["namespace"], sanitize_uri(uri))
             except ValueError:
                 return
-
-
-def asset_keys_of(spec: Mapping[str, Any]) -> frozenset[str]:
-    """The assets a DAG spec names (schedule and outlets), as keys; an invalid schedule names none."""
-    keys: set[str] = set()
-    raw = spec.get("assetSchedule")
-    if raw is not None:
-        with contextlib.suppress(assets.AssetConditionInvalid):
-            keys |= assets.condition_keys(assets.parse_condition(raw))
-    for task in spec.get("tasks") or []:
-        for outlet in (task.get("outlets") if isinstance(task, Mapping) else None) or []:
-            with contextlib.suppress(ValueError, TypeError):
-                keys.add(sanitize_uri(outlet["uri"]))
-    return frozenset(keys)
 
 
 def run_controller(settings: ControllerSettings) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.kube import DAGS, AlreadyExists, KubeApi
+from controller.reconcilers.asset_index import AssetDagIndex, AssetEventIndex
 from controller.reconcilers.common import StatusWriter, parse_status
 from zonda.resources.asset_models import (
     ASSETEVENTS,
@@ -31,6 +32,7 @@ from zonda.resources.asset_models import (
     AssetEventSpec,
     AssetSpec,
     AssetStatus,
+    TriggeringEvent,
     asset_event_name,
     asset_name,
     event_from_body,
@@ -152,6 +154,9 @@ class AssetReconciler:
 
     kube: KubeApi
     writer: StatusWriter
+    #: The AssetEvents and the DAGs by asset, from the watches (the controller's); None: list each pass.
+    events: AssetEventIndex | None = None
+    dags: AssetDagIndex | None = None
 
     async def reconcile(self, namespace: str, uri: str) -> datetime | None:
         asset = await ensure_asset(self.kube, namespace, uri)
@@ -160,18 +165,13 @@ class AssetReconciler:
         except ValidationError as exc:
             await self.kube.emit_event(asset, reason="InvalidSpec", message=str(exc), warning=True)
             return None
-        dags = {
-            d["metadata"]["name"]: d.get("spec") or {} for d in await self.kube.list_custom(DAGS, namespace)
-        }
-        producing, consuming = assets.asset_dags(spec.uri, dags)
-        events = [
-            e
-            for e in (event_from_body(b) for b in await self.kube.list_custom(ASSETEVENTS, namespace))
-            if e is not None and e.uri == spec.uri
-        ]
+        producing, consuming = assets.asset_dags(spec.uri, await self._dags(namespace, spec.uri))
+        events = [e for e in await self._events(namespace, spec.uri) if e.uri == spec.uri]
         doomed = assets.events_beyond_limit(events, spec.events_history_limit or DEFAULT_EVENTS_HISTORY_LIMIT)
         for name in doomed:
             await self.kube.delete_custom(ASSETEVENTS, namespace, name)
+            if self.events is not None:
+                self.events.forget(namespace, name)
         kept = sorted((e for e in events if e.name not in set(doomed)), key=lambda e: (e.timestamp, e.name))
         old = parse_status(AssetStatus, asset.get("status"))
         new = AssetStatus(
@@ -186,3 +186,17 @@ class AssetReconciler:
         new_wire = AssetStatus.model_validate(new.model_dump()).to_wire()
         await self.writer.write_status(ASSETS, asset, old.to_wire(), new_wire)
         return None
+
+    async def _dags(self, namespace: str, uri: str) -> Mapping[str, Mapping[str, Any]]:
+        if self.dags is None:
+            bodies = await self.kube.list_custom(DAGS, namespace)
+            return {d["metadata"]["name"]: d.get("spec") or {} for d in bodies}
+        await self.dags.seed(self.kube, namespace)
+        return self.dags.naming(namespace, uri)
+
+    async def _events(self, namespace: str, uri: str) -> list[TriggeringEvent]:
+        if self.events is None:
+            bodies = await self.kube.list_custom(ASSETEVENTS, namespace)
+            return [e for e in map(event_from_body, bodies) if e is not None]
+        await self.events.seed(self.kube, namespace)
+        return self.events.of_keys(namespace, [uri])

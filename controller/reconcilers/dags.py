@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import metrics
+from controller.reconcilers.asset_index import AssetEventIndex, schedule_keys_of
 from controller.reconcilers.assets import fault_point
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from zonda.passes import history
@@ -99,6 +100,8 @@ class DagReconciler:
     writer: StatusWriter
     #: The runs by DAG from the watch (the controller's); None: list them from the API each pass.
     runs: DagRunRefs | None = None
+    #: The AssetEvents by asset from the watch (the controller's); None: list them each pass.
+    asset_events: AssetEventIndex | None = None
 
     async def reconcile(self, namespace: str, name: str) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
@@ -119,8 +122,7 @@ class DagReconciler:
         old_status = parse_status(DagStatus, dag.get("status"))
         asset_events: list[TriggeringEvent] = []
         if (dag.get("spec") or {}).get("assetSchedule") is not None:
-            bodies = await self.kube.list_custom(ASSETEVENTS, namespace)
-            asset_events = [e for e in map(event_from_body, bodies) if e is not None]
+            asset_events = await self._asset_events(namespace, dag["spec"])
         plan = dag_plans.plan_dag(
             name,
             dag["spec"],
@@ -142,6 +144,14 @@ class DagReconciler:
         new_wire = DagStatus.model_validate(plan.status.model_dump()).to_wire()
         await self.writer.write_status(DAGS, dag, old_status.to_wire(), new_wire)
         return plan.wake_at
+
+    async def _asset_events(self, namespace: str, spec: Mapping[str, Any]) -> list[TriggeringEvent]:
+        """The events of the assets (and aliases) the DAG's schedule names: only those, from the index."""
+        if self.asset_events is None:
+            bodies = await self.kube.list_custom(ASSETEVENTS, namespace)
+            return [e for e in map(event_from_body, bodies) if e is not None]
+        await self.asset_events.seed(self.kube, namespace)
+        return self.asset_events.of_keys(namespace, schedule_keys_of(spec))
 
     async def _create_run(self, dag: Mapping[str, Any], due: scheduling.DueRun, now: datetime) -> None:
         name = dag["metadata"]["name"]
