@@ -1,14 +1,22 @@
 """Data-aware scheduling against a real apiserver (run on demand; prints numbers, asserts nothing).
 
     python bench/bench_assets.py --events 30 --burst 50 --assets 100
+    python bench/bench_assets.py --assets 1000 --events-per-asset 10 --consumers 100   # 10,000 events
 
 One controller process (local executor), a consumer DAG scheduled on one asset. Reported:
-- event recorded -> consumer run created: an AssetEvent is created through the API, then the run is
-  polled for (20 ms) from the apiserver; p50/p99/max over `--events` sequential events;
+- with `--assets` other assets given `--events-per-asset` events each, created `--concurrency` at a
+  time (first), `--consumers` of them each the schedule of one more DAG (`any` of 10 assets,
+  `maxActiveRuns` 1, so its runs queue the events as Airflow does): the controller's CPU (user+system
+  from /proc) per event until every asset's status counts its events, the events retained, its RSS;
+- event recorded -> consumer run created, with those events kept: an AssetEvent is created through
+  the API, then the run is polled for (20 ms) from the apiserver; p50/p99/max over `--events`
+  sequential events;
 - a burst of `--burst` events created back to back: how many runs they made (Airflow queues events
-  arriving faster than runs into the next run, so fewer runs than events, every event consumed once);
-- the controller's CPU (user+system from /proc) per event over the burst, and with `--assets` other
-  assets each given one event (events of assets nobody consumes), CPU per event and events retained.
+  arriving faster than runs into the next run, so fewer runs than events, every event consumed once),
+  and the controller's CPU per event over the burst.
+
+The controller runs the tree on PYTHONPATH (the bench's own by default): run it with another tree
+first on the path to compare.
 """
 
 from __future__ import annotations
@@ -45,6 +53,26 @@ def consumer() -> dict[str, Any]:
     }
 
 
+def other_consumer(i: int, uris: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": f"bench-other-{i}"},
+        "spec": {
+            "assetSchedule": {"any": [{"uri": u} for u in uris]},
+            "maxActiveRuns": 1,
+            "tasks": [{"id": "t", "operator": "EmptyOperator"}],
+        },
+    }
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def event(name: str, uri: str) -> dict[str, Any]:
     return {
         "apiVersion": "zonda.dev/v1alpha1",
@@ -68,16 +96,60 @@ async def runs(kube: Kube, namespace: str) -> list[dict[str, Any]]:
     return [r for r in await kube.list_custom(DAGRUNS, namespace) if r["spec"]["dagName"] == "bench-consumer"]
 
 
+async def background(kube: Kube, namespace: str, pid: int, args: argparse.Namespace) -> None:
+    """`--assets` assets with `--events-per-asset` events each: CPU per event, events kept, RSS."""
+    total = args.assets * args.events_per_asset
+    if not total:
+        return
+    cpu0, started = cpu_seconds(pid), time.monotonic()
+    gate = asyncio.Semaphore(args.concurrency)
+
+    async def create(i: int, j: int) -> None:
+        async with gate:
+            await kube.create_custom(ASSETEVENTS, namespace, event(f"other-{i}-{j}", f"s3://bench/other-{i}"))
+
+    for j in range(args.events_per_asset):  # round by round, as producers would update them
+        await asyncio.gather(*(create(i, j) for i in range(args.assets)))
+    created = time.monotonic() - started
+    deadline = time.monotonic() + args.timeout
+    counted = 0
+    while time.monotonic() < deadline:
+        found = await kube.list_custom("assets", namespace)
+        counted = sum(
+            1
+            for a in found
+            if a["spec"]["uri"].startswith("s3://bench/other-")
+            and (a.get("status") or {}).get("events") == args.events_per_asset
+        )
+        if counted >= args.assets:
+            break
+        await asyncio.sleep(1)
+    cpu1, settled = cpu_seconds(pid), time.monotonic() - started
+    kept = len(await kube.list_custom(ASSETEVENTS, namespace))
+    runs_made = len(await kube.list_custom(DAGRUNS, namespace))
+    print(
+        f"{args.assets} assets x {args.events_per_asset} events ({total}) created in {created:.0f} s, "
+        f"every asset's status counting them after {settled:.0f} s ({counted}/{args.assets} assets); "
+        f"controller CPU {(cpu1 - cpu0) / total * 1000:.1f} ms per event; events retained {kept}; "
+        f"{runs_made} runs of {args.consumers} consumers; controller RSS {rss_mib(pid):.0f} MiB"
+    )
+
+
 async def main_async(args: argparse.Namespace) -> None:
     with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
         namespace = f"bench-assets-{int(time.time())}"
         cluster.kubectl("create", "namespace", namespace)
         apply(cluster, namespace, consumer())
+        for i in range(args.consumers):
+            uris = [f"s3://bench/other-{k}" for k in range(i * 10, i * 10 + 10)]
+            apply(cluster, namespace, other_consumer(i, uris))
         kube = await Kube.connect(str(cluster.kubeconfig))
+        print(f"load average at the start: {os.getloadavg()}")
         with controller(cluster, namespace, Path(tmp), executor="local") as process:
             assert process.process is not None
             pid = process.process.pid
             await asyncio.sleep(3)  # the controller's watches start (a warm-up, not a correctness wait)
+            await background(kube, namespace, pid, args)
             latencies = []
             for i in range(args.events):
                 started = time.monotonic()
@@ -106,21 +178,8 @@ async def main_async(args: argparse.Namespace) -> None:
             cpu1 = cpu_seconds(pid)
             print(
                 f"burst of {args.burst} events: {burst_runs} runs, {len(consumed)} events consumed once; "
-                f"controller CPU {(cpu1 - cpu0) / args.burst * 1000:.1f} ms per event"
-            )
-            for i in range(args.assets):
-                await kube.create_custom(ASSETEVENTS, namespace, event(f"other-{i}", f"s3://bench/other-{i}"))
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                assets = await kube.list_custom("assets", namespace)
-                if sum(1 for a in assets if (a.get("status") or {}).get("lastEvent")) >= args.assets + 1:
-                    break
-                await asyncio.sleep(0.5)
-            cpu2 = cpu_seconds(pid)
-            kept = len(await kube.list_custom(ASSETEVENTS, namespace))
-            print(
-                f"{args.assets} more assets, one event each: controller CPU "
-                f"{(cpu2 - cpu1) / max(args.assets, 1) * 1000:.1f} ms per event; events retained {kept}"
+                f"controller CPU {(cpu1 - cpu0) / max(args.burst, 1) * 1000:.1f} ms per event; "
+                f"RSS {rss_mib(pid):.0f} MiB"
             )
         await kube.close()
         print(f"load average at the end: {os.getloadavg()}")
@@ -133,6 +192,10 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=30)
     parser.add_argument("--burst", type=int, default=50)
     parser.add_argument("--assets", type=int, default=100)
+    parser.add_argument("--events-per-asset", type=int, default=1)
+    parser.add_argument("--consumers", type=int, default=0, help="DAGs on 10 of the other assets each")
+    parser.add_argument("--concurrency", type=int, default=16, help="events created at a time")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds for the assets to settle")
     asyncio.run(main_async(parser.parse_args()))
     return 0
 

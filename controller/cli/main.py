@@ -120,6 +120,14 @@ def main() -> None:
     default=None,
     help="Name of the Lease for leader election between replicas (off when absent).",
 )
+@click.option(
+    "--peering-lease-duration",
+    "leader_lease_duration",
+    type=float,
+    default=DEFAULTS.leader_lease_duration,
+    show_default=True,
+    help="Seconds a standby replica waits after the leader's last renewal before it takes over.",
+)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=DEFAULTS.kubeconfig)
 @click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
 def controller(
@@ -140,6 +148,7 @@ def controller(
     metrics_port: int | None,
     health_port: int | None,
     leader_lease: str | None,
+    leader_lease_duration: float,
     kubeconfig: str | None,
     log_format: str,
 ) -> None:
@@ -171,6 +180,7 @@ def controller(
         health_port=health_port,
         leader_election=leader_lease is not None,
         leader_lease=leader_lease or DEFAULTS.leader_lease,
+        leader_lease_duration=leader_lease_duration,
         kubeconfig=kubeconfig,
     )
     run_controller(settings)

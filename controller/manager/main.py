@@ -212,8 +212,10 @@ class ControllerProcess:
                 namespace=ours.leader_namespace or (ours.namespaces or ["default"])[0],
                 name=ours.leader_lease,
                 identity=ours.identity,
-                on_started_leading=queue.resume,
+                on_started_leading=lambda: self.started_leading(queue),
                 on_stopped_leading=queue.pause,
+                lease_duration=ours.leader_lease_duration,
+                retry_period=min(2.0, ours.leader_lease_duration / 4),
             )
             self.tasks.append(asyncio.create_task(elector.run(), name="leader-election"))
         self.services = Services(
@@ -232,6 +234,19 @@ class ControllerProcess:
         logger.info(
             "zonda controller started (executor=%s, namespaces=%s)", ours.executor, ours.namespaces or "all"
         )
+
+    def started_leading(self, queue: WorkQueue) -> None:
+        """Leading now: the indexes the watches fed are listed again before the first pass uses them.
+
+        A standby's watch may lag behind what the old leader created just before it stopped (a run it
+        made from some events): the first passes read a list made after the takeover, never older.
+        """
+        if self.services is not None:
+            reconcilers = self.services.reconcilers
+            for index in (reconcilers.dags.runs, reconcilers.dags.asset_events, reconcilers.assets.dags):
+                if index is not None:
+                    index.relist()
+        queue.resume()
 
     async def healthz(self, request: web.Request) -> web.Response:
         """Liveness: the event loop answers (this handler runs) and every reconcile worker is alive."""

@@ -61,6 +61,8 @@ class ControllerSettings:
     health_port: int | None = None
     leader_election: bool = False
     leader_lease: str = "zonda-controller-leader"
+    #: Seconds a standby waits after the leader's last renewal before taking over (client-go's 15).
+    leader_lease_duration: float = 15.0
     leader_namespace: str | None = _ENV["leader_namespace"]  # type: ignore[assignment]
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     kubeconfig: str | None = None

@@ -131,8 +131,9 @@ class AssetEventIndex:
         """The events of these keys, by name (the order the apiserver lists them in)."""
         return [self.index.value(namespace, name) for name in self.index.names(namespace, keys)]
 
-    def seeded(self, namespace: str) -> bool:
-        return namespace in self.index.seeded
+    def relist(self) -> None:
+        """List each namespace again at its next use (what is kept stays, never replaced by older)."""
+        self.index.seeded.clear()
 
     async def seed(self, kube: KubeApi, namespace: str) -> None:
         if namespace in self.index.seeded:
@@ -164,6 +165,9 @@ class AssetDagIndex:
 
     def deleted(self, body: Mapping[str, Any]) -> None:
         self.index.remove(_key(body), _version(body))
+
+    def relist(self) -> None:
+        self.index.seeded.clear()
 
     def naming(self, namespace: str, uri: str) -> dict[str, Mapping[str, Any]]:
         """DAG name -> its asset-relevant spec, for the DAGs that name `uri`."""

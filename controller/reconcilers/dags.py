@@ -81,6 +81,10 @@ class DagRunRefs:
         bucket = self.refs.get((namespace, dag), {})
         return [bucket[name][1] for name in sorted(bucket)]
 
+    def relist(self) -> None:
+        """List each namespace again at its next use (what is kept stays, never replaced by older)."""
+        self.seeded.clear()
+
     async def seed(self, kube: KubeApi, namespace: str) -> None:
         if namespace in self.seeded:
             return
