@@ -136,6 +136,7 @@ def run_dag(
                     status=status,
                     run_name=run_name,
                     now=now,
+                    externally_triggered=False,  # as Airflow's dag.test() run (LatestOnly judges it)
                     attempts=attempts,
                     triggers=fired.values(),
                 )

@@ -59,6 +59,10 @@ class Gathered:
     status: DagRunStatus
     run_name: str
     now: datetime
+    #: Airflow 2's `DagRun.external_trigger` (what LatestOnlyOperator asks of a manual run): True for
+    #: every manual run in the cluster (`zonda dags trigger`, the UI, TriggerDagRunOperator), False for
+    #: the run of `DAG.test()`, whose LatestOnly then judges its interval as Airflow 2's `dag.test()`.
+    externally_triggered: bool = True
     #: The run's namespace and uid, as a try's invocation carries them (None in `DAG.test()`).
     namespace: str | None = None
     run_uid: str | None = None
@@ -178,6 +182,7 @@ def observation(gathered: Gathered) -> Observation:
         now=gathered.now,
         previous_run_states=gathered.previous_run_states,
         running_in_dag=gathered.running_in_dag,
+        externally_triggered=gathered.externally_triggered,
         concurrency=gathered.concurrency,
         stored_xcoms=dict(gathered.stored_xcoms),
         unreadable_xcoms=dict(gathered.unreadable_xcoms),

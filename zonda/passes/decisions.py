@@ -67,7 +67,11 @@ class Observation:
     triggers: dict[str, ObservedTrigger] = field(default_factory=dict)  # by task id
     stray_triggers: tuple[str, ...] = ()  # trigger names whose task instance is no longer deferred
     previous_run_states: dict[str, TaskInstanceState] | None = None  # for dependsOnPast; None: first run
-    latest_window_end: datetime | None = None  # end of the interval after this run's (LatestOnly)
+    #: LatestOnlyOperator's window `(left, right]` (`zonda.passes.plans.latest_window`); None: the last run.
+    latest_window: tuple[datetime, datetime] | None = None
+    #: Airflow 2's `DagRun.external_trigger`: a manual run a user or another DAG made (every manual run
+    #: in the cluster); False for the run of `dag.test()` / `zonda dags test`, which LatestOnly judges.
+    externally_triggered: bool = True
     running_in_dag: int = 0  # task instances running in other runs of the DAG (maxActiveTasks)
     #: Pools and what every other run holds and waits for (`zonda.passes.pools.admit`); None: no pool limits,
     #: only maxActiveTasks counted with `running_in_dag` (which `concurrency`, when given, replaces).

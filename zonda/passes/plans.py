@@ -5,7 +5,7 @@
 - `observe` / `observe_run`: sort what the executor and the triggerer report into the current attempt
   of each task instance and the strays to stop or delete (the only place that decides what is a
   stray); `zonda.passes.compose.compose_pass` then decides the pass over them.
-- `latest_window_end`: LatestOnlyOperator's window, from the run's timetable.
+- `latest_window`: LatestOnlyOperator's window, from the run's timetable, as the DAG's Airflow computes it.
 - `task_invocation` / `mapped_container_args`: what a launched try gets.
 
 The controller gathers (API reads), calls these, and acts (creates, writes, posts Events). The DAG
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from zonda.passes.container_mapping import mapped_container_args
@@ -208,33 +208,52 @@ def observe_run(
 ) -> Observation:
     """What a pass over a run observes, as the controller and `DAG.test()` both gather it: `observe`,
     with the LatestOnly window worked out for `now`; `context` as `observe`'s (previous runs...)."""
-    return observe(
-        status, attempts, triggers, latest_window_end=latest_window_end(dag_spec, status, now), **context
-    )
+    return observe(status, attempts, triggers, latest_window=latest_window(dag_spec, status, now), **context)
 
 
-def latest_window_end(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> datetime | None:
-    """End of the interval after this run's: LatestOnlyOperator's "is this the latest run" window."""
+def latest_window(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> tuple[datetime, datetime] | None:
+    """LatestOnlyOperator's "is this the latest run" window `(left, right]` for the run's interval, as the
+    Airflow the DAG was written for computes it; None when the timetable has no run after this one
+    (the run then proceeds as the last scheduled one).
+
+    Airflow 2.10 (`LatestOnlyOperator.choose_branch`): the interval of the run after this one,
+    `dag.next_dagrun_info(interval, restricted=False)`. Airflow 3 (the standard provider's
+    `LatestOnlyOperator._get_compare_dates`): from the end of a run inside this interval (else this
+    interval's start) to the end of the first run at or after this interval's end, so a zero-length
+    interval (`CronTriggerTimetable`, Airflow 3's cron default) has the window up to the next run."""
     if status.data_interval_start is None or status.data_interval_end is None:
         return None
+    interval = utc_interval(status.data_interval_start, status.data_interval_end)
     try:
         timetable = timetable_for(dag_spec)
         with pinned_clock(coerce_utc(now)):
-            info = timetable.next_dagrun_info(
-                last_automated_data_interval=utc_interval(
-                    status.data_interval_start, status.data_interval_end
+            if dag_spec.airflow_version != "3":
+                info = timetable.next_dagrun_info(
+                    last_automated_data_interval=interval,
+                    restriction=TimeRestriction(earliest=None, latest=None, catchup=True),
+                )
+                return (info.data_interval.start, info.data_interval.end) if info else None
+            before = timetable.next_dagrun_info(
+                last_automated_data_interval=interval,
+                restriction=TimeRestriction(
+                    earliest=None, latest=interval.end - timedelta(microseconds=1), catchup=True
                 ),
-                restriction=TimeRestriction(earliest=None, latest=None, catchup=True),
+            )
+            after = timetable.next_dagrun_info(
+                last_automated_data_interval=interval,
+                restriction=TimeRestriction(earliest=interval.end, latest=None, catchup=True),
             )
     except Exception:  # a custom timetable that cannot answer: LatestOnly then treats the run as latest
         return None
-    return info.data_interval.end if info else None
+    if after is None:
+        return None
+    return (before.data_interval.end if before else interval.start, after.data_interval.end)
 
 
 __all__ = [
     "DagRef",
     "RunStart",
-    "latest_window_end",
+    "latest_window",
     "mapped_container_args",
     "observe",
     "observe_run",

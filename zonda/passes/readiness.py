@@ -152,19 +152,23 @@ class Readiness:
 
     def _run_latest_only(self, task: ResolvedTask, key: str) -> None:
         """Airflow's LatestOnlyOperator, without a launch: skip direct downstreams unless the latest run
-        (`key`: the instance deciding, inside a mapped group for its own index)."""
+        (`key`: the instance deciding, inside a mapped group for its own index). A manual run proceeds:
+        in Airflow 3 every one, in Airflow 2 one externally triggered (not `dag.test()`'s)."""
         downstream = sorted(task.downstream)
-        start, end, latest = self.state.data_interval_end, self.state.observed.latest_window_end, None
-        if self.state.run_type is RunType.MANUAL:
-            reason, latest = "Externally triggered DAG run, continuing", True
-        elif end is None or start is None:
+        window, latest = self.state.observed.latest_window, False
+        manual = self.state.run_type is RunType.MANUAL
+        if manual and self.state.dag.spec.airflow_version == "3":
+            reason, latest = "Manually triggered DAG_Run: allowing execution to proceed.", True
+        elif manual and self.state.observed.externally_triggered:
+            reason, latest = "Externally triggered DAG_Run: allowing execution to proceed.", True
+        elif window is None:
             reason, latest = "Last scheduled execution: allowing execution to proceed.", True
-        elif start < self.state.now <= end:
+        elif window[0] < self.state.now <= window[1]:
             reason, latest = "Latest, allowing execution to proceed.", True
         else:
             reason = (
                 f"Not latest execution, skipping downstream (now {self.state.now.isoformat()} is not in "
-                f"the latest interval ({start.isoformat()}, {end.isoformat()}])."
+                f"the latest window ({window[0].isoformat()}, {window[1].isoformat()}])."
             )
         follow = downstream if latest else []
         self.state.set(

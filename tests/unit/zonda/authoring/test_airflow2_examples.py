@@ -25,7 +25,13 @@ REFUSED = {
 #: where the package is installed).
 NEEDS = {"example_dag_decorator": "httpx"}
 #: `zonda dags test` outcomes checked here: quick and independent of the network and the clock.
-OUTCOMES_CHECKED = ["example_skip_dag", "example_short_circuit_operator", "example_setup_teardown"]
+OUTCOMES_CHECKED = [
+    "example_skip_dag",
+    "example_short_circuit_operator",
+    "example_setup_teardown",
+    "latest_only",
+    "latest_only_with_trigger",
+]
 
 NON_DATASET = compare.non_dataset_dags()
 

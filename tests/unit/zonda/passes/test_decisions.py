@@ -388,15 +388,17 @@ LATEST_ONLY_WITH_TRIGGER: dict[str, dict[str, Any]] = {  # Airflow's example_lat
 }
 INTERVAL_END = LOGICAL_DATE + timedelta(days=1)
 NEXT_END = INTERVAL_END + timedelta(days=1)
+#: Airflow 2.10's window for a daily run: the next interval (`plans.latest_window`).
+NEXT_INTERVAL = (INTERVAL_END, NEXT_END)
 
 
 @pytest.mark.parametrize(
-    ("run_type", "now", "latest_window_end", "expected"),
+    ("run_type", "now", "latest_window", "expected"),
     [
         pytest.param(
             RunType.SCHEDULED,
             NEXT_END + timedelta(days=3),
-            NEXT_END,
+            NEXT_INTERVAL,
             {
                 "latest_only": "success",
                 "task1": "skipped",
@@ -409,7 +411,7 @@ NEXT_END = INTERVAL_END + timedelta(days=1)
         pytest.param(
             RunType.SCHEDULED,
             INTERVAL_END + timedelta(hours=1),
-            NEXT_END,
+            NEXT_INTERVAL,
             {
                 "latest_only": "success",
                 "task1": "success",
@@ -422,7 +424,7 @@ NEXT_END = INTERVAL_END + timedelta(days=1)
         pytest.param(
             RunType.MANUAL,
             NEXT_END + timedelta(days=3),
-            NEXT_END,
+            NEXT_INTERVAL,
             {
                 "latest_only": "success",
                 "task1": "success",
@@ -435,7 +437,7 @@ NEXT_END = INTERVAL_END + timedelta(days=1)
         pytest.param(
             RunType.BACKFILL,
             NEXT_END + timedelta(days=3),
-            NEXT_END,
+            NEXT_INTERVAL,
             {
                 "latest_only": "success",
                 "task1": "skipped",
@@ -448,7 +450,7 @@ NEXT_END = INTERVAL_END + timedelta(days=1)
         pytest.param(
             RunType.SCHEDULED,
             INTERVAL_END,
-            NEXT_END,
+            NEXT_INTERVAL,
             {
                 "latest_only": "success",
                 "task1": "skipped",
@@ -474,18 +476,43 @@ NEXT_END = INTERVAL_END + timedelta(days=1)
     ],
 )
 def test_latest_only_with_trigger(
-    run_type: RunType, now: datetime, latest_window_end: datetime | None, expected: dict[str, str]
+    run_type: RunType,
+    now: datetime,
+    latest_window: tuple[datetime, datetime] | None,
+    expected: dict[str, str],
 ) -> None:
     run = Run(make_dag(LATEST_ONLY_WITH_TRIGGER), run_type=run_type, now=now)
-    plan = run.step(latest_window_end=latest_window_end)
+    plan = run.step(latest_window=latest_window)
     assert run.states() == expected
     assert plan.launches == []
     assert plan.status.state is DagRunState.SUCCESS
 
 
+@pytest.mark.parametrize(
+    ("airflow_version", "externally_triggered", "task1"),
+    [
+        pytest.param(None, True, "success", id="a manual run in the cluster is externally triggered"),
+        pytest.param("2", False, "skipped", id="Airflow 2's dag.test() run is judged by its interval"),
+        pytest.param("3", False, "success", id="Airflow 3: every manual run proceeds, dag.test()'s too"),
+        pytest.param("3", True, "success", id="Airflow 3: a triggered run proceeds"),
+    ],
+)
+def test_a_manual_run_proceeds_as_its_airflow_decides(
+    airflow_version: str | None, externally_triggered: bool, task1: str
+) -> None:
+    """Airflow 2.10's `LatestOnlyOperator` lets a manual run proceed when `dag_run.external_trigger`
+    (not `dag.test()`'s run), the standard provider's (Airflow 3) any `run_type == MANUAL`."""
+    dag = make_dag(LATEST_ONLY_WITH_TRIGGER)
+    dag = dataclasses.replace(dag, spec=dag.spec.model_copy(update={"airflow_version": airflow_version}))
+    run = Run(dag, run_type=RunType.MANUAL, now=NEXT_END + timedelta(days=3))
+    run.step(latest_window=NEXT_INTERVAL, externally_triggered=externally_triggered)
+    assert run.states()["task1"] == task1
+    assert run.states()["task4"] == "success"
+
+
 def test_latest_only_explains_its_skip() -> None:
     run = Run(make_dag(LATEST_ONLY_WITH_TRIGGER), now=NEXT_END + timedelta(days=3))
-    run.step(latest_window_end=NEXT_END)
+    run.step(latest_window=NEXT_INTERVAL)
     assert "Not latest execution, skipping downstream" in (run.ti("latest_only").reason or "")
     assert run.ti("latest_only").follow_task_ids == []
     assert run.ti("latest_only").try_number == 1
@@ -997,7 +1024,7 @@ def test_random_runs_make_only_legal_moves_and_every_pass_is_idempotent(
             *data.draw(random_reports(run)),
             running_in_dag=running_elsewhere,
             previous_run_states=previous,
-            latest_window_end=NEXT_END,
+            latest_window=NEXT_INTERVAL,
         )
         for task_id, ti in plan.status.task_instances.items():
             old = before.task_instances.get(task_id, TaskInstanceStatus()).state

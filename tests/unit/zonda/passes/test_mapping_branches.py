@@ -346,7 +346,7 @@ def test_a_latest_only_inside_a_mapped_group_decides_for_its_own_index() -> None
         }
     )
     run = started(dag)
-    window = {"latest_window_end": run.now + timedelta(days=1)}  # this run is not the latest
+    window = {"latest_window": (run.now, run.now + timedelta(days=1))}  # this run is not the latest
     run.step(
         run.succeeded("make", xcom=[1, 2], xcom_lengths={"return_value": 2}),
         after=timedelta(days=9),

@@ -196,11 +196,58 @@ def test_observe_sorts_current_attempts_strays_and_zombies() -> None:
     assert observed.running_in_dag == 2
 
 
-def test_the_latest_only_window_is_the_next_interval() -> None:
-    status = DagRunStatus(data_interval_start=day(3), data_interval_end=day(4))
+def _hours(n: float) -> datetime:
+    return datetime(2024, 1, 1, tzinfo=UTC) + timedelta(hours=n)
+
+
+#: name -> (timetable class, its params, the run's data interval), as
+#: hack/airflow_reference/latest_only_windows.py gives them to Airflow.
+WINDOW_CASES: dict[str, tuple[str, dict[str, Any], tuple[datetime, datetime]]] = {
+    "daily intervals": (
+        "zonda.timetables.interval.CronDataIntervalTimetable",
+        {"expression": "0 0 * * *", "timezone": "UTC"},
+        (_hours(48), _hours(72)),
+    ),
+    "four-hour intervals": ("zonda.timetables.interval.DeltaDataIntervalTimetable", {"delta": 14400.0},
+                            (_hours(8), _hours(12))),
+    "hourly trigger": (
+        "zonda.timetables.trigger.CronTriggerTimetable",
+        {"expression": "0 * * * *", "timezone": "UTC"},
+        (_hours(5), _hours(5)),
+    ),
+    "once": ("zonda.timetables.simple.OnceTimetable", {}, (_hours(0), _hours(0))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("airflow_version", "case", "window"),
+    [
+        # What `hack/airflow_reference/latest_only_windows.py` printed under Airflow 2.10.5 ...
+        ("2", "daily intervals", (_hours(72), _hours(96))),
+        ("2", "four-hour intervals", (_hours(12), _hours(16))),
+        ("2", "hourly trigger", (_hours(6), _hours(6))),  # empty: no run is ever the latest
+        ("2", "once", None),
+        # ... and under Airflow 3.3.2 with apache-airflow-providers-standard 1.21.0.
+        ("3", "daily intervals", (_hours(48), _hours(96))),
+        ("3", "four-hour intervals", (_hours(8), _hours(16))),
+        ("3", "hourly trigger", (_hours(5), _hours(6))),
+        ("3", "once", None),
+    ],
+)
+def test_the_latest_only_window_is_airflows(
+    airflow_version: str, case: str, window: tuple[datetime, datetime] | None
+) -> None:
+    classpath, params, (start, end) = WINDOW_CASES[case]
+    spec = DagSpec.model_validate(
+        dag_spec(timetable={"class": classpath, "params": params}, airflowVersion=airflow_version)
+    )
+    status = DagRunStatus(data_interval_start=start, data_interval_end=end)
+    assert plans.latest_window(spec, status, NOW) == window
+
+
+def test_a_run_without_a_data_interval_has_no_latest_only_window() -> None:
     spec = DagSpec.model_validate(dag_spec(schedule="@daily"))
-    assert plans.latest_window_end(spec, status, NOW) == day(5)
-    assert plans.latest_window_end(spec, DagRunStatus(), NOW) is None
+    assert plans.latest_window(spec, DagRunStatus(), NOW) is None
 
 
 def test_the_run_start_and_plan_read_no_clock() -> None:
