@@ -113,6 +113,34 @@ class Cluster:
                 raise ClusterError("the zonda.dev resources are established but not served after 60s")
             time.sleep(0.2)
 
+    def restart(self, name: str, sig: int = signal.SIGKILL) -> float:
+        """Kill one control-plane process (`etcd`, `kube-apiserver`...) and start it again with the same
+        arguments and data (fault injection: every client's connections and watches break); return once
+        the apiserver answers /readyz again, with the seconds it was down."""
+        if self.workdir is None or name not in self.processes:
+            raise ClusterError(f"only a local control plane's processes can be restarted, not {name}")
+        old = self.processes[name]
+        killed = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(old.pid, sig)
+        old.wait(timeout=30)
+        with (self.workdir / f"{name}.log").open("ab") as out:
+            self.processes[name] = subprocess.Popen(
+                old.args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.workdir,
+            )
+        _wait_for(
+            lambda: self.kubectl("get", "--raw", "/readyz", check=False, timeout=10).returncode == 0,
+            f"the apiserver to be ready after {name} restarted",
+            self,
+            timeout=120,
+        )
+        return time.monotonic() - killed
+
     def memory_rss_mib(self) -> dict[str, float]:
         """Resident memory of each control-plane process (for the notes' figures)."""
         usage: dict[str, float] = {}

@@ -1,182 +1,355 @@
-"""Fault injection: a seeded schedule SIGKILLs the controller while a mixed workload runs, and an
-independent audit counts what happened from the apiserver's objects and a pod watch of its own.
+"""Fault injection: a seeded schedule of one fault type hits a workload while it runs, and an independent
+audit counts what happened from the apiserver's objects and a pod watch of its own.
 
-Small in CI (`ZONDA_FAULT_KILLS`, default 4 kills, seed `ZONDA_FAULT_SEED`, default 22); larger on
-demand, e.g. `ZONDA_FAULT_KILLS=40 python -m pytest tests/cluster/test_faults.py -s`. The table it
-prints goes to docs/reliability.md.
+Fault types (one test each, small in CI): the controller SIGKILLed; kube-apiserver SIGKILLed and
+restarted (every watch and connection breaks); etcd SIGKILLed and restarted (the apiserver answers
+errors until it is back); task pods deleted (grace 0) and evicted (the Eviction API) while Running.
+`ZONDA_FAULT_INJECTIONS=N` runs N of each (on demand, e.g. 40), seed `ZONDA_FAULT_SEED` (22),
+`ZONDA_FAULT_INTERVAL_MINUTES` (10) sets how many runs the last hour holds. The table each prints goes
+to docs/reliability.md.
 
 The audit never reads Zonda's counters: each due logical date is created exactly once (DagRuns in the
-apiserver), each (run, task, map index, try) had at most one pod created (ADDED events of a pod watch
-started before the controller), no task instance is left unfinished, and the final states are those
-the workload has without faults (every task succeeds).
+apiserver); each (run, task, map index, try) had at most one pod created (ADDED events of a pod watch
+started before the controller, resumed at its last resourceVersion when the apiserver restarts); no
+task instance is left unfinished; every task instance succeeds, at try 1 unless the fault itself
+failed a try: a pod the fault deleted while it was Running (a delete preconditioned on the Running
+pod's resourceVersion) is exactly one more try of that task instance, and tries 1..n each had a pod.
 
-Real: the apiserver, etcd, kwok's nodes running the pods, the controller process (SIGKILLed).
+Real: the apiserver, etcd, kwok's nodes running the pods, the controller process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 import random
 import signal
 import statistics
 import threading
 import time
+import urllib.request
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import apply, controller, runs_of, wait_for
-from zonda.resources.wire import LABEL_DAGRUN, LABEL_MAP_INDEX, LABEL_TASK, LABEL_TRY
+import pytest
 
-KILLS = int(os.environ.get("ZONDA_FAULT_KILLS", "4"))
+from controller.devtools.devcluster import Cluster, ClusterError
+from tests.cluster.zonda_processes import ZondaProcess, apply, controller, runs_of, wait_for
+from zonda.resources.names import attempt_name
+from zonda.resources.wire import LABEL_DAGRUN, LABEL_TASK
+
 SEED = int(os.environ.get("ZONDA_FAULT_SEED", "22"))
+#: Injections of each fault type; unset, each type's CI size.
+INJECTIONS = os.environ.get("ZONDA_FAULT_INJECTIONS")
 #: Minutes between the workload's runs over the last hour: 10 -> 6 runs; 2 -> 30 runs (on demand).
 INTERVAL = int(os.environ.get("ZONDA_FAULT_INTERVAL_MINUTES", "10"))
+DAG = "mixed"
 
 
-def pod_task(task_id: str, depends_on: list[str], duration_ms: int = 400) -> dict[str, Any]:
+def pod_task(task_id: str, depends_on: list[str], duration_ms: int) -> dict[str, Any]:
     return {
         "id": task_id,
         "container": {"image": "busybox", "command": ["sh", "-c", "true"]},
         "podOverride": {"metadata": {"annotations": {"kwok.zonda.dev/duration-ms": str(duration_ms)}}},
         "dependsOn": depends_on,
+        # a try the fault fails (its pod deleted) is retried; no task fails of its own
+        "retries": 3,
+        "retryDelay": "1s",
     }
 
 
-def workload(start: datetime) -> dict[str, Any]:
-    """A chain, a fan-out of four and a join, every INTERVAL minutes over the last hour (catchup), at
-    most three runs at once: six due runs of seven task instances by default."""
-    fan = [pod_task(f"fan{index}", ["b"]) for index in range(4)]
+def workload(start: datetime, duration_ms: int) -> dict[str, Any]:
+    """A chain, a fan-out of four and a join, every INTERVAL minutes since `start` (catchup), at most
+    three runs at once: six due runs of seven task instances by default."""
+    fan = [pod_task(f"fan{index}", ["b"], duration_ms) for index in range(4)]
     return {
         "apiVersion": "zonda.dev/v1alpha1",
         "kind": "DAG",
-        "metadata": {"name": "mixed"},
+        "metadata": {"name": DAG},
         "spec": {
             "schedule": f"{INTERVAL}m",
             "startDate": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "catchup": True,
             "maxActiveRuns": 3,
-            "tasks": [pod_task("a", []), pod_task("b", ["a"]), *fan,
-                      pod_task("join", [f"fan{index}" for index in range(4)])],
+            "tasks": [pod_task("a", [], duration_ms), pod_task("b", ["a"], duration_ms), *fan,
+                      pod_task("join", [f"fan{index}" for index in range(4)], duration_ms)],
         },
     }  # fmt: skip
 
 
 class PodCreations:
-    """Every pod created in the namespace, from a watch started (at a list's resourceVersion) before
-    the controller: (run, task, map index, try) -> the names of the pods created for it."""
+    """Every pod created in the namespace, counted from etcd itself (its v3 JSON gateway's watch, from a
+    revision read before the controller starts): pod name -> how many times its key was created. Under
+    the apiserver, so an apiserver restart loses nothing (its watch cache restarts at the current
+    revision and would answer an older watch 410 Gone); an etcd restart resumes at the next revision.
+    History compacted away before the watch resumed is recorded in `gap`, and the audit fails."""
 
     def __init__(self, cluster: Cluster, namespace: str) -> None:
-        self.kubeconfig, self.namespace = str(cluster.kubeconfig), namespace
-        self.created: dict[tuple[str, str, str, str], list[str]] = {}
-        self._seen: set[str] = set()
-        self._listed, self._stop = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._record()), daemon=True)
+        args = cluster.processes["etcd"].args
+        assert isinstance(args, list)
+        self.url = next(arg.split("=", 1)[1] for arg in args if arg.startswith("--advertise-client-urls="))
+        self.prefix = f"/registry/pods/{namespace}/"
+        self.created: Counter[str] = Counter()
+        self.gap: str | None = None
+        self.resumed = 0
+        self._revision = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._record, daemon=True)
 
-    async def _record(self) -> None:
-        from kubernetes_asyncio import watch
+    def _post(self, path: str, body: dict[str, Any], timeout: float) -> Any:
+        request = urllib.request.Request(f"{self.url}{path}", data=json.dumps(body).encode())
+        return urllib.request.urlopen(request, timeout=timeout)
 
-        from controller.kube import Kube
-
-        async with await Kube.connect(self.kubeconfig) as kube:
-            listed = await kube.core.list_namespaced_pod(self.namespace)
-            version = listed.metadata.resource_version
-            self._listed.set()
-            while not self._stop.is_set():
-                stream = watch.Watch()
-                async with stream.stream(
-                    kube.core.list_namespaced_pod, self.namespace, resource_version=version, timeout_seconds=2
-                ) as events:
-                    async for event in events:
-                        meta = event["object"].metadata
-                        version = meta.resource_version
-                        if meta.uid in self._seen:
-                            continue
-                        self._seen.add(meta.uid)
-                        labels = meta.labels or {}
-                        key = (labels.get(LABEL_DAGRUN, ""), labels.get(LABEL_TASK, ""),
-                               labels.get(LABEL_MAP_INDEX, "-1"), labels.get(LABEL_TRY, ""))  # fmt: skip
-                        self.created.setdefault(key, []).append(meta.name)
+    def _record(self) -> None:
+        key = base64.b64encode(self.prefix.encode()).decode()
+        end = base64.b64encode(self.prefix[:-1].encode() + b"0").decode()  # the prefix's range end
+        while not self._stop.is_set():
+            body = {"create_request": {"key": key, "range_end": end, "start_revision": self._revision + 1}}
+            try:
+                with self._post("/v3/watch", body, timeout=3600) as stream:
+                    for line in stream:
+                        result = json.loads(line).get("result") or {}
+                        if result.get("compact_revision"):
+                            self.gap = f"etcd compacted past {self._revision} ({result['compact_revision']})"
+                            return
+                        for event in result.get("events") or []:
+                            kv = event["kv"]
+                            if (
+                                event.get("type", "PUT") == "PUT"
+                                and kv["create_revision"] == kv["mod_revision"]
+                            ):
+                                self.created[base64.b64decode(kv["key"]).decode()[len(self.prefix) :]] += 1
+                            self._revision = int(kv["mod_revision"])
+            except (OSError, ValueError):
+                self.resumed += 1
+                time.sleep(0.2)  # etcd restarting: a retry's backoff, not a signal
 
     def __enter__(self) -> PodCreations:
+        with self._post("/v3/kv/range", {"key": base64.b64encode(b"/").decode()}, timeout=10) as reply:
+            self._revision = int(json.loads(reply.read())["header"]["revision"])
         self._thread.start()
-        assert self._listed.wait(60), "the pod watch did not start"
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(10)
 
 
-def test_sigkilled_controller_creates_each_run_once_launches_each_try_once_and_finishes_everything(
-    cluster: Cluster, namespace: str, tmp_path: Path
+@dataclass
+class Target:
+    """What a fault acts on, and what it reports back to the audit."""
+
+    cluster: Cluster
+    namespace: str
+    controller: ZondaProcess
+    rng: random.Random
+    #: (run, task) -> tries the fault itself failed (a Running pod deleted or evicted).
+    failed_tries: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class Fault:
+    id: str
+    name: str
+    ci_injections: int
+    inject: Callable[[Target], bool]  # True when it struck (a pod fault may find nothing to hit)
+    #: Task pods' duration on kwok: long enough for a pod fault to find one Running.
+    duration_ms: int = 400
+
+
+def kill_controller(target: Target) -> bool:
+    target.controller.stop(signal.SIGKILL)
+    target.controller.start()
+    return True
+
+
+def restart(component: str) -> Callable[[Target], bool]:
+    def inject(target: Target) -> bool:
+        target.cluster.restart(component, signal.SIGKILL)
+        return True
+
+    return inject
+
+
+def hit_running_pod(evict: bool) -> Callable[[Target], bool]:
+    """Delete (grace 0) or evict one Running task pod, preconditioned on the resourceVersion it was read
+    at: when it succeeds, the pod was Running with no result, so its try must fail and be retried."""
+
+    def inject(target: Target) -> bool:
+        return asyncio.run(_hit_running_pod(target, evict))
+
+    return inject
+
+
+async def _hit_running_pod(target: Target, evict: bool) -> bool:
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from controller.kube import Kube
+
+    async with await Kube.connect(str(target.cluster.kubeconfig)) as kube:
+        for _ in range(100):  # until a Running pod is caught (they run `duration_ms` each)
+            pods = (await kube.core.list_namespaced_pod(target.namespace, label_selector=LABEL_TASK)).items
+            running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+            if not running:
+                await asyncio.sleep(0.1)  # polling the pod list for a victim, not waiting for an effect
+                continue
+            pod = target.rng.choice(running)
+            options = client.V1DeleteOptions(
+                grace_period_seconds=0,
+                preconditions=client.V1Preconditions(resource_version=pod.metadata.resource_version),
+            )
+            try:
+                if evict:
+                    await kube.core.create_namespaced_pod_eviction(
+                        pod.metadata.name,
+                        target.namespace,
+                        client.V1Eviction(
+                            metadata=client.V1ObjectMeta(name=pod.metadata.name), delete_options=options
+                        ),
+                    )
+                else:
+                    await kube.core.delete_namespaced_pod(pod.metadata.name, target.namespace, body=options)
+            except ApiException as error:
+                if error.status in (404, 409):  # it finished (or went) between the read and the hit
+                    continue
+                raise
+            labels = pod.metadata.labels
+            target.failed_tries[labels[LABEL_DAGRUN], labels[LABEL_TASK]] += 1
+            return True
+    return False
+
+
+FAULTS = [
+    Fault("controller-kill", "controller SIGKILL", 4, kill_controller),
+    Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver")),
+    Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart("etcd")),
+    Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=1500),
+    Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=1500),
+]
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=[fault.id for fault in FAULTS])
+def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finishes_everything(
+    cluster: Cluster, namespace: str, tmp_path: Path, fault: Fault
 ) -> None:
     rng = random.Random(SEED)
     now = datetime.now(UTC)
-    start = (now - timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
+    start = (now - timedelta(hours=1)).replace(second=0, microsecond=0)
+    start -= timedelta(minutes=start.minute % INTERVAL)
     due = int((now - start) / timedelta(minutes=INTERVAL))
-    apply(cluster, namespace, workload(start))
+    apply(cluster, namespace, workload(start, fault.duration_ms))
     recoveries: list[float] = []
     with PodCreations(cluster, namespace) as pods, controller(cluster, namespace, tmp_path) as process:
-        for _ in range(KILLS):
+        target = Target(cluster, namespace, process, rng)
+        for _ in range(int(INJECTIONS or fault.ci_injections)):
             time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
             if finished(cluster, namespace, due):
-                break  # nothing left to hurt: a kill now would measure nothing
+                break  # nothing left to hurt: a fault now would measure nothing
             before = progress(cluster, namespace)
-            process.stop(signal.SIGKILL)
-            killed = time.monotonic()
-            process.start()
-            # recovered: the restarted controller has moved the workload on (a task instance finished
-            # or a run was created), or everything is already done
+            struck = time.monotonic()
+            if not fault.inject(target):
+                continue
+            # recovered: the workload moved on (a task instance finished or a run was created), or
+            # everything is already done
             wait_for(
                 lambda before=before: (
                     progress(cluster, namespace) > before or finished(cluster, namespace, due)
                 ),
-                "the restarted controller to make progress",
-                timeout=120,
+                f"progress after the fault ({fault.name})",
+                timeout=180,
             )
-            recoveries.append(time.monotonic() - killed)
-        runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=240)
-    # ---- the audit
-    dates = Counter(run["spec"]["logicalDate"] for run in runs_of(cluster, namespace, "mixed"))
-    duplicates_runs = sum(count - 1 for count in dates.values())
-    per_try = Counter({key: len(names) for key, names in pods.created.items()})
-    duplicate_tries = {key: pods.created[key] for key, count in per_try.items() if count > 1}
-    states = [ti["state"] for run in runs for ti in run["status"]["taskInstances"].values()]
-    stuck = sum(1 for state in states if state not in ("success", "failed", "skipped", "upstream_failed"))
-    lost = sum(1 for state in states if state != "success")
-    tries = Counter(ti["tryNumber"] for run in runs for ti in run["status"]["taskInstances"].values())
+            recoveries.append(time.monotonic() - struck)
+        runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=300)
+    audit(fault, pods, target, runs, recoveries, start, due)
+
+
+def audit(
+    fault: Fault,
+    pods: PodCreations,
+    target: Target,
+    runs: list[dict[str, Any]],
+    recoveries: list[float],
+    start: datetime,
+    due: int,
+) -> None:
+    assert pods.gap is None, pods.gap
+    assert recoveries, "the schedule struck nothing: the audit would prove nothing"
+    dates = Counter(run["spec"]["logicalDate"] for run in runs)
+    duplicate_runs = sum(count - 1 for count in dates.values())
+    duplicate_tries = {name: count for name, count in pods.created.items() if count > 1}
+    tis = {
+        (run["metadata"]["name"], task): ti
+        for run in runs
+        for task, ti in run["status"]["taskInstances"].items()
+    }
+    ended = ("success", "failed", "skipped", "upstream_failed")
+    stuck = sum(1 for ti in tis.values() if ti["state"] not in ended)
+    lost = sum(1 for ti in tis.values() if ti["state"] != "success")
+    # the tries each task instance should have made: one, plus one per try the fault itself failed
+    wrong_tries = {
+        key: (ti["tryNumber"], 1 + target.failed_tries[key])
+        for key, ti in tis.items()
+        if ti["tryNumber"] != 1 + target.failed_tries[key]
+    }
+    tried = {
+        attempt_name(run, task, n) for (run, task), ti in tis.items() for n in range(1, ti["tryNumber"] + 1)
+    }
+    missing_pods = sorted(tried - set(pods.created))
+    strays = sorted(set(pods.created) - tried)
     print(
-        "\n| fault | injections | runs | task instances | duplicate runs | duplicate tries | lost | stuck "
-        "| recover p50 / max (s) |\n|---|---|---|---|---|---|---|---|---|\n"
-        f"| controller SIGKILL (seed {SEED}) | {len(recoveries)} | {len(runs)} | {len(states)} "
-        f"| {duplicates_runs} | {len(duplicate_tries)} | {lost} | {stuck} "
-        f"| {statistics.median(recoveries):.1f} / {max(recoveries):.1f} |"
+        "\n| fault | injections | runs | task instances | tries failed by the fault | duplicate runs "
+        "| duplicate tries | lost | stuck | recover p50 / max (s) |"
+        "\n|---|---|---|---|---|---|---|---|---|---|"
+        f"\n| {fault.name} (seed {SEED}) | {len(recoveries)} | {len(runs)} | {len(tis)} "
+        f"| {sum(target.failed_tries.values())} | {duplicate_runs} | {len(duplicate_tries)} "
+        f"| {lost} | {stuck} | {statistics.median(recoveries):.1f} / {max(recoveries):.1f} |"
+        f"\n(pod creations counted from etcd: {pods.created.total()}; its watch resumed {pods.resumed} times)"
     )
     due_by_now = int((datetime.now(UTC) - start) / timedelta(minutes=INTERVAL))  # one may fall due meanwhile
-    assert due <= len(dates) <= due_by_now and duplicates_runs == 0, dates
+    assert due <= len(dates) <= due_by_now and duplicate_runs == 0, dates
     assert not duplicate_tries, f"a try was launched twice: {duplicate_tries}"
     assert stuck == 0 and lost == 0, [r["status"]["taskInstances"] for r in runs]
-    assert set(tries) == {1}, "no fault of a task's own: every task instance succeeded at its first try"
-    assert len(per_try) == len(states), "one pod per task instance (all are container tasks)"
+    assert not wrong_tries, f"(tries made, tries expected) where they differ: {wrong_tries}"
+    assert not missing_pods, f"tries recorded without a pod created: {missing_pods}"
+    assert not strays, f"pods created for no recorded try: {strays}"
+
+
+def quietly(read: Callable[[], Any], default: Any) -> Any:
+    """A read of the apiserver that may fail while the fault is on (it is restarting)."""
+    try:
+        return read()
+    except (ClusterError, KeyError):
+        return default
 
 
 def progress(cluster: Cluster, namespace: str) -> int:
     """Runs created plus task instances finished: what a working controller increases."""
-    runs = runs_of(cluster, namespace, "mixed")
-    done = sum(
-        1
-        for run in runs
-        for ti in ((run.get("status") or {}).get("taskInstances") or {}).values()
-        if ti["state"] == "success"
-    )
-    return len(runs) + done
+
+    def count() -> int:
+        runs = runs_of(cluster, namespace, DAG)
+        done = sum(
+            1
+            for run in runs
+            for ti in ((run.get("status") or {}).get("taskInstances") or {}).values()
+            if ti["state"] == "success"
+        )
+        return len(runs) + done
+
+    value: int = quietly(count, -1)
+    return value
 
 
 def finished(cluster: Cluster, namespace: str, due: int) -> list[dict[str, Any]] | None:
-    runs = runs_of(cluster, namespace, "mixed")
-    ended = [run for run in runs if (run.get("status") or {}).get("state") in ("success", "failed")]
-    return runs if len(runs) >= due and len(ended) == len(runs) else None
+    def read() -> list[dict[str, Any]] | None:
+        runs = runs_of(cluster, namespace, DAG)
+        ended = [run for run in runs if (run.get("status") or {}).get("state") in ("success", "failed")]
+        return runs if len(runs) >= due and len(ended) == len(runs) else None
+
+    result: list[dict[str, Any]] | None = quietly(read, None)
+    return result
