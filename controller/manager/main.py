@@ -43,7 +43,7 @@ from controller.manager.settings import ControllerSettings
 from controller.manager.workqueue import WorkQueue
 from controller.processes.health import serve_http
 from controller.reconcilers import metrics
-from controller.reconcilers.asset_index import AssetDagIndex, AssetEventIndex, asset_keys_of
+from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex, asset_keys_of
 from controller.reconcilers.dags import DagRunRefs
 from controller.reconcilers.index import RunSummary
 from controller.reconcilers.pools import POOLS, runs_to_wake
@@ -197,7 +197,8 @@ class ControllerProcess:
         reconcilers.dags.runs = DagRunRefs()  # fed by the DagRun watch below
         # the AssetEvents by asset and the DAGs by the assets they name: fed by the watches below
         reconcilers.dags.asset_events = reconcilers.assets.events = AssetEventIndex()
-        reconcilers.assets.dags = AssetDagIndex()
+        reconcilers.dags.asset_dags = reconcilers.assets.dags = AssetDagIndex()
+        reconcilers.dags.aliases = reconcilers.assets.aliases = AliasResolutions()
         queue = WorkQueue(
             self.reconcile,
             workers=ours.workers,
@@ -243,7 +244,8 @@ class ControllerProcess:
         """
         if self.services is not None:
             reconcilers = self.services.reconcilers
-            for index in (reconcilers.dags.runs, reconcilers.dags.asset_events, reconcilers.assets.dags):
+            indexes = (reconcilers.dags.runs, reconcilers.dags.asset_events, reconcilers.assets.dags)
+            for index in (*indexes, reconcilers.assets.aliases):
                 if index is not None:
                     index.relist()
         queue.resume()
@@ -312,8 +314,14 @@ class ControllerProcess:
         if keys:
             self.dag_assets[key] = keys
         if keys != before:  # the assets' producers and consumers changed (not on our status writes)
+            changed = keys ^ (before or frozenset())
             for uri in sorted(k for k in keys | (before or frozenset()) if not k.startswith("alias:")):
                 self.enqueue("asset", namespace, uri)
+            # an alias outlet added or removed: its consumers say again whether anything resolves it
+            for (dag_namespace, dag), wanted in list(self.asset_consumers.items()):
+                touched = wanted & changed
+                if dag_namespace == namespace and any(k.startswith("alias:") for k in touched):
+                    self.enqueue("dag", namespace, dag)
         if event["type"] == "DELETED":
             return
         version = event["body"].get("metadata", {}).get("resourceVersion")
@@ -453,6 +461,9 @@ class ControllerProcess:
         if event["type"] == "DELETED":
             return
         keys = assets.event_keys(found)
+        resolutions = self.services.reconcilers.assets.aliases
+        if resolutions is not None:  # an asset an alias resolved to: the alias's consumers too
+            keys |= {f"alias:{a}" for a in resolutions.aliases_of(namespace, found.uri)}
         for (dag_namespace, dag), wanted in list(self.asset_consumers.items()):
             if dag_namespace == namespace and wanted & keys:
                 self.enqueue("dag", namespace, dag)
@@ -460,6 +471,9 @@ class ControllerProcess:
     async def on_asset(self, **event: Any) -> None:
         if self.services is None or event["type"] == "DELETED":
             return
+        resolutions = self.services.reconcilers.assets.aliases
+        if resolutions is not None:
+            resolutions.observed(event["body"])
         version = event["body"].get("metadata", {}).get("resourceVersion")
         if self.services.reconcilers.is_own_write(ASSETS, event["namespace"], event["name"], version):
             return

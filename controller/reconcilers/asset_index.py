@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.kube import DAGS, KubeApi
-from zonda.resources.asset_models import ASSETEVENTS, TriggeringEvent, event_from_body, sanitize_uri
+from zonda.resources.asset_models import ASSETEVENTS, ASSETS, TriggeringEvent, event_from_body, sanitize_uri
 from zonda.schedules import assets
 
 Key = tuple[str, str]  # namespace, name
@@ -54,9 +54,13 @@ def schedule_keys_of(spec: Mapping[str, Any]) -> frozenset[str]:
 
 
 def outlet_keys_of(spec: Mapping[str, Any]) -> frozenset[str]:
+    """The URIs and `alias:<name>` keys of the outlets of a DAG's tasks."""
     keys: set[str] = set()
     for task in spec.get("tasks") or []:
         for outlet in (task.get("outlets") if isinstance(task, Mapping) else None) or []:
+            if isinstance(outlet, Mapping) and isinstance(outlet.get("alias"), str):
+                keys.add(f"alias:{outlet['alias']}")
+                continue
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 keys.add(sanitize_uri(outlet["uri"]))
     return frozenset(keys)
@@ -169,9 +173,9 @@ class AssetDagIndex:
     def relist(self) -> None:
         self.index.seeded.clear()
 
-    def naming(self, namespace: str, uri: str) -> dict[str, Mapping[str, Any]]:
-        """DAG name -> its asset-relevant spec, for the DAGs that name `uri`."""
-        return {name: self.index.value(namespace, name) for name in self.index.names(namespace, [uri])}
+    def naming(self, namespace: str, key: str) -> dict[str, Mapping[str, Any]]:
+        """DAG name -> its asset-relevant spec, for the DAGs that name `key` (a URI, `alias:<name>`)."""
+        return {name: self.index.value(namespace, name) for name in self.index.names(namespace, [key])}
 
     async def seed(self, kube: KubeApi, namespace: str) -> None:
         if namespace in self.index.seeded:
@@ -180,3 +184,54 @@ class AssetDagIndex:
             body.setdefault("metadata", {}).setdefault("namespace", namespace)
             self.observed(body)
         self.index.seeded.add(namespace)
+
+
+def alias_outlets(specs: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The alias names some task of these DAG specs has as an outlet."""
+    return frozenset(
+        k.removeprefix("alias:") for spec in specs for k in outlet_keys_of(spec) if k.startswith("alias:")
+    )
+
+
+@dataclass
+class AliasResolutions:
+    """Which assets each AssetAlias resolved to (`Asset.status.aliases`, from the Asset watch).
+
+    Only ever grows, as Airflow's alias -> dataset association rows: the union of what the watch and
+    our own asset passes reported, so no resourceVersion ordering is needed.
+    """
+
+    uris: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (namespace, alias) -> URIs
+    aliases: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (namespace, URI) -> aliases
+    seeded: set[str] = field(default_factory=set)
+
+    def resolved(self, namespace: str, uri: str, aliases: Iterable[str]) -> None:
+        for alias in aliases:
+            self.uris.setdefault((namespace, alias), set()).add(uri)
+            self.aliases.setdefault((namespace, uri), set()).add(alias)
+
+    def observed(self, body: Mapping[str, Any]) -> None:
+        uri = (body.get("spec") or {}).get("uri")
+        names = (body.get("status") or {}).get("aliases") or []
+        if isinstance(uri, str) and names:
+            with contextlib.suppress(ValueError):
+                self.resolved(_key(body)[0], sanitize_uri(uri), [str(n) for n in names])
+
+    def of_aliases(self, namespace: str, aliases: Iterable[str]) -> dict[str, frozenset[str]]:
+        """Alias name -> the URIs it resolved to, for those that resolved."""
+        found = {a: frozenset(self.uris.get((namespace, a), ())) for a in aliases}
+        return {a: uris for a, uris in found.items() if uris}
+
+    def aliases_of(self, namespace: str, uri: str) -> frozenset[str]:
+        return frozenset(self.aliases.get((namespace, uri), ()))
+
+    def relist(self) -> None:
+        self.seeded.clear()
+
+    async def seed(self, kube: KubeApi, namespace: str) -> None:
+        if namespace in self.seeded:
+            return
+        for body in await kube.list_custom(ASSETS, namespace):
+            body.setdefault("metadata", {}).setdefault("namespace", namespace)
+            self.observed(body)
+        self.seeded.add(namespace)

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.kube import DAGS, AlreadyExists, KubeApi
-from controller.reconcilers.asset_index import AssetDagIndex, AssetEventIndex
+from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex
 from controller.reconcilers.common import StatusWriter, parse_status
 from zonda.resources.asset_models import (
     ASSETEVENTS,
@@ -157,6 +157,7 @@ class AssetReconciler:
     #: The AssetEvents and the DAGs by asset, from the watches (the controller's); None: list each pass.
     events: AssetEventIndex | None = None
     dags: AssetDagIndex | None = None
+    aliases: AliasResolutions | None = None
 
     async def reconcile(self, namespace: str, uri: str) -> datetime | None:
         asset = await ensure_asset(self.kube, namespace, uri)
@@ -174,7 +175,12 @@ class AssetReconciler:
                 self.events.forget(namespace, name)
         kept = sorted((e for e in events if e.name not in set(doomed)), key=lambda e: (e.timestamp, e.name))
         old = parse_status(AssetStatus, asset.get("status"))
+        # an alias, once resolved to this asset, stays resolved (Airflow's alias -> dataset rows)
+        aliases = sorted({*old.aliases, *(a for e in events for a in e.aliases)})
+        if self.aliases is not None:
+            self.aliases.resolved(namespace, spec.uri, aliases)
         new = AssetStatus(
+            aliases=aliases,
             last_event=kept[-1].name if kept else None,
             last_event_time=kept[-1].timestamp if kept else None,
             events=len(kept),

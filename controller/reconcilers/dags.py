@@ -16,11 +16,17 @@ from pydantic import ValidationError
 
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import metrics
-from controller.reconcilers.asset_index import AssetEventIndex, schedule_keys_of
+from controller.reconcilers.asset_index import (
+    AliasResolutions,
+    AssetDagIndex,
+    AssetEventIndex,
+    alias_outlets,
+    schedule_keys_of,
+)
 from controller.reconcilers.assets import fault_point
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from zonda.passes import history
-from zonda.resources.asset_models import ASSETEVENTS, TriggeringEvent, event_from_body
+from zonda.resources.asset_models import ASSETEVENTS, ASSETS, TriggeringEvent, event_from_body
 from zonda.resources.dagrun_models import DagRunSpec
 from zonda.resources.models import API_VERSION, DagRunState, DagSpec, DagStatus
 from zonda.resources.run_types import RunType
@@ -98,14 +104,26 @@ def _version(meta: Mapping[str, Any]) -> int:
     return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
+@dataclass(frozen=True)
+class AssetInputs:
+    """What an asset-scheduled DAG's pass reads besides its runs (`plan_dag`'s asset arguments)."""
+
+    events: list[TriggeringEvent] = field(default_factory=list)
+    resolutions: dict[str, frozenset[str]] = field(default_factory=dict)
+    alias_outlets: frozenset[str] = frozenset()
+
+
 @dataclass
 class DagReconciler:
     kube: KubeApi
     writer: StatusWriter
     #: The runs by DAG from the watch (the controller's); None: list them from the API each pass.
     runs: DagRunRefs | None = None
-    #: The AssetEvents by asset from the watch (the controller's); None: list them each pass.
+    #: The AssetEvents by asset, the DAGs by the assets they name, the aliases' resolutions, from the
+    #: watches (the controller's); None: list them each pass.
     asset_events: AssetEventIndex | None = None
+    asset_dags: AssetDagIndex | None = None
+    aliases: AliasResolutions | None = None
 
     async def reconcile(self, namespace: str, name: str) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
@@ -124,9 +142,9 @@ class DagReconciler:
                 if (r.get("spec") or {}).get("dagName") == name
             ]
         old_status = parse_status(DagStatus, dag.get("status"))
-        asset_events: list[TriggeringEvent] = []
+        inputs = AssetInputs()
         if (dag.get("spec") or {}).get("assetSchedule") is not None:
-            asset_events = await self._asset_events(namespace, dag["spec"])
+            inputs = await self._asset_inputs(namespace, dag["spec"])
         plan = dag_plans.plan_dag(
             name,
             dag["spec"],
@@ -135,7 +153,9 @@ class DagReconciler:
             created_at=parse_time(meta["creationTimestamp"]) or now,
             runs=runs,
             now=now,
-            asset_events=asset_events,
+            asset_events=inputs.events,
+            alias_resolutions=inputs.resolutions,
+            alias_outlets=inputs.alias_outlets,
         )
         for due in plan.runs_to_create:
             await self._create_run(dag, due, now)
@@ -149,13 +169,37 @@ class DagReconciler:
         await self.writer.write_status(DAGS, dag, old_status.to_wire(), new_wire)
         return plan.wake_at
 
-    async def _asset_events(self, namespace: str, spec: Mapping[str, Any]) -> list[TriggeringEvent]:
-        """The events of the assets (and aliases) the DAG's schedule names: only those, from the index."""
-        if self.asset_events is None:
+    async def _asset_inputs(self, namespace: str, spec: Mapping[str, Any]) -> AssetInputs:
+        """The events of the assets (and aliases, and what those resolved to) the DAG's schedule names,
+        and which of its aliases some DAG's task outlets: from the indexes, only those."""
+        keys = schedule_keys_of(spec)
+        aliases = [k.removeprefix("alias:") for k in keys if k.startswith("alias:")]
+        if self.asset_events is None or self.aliases is None or self.asset_dags is None:
             bodies = await self.kube.list_custom(ASSETEVENTS, namespace)
-            return [e for e in map(event_from_body, bodies) if e is not None]
+            resolutions = AliasResolutions()
+            for asset in await self.kube.list_custom(ASSETS, namespace):
+                resolutions.observed(asset)
+            specs = (
+                [d.get("spec") or {} for d in await self.kube.list_custom(DAGS, namespace)] if aliases else []
+            )
+            return AssetInputs(
+                events=[e for e in map(event_from_body, bodies) if e is not None],
+                resolutions=resolutions.of_aliases(namespace, aliases),
+                alias_outlets=alias_outlets(specs),
+            )
+        await self.aliases.seed(self.kube, namespace)
+        resolved = self.aliases.of_aliases(namespace, aliases)
         await self.asset_events.seed(self.kube, namespace)
-        return self.asset_events.of_keys(namespace, schedule_keys_of(spec))
+        wanted = keys.union(*resolved.values())
+        specs = []
+        if aliases:
+            await self.asset_dags.seed(self.kube, namespace)
+            specs = [s for a in aliases for s in self.asset_dags.naming(namespace, f"alias:{a}").values()]
+        return AssetInputs(
+            events=self.asset_events.of_keys(namespace, wanted),
+            resolutions=resolved,
+            alias_outlets=alias_outlets(specs),
+        )
 
     async def _create_run(self, dag: Mapping[str, Any], due: scheduling.DueRun, now: datetime) -> None:
         name = dag["metadata"]["name"]

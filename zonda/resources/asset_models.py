@@ -76,6 +76,11 @@ class AssetStatus(CrdModel):
     consuming_dags: list[str] = Field(default_factory=list, description="DAGs scheduled on it.")
     producing: str | None = Field(default=None, description="producingDags joined by commas (kubectl).")
     consuming: str | None = Field(default=None, description="consumingDags joined by commas (kubectl).")
+    aliases: list[str] = Field(
+        default_factory=list,
+        description="AssetAliases an event of this asset was ever emitted through: a DAG scheduled on one "
+        "of them is also triggered by this asset's later events (Airflow's alias resolution).",
+    )
 
 
 class AssetEventSpec(CrdModel):

@@ -76,6 +76,25 @@ def condition_keys(condition: Condition) -> frozenset[str]:
     return frozenset().union(*(condition_keys(item) for item in condition.items))
 
 
+def aliases_in(condition: Condition) -> list[str]:
+    """The names of the AssetAliases a condition names."""
+    return sorted(k.removeprefix("alias:") for k in condition_keys(condition) if k.startswith("alias:"))
+
+
+def expand_aliases(condition: Condition, resolved: Mapping[str, Iterable[str]]) -> Condition:
+    """Each alias as Airflow's `_DatasetAliasCondition` (2.10) / `AssetAliasCondition` (3.x) reads it:
+    any of the assets it resolved to (`resolved`: alias name -> URIs an event was emitted through it
+    for), or an event emitted through it. Once resolved, an update of such an asset by any producer
+    (not only through the alias) satisfies it, as Airflow's DAG re-parsed after the alias resolved."""
+    if isinstance(condition, Leaf):
+        if not condition.key.startswith("alias:"):
+            return condition
+        uris = sorted(set(resolved.get(condition.key.removeprefix("alias:"), ())))
+        return AnyOf((condition, *(Leaf(u) for u in uris))) if uris else condition
+    items = tuple(expand_aliases(item, resolved) for item in condition.items)
+    return AllOf(items) if isinstance(condition, AllOf) else AnyOf(items)
+
+
 def evaluate(condition: Condition, updated: frozenset[str]) -> bool:
     """Airflow's `BaseAsset.evaluate(statuses)`: whether the updated assets satisfy the condition."""
     if isinstance(condition, Leaf):
@@ -242,6 +261,7 @@ __all__ = [
     "Cursor",
     "Leaf",
     "OutletEvent",
+    "aliases_in",
     "asset_dags",
     "asset_run_name",
     "awaited",
@@ -250,6 +270,7 @@ __all__ = [
     "evaluate",
     "event_keys",
     "events_beyond_limit",
+    "expand_aliases",
     "outlet_events",
     "parse_condition",
     "pending_events",

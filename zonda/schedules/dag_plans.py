@@ -19,6 +19,7 @@ from typing import Any
 
 from zonda.resources import conditions
 from zonda.resources.asset_models import TriggeringEvent
+from zonda.resources.models import Condition as StatusCondition
 from zonda.resources.models import DagRunState, DagSpec, DagStatus, dag_display_fields
 from zonda.resources.run_events import RunEvent
 from zonda.resources.run_types import RunType
@@ -72,6 +73,8 @@ def plan_dag(
     runs: Sequence[RunRef],
     now: datetime,
     asset_events: Sequence[TriggeringEvent] = (),
+    alias_resolutions: Mapping[str, frozenset[str]] | None = None,
+    alias_outlets: frozenset[str] = frozenset(),
 ) -> DagPlan:
     """One scheduling pass over a DAG: Airflow's `DagModel.next_dagrun` bookkeeping, without a database.
 
@@ -80,13 +83,18 @@ def plan_dag(
     `runs_to_create` gets created (an AlreadyExists counts: it was created before).
 
     A DAG scheduled on assets (`assetSchedule`) also gets the asset-triggered run its pending
-    `asset_events` make due (`zonda.schedules.assets`), within the same `maxActiveRuns`.
+    `asset_events` make due (`zonda.schedules.assets`), within the same `maxActiveRuns`. An alias in
+    its schedule also matches the assets it resolved to (`alias_resolutions`: alias -> URIs, as
+    Airflow); one no task outlets (`alias_outlets`: the aliases some DAG's task names as an outlet)
+    and nothing resolved yet is reported (`AssetAliasesResolvable=False` and a Warning Event).
     """
     try:
         spec = parse_dag_spec(raw_spec)
         resolve_dag(name, spec)
         timetable = timetable_for(spec)
         condition = None if spec.asset_schedule is None else assets.parse_condition(spec.asset_schedule)
+        if condition is not None:
+            condition = assets.expand_aliases(condition, alias_resolutions or {})
     except (DagInvalid, ValueError, ImportError) as exc:
         return _invalid_dag(exc, status=status, generation=generation, now=now)
 
@@ -154,6 +162,9 @@ def plan_dag(
     conds = conditions.set_condition(
         status.conditions, type="Valid", status=True, reason="Valid", now=now, generation=generation
     )
+    events: tuple[RunEvent, ...] = ()
+    if condition is not None and (aliases := assets.aliases_in(condition)):
+        conds, events = _aliases_resolvable(conds, aliases, alias_resolutions or {}, alias_outlets, now)
     conds = conditions.set_condition(
         conds,
         type="Ready",
@@ -183,9 +194,44 @@ def plan_dag(
     return DagPlan(
         status=status.model_copy(update=update),
         runs_to_create=tuple(due),
+        events=events,
         wake_at=None if after.due is not None else after.wake_at,
         asset_run=asset_run,
     )
+
+
+def _aliases_resolvable(
+    conds: list[StatusCondition],
+    aliases: Sequence[str],
+    resolved: Mapping[str, frozenset[str]],
+    outlets: frozenset[str],
+    now: datetime,
+) -> tuple[list[StatusCondition], tuple[RunEvent, ...]]:
+    """`AssetAliasesResolvable`: False while an alias of the schedule has no producer anywhere in the
+    namespace (no task outlets it) and no event was ever emitted through it. Airflow accepts such a DAG
+    and it never runs; here the DAG stays valid (a producer may be applied later, or any system may
+    create an AssetEvent naming the alias) but the user is told which alias nothing resolves."""
+    orphans = [a for a in aliases if not resolved.get(a) and a not in outlets]
+    if orphans:
+        names = ", ".join(orphans)
+        message = (
+            f"no task of any DAG in this namespace has AssetAlias {names} as an outlet and no AssetEvent "
+            "was emitted through it: this DAG is not triggered by it until one is"
+        )
+        new = conditions.set_condition(
+            conds,
+            type="AssetAliasesResolvable",
+            status=False,
+            reason="NoAliasProducer",
+            message=message,
+            now=now,
+        )
+        changed = conditions.condition_changed(conds, new, "AssetAliasesResolvable")
+        return new, (RunEvent("UnresolvedAssetAlias", message, warning=True),) if changed else ()
+    new = conditions.set_condition(
+        conds, type="AssetAliasesResolvable", status=True, reason="AliasesResolvable", message="", now=now
+    )
+    return new, ()
 
 
 def _invalid_dag(exc: Exception, *, status: DagStatus, generation: int | None, now: datetime) -> DagPlan:

@@ -160,3 +160,57 @@ def test_an_invalid_asset_schedule_is_an_invalid_dag() -> None:
     plan = dag_plans.plan_dag("d", spec, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0)
     valid = next(c for c in plan.status.conditions if c.type == "Valid")
     assert valid.status == "False" and "reserved" in valid.message
+
+
+ALIAS_SPEC = {"assetSchedule": {"alias": "x"}, "tasks": [{"id": "t", "operator": "EmptyOperator"}]}
+
+
+def test_an_alias_once_resolved_matches_later_events_of_its_assets_as_airflows_alias_condition() -> None:
+    # Airflow 2.10 `_DatasetAliasCondition` / 3.x `AssetAliasCondition`: DatasetAny of the resolved datasets
+    expanded = assets.expand_aliases(
+        assets.parse_condition({"all": [{"alias": "x"}, {"uri": "b"}]}), {"x": {"a"}}
+    )
+    assert assets.evaluate(expanded, frozenset({"a", "b"}))  # a direct update of a, not through x
+    assert not assets.evaluate(expanded, frozenset({"a"}))
+    assert assets.condition_keys(expanded) == {"alias:x", "a", "b"}
+    assert assets.expand_aliases(assets.parse_condition({"alias": "y"}), {"x": {"a"}}) == assets.Leaf(
+        "alias:y"
+    )
+    plan = dag_plans.plan_dag(
+        "d", ALIAS_SPEC, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0,
+        asset_events=[event("direct", "a", 5)], alias_resolutions={"x": frozenset({"a"})},
+    )  # fmt: skip
+    assert plan.asset_run is not None and [e.name for e in plan.asset_run.events] == ["direct"]
+    unresolved = dag_plans.plan_dag(
+        "d", ALIAS_SPEC, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0,
+        asset_events=[event("direct", "a", 5)], alias_outlets=frozenset({"x"}),
+    )  # fmt: skip
+    assert unresolved.asset_run is None, "before it resolved, only events emitted through it count"
+
+
+def test_an_alias_no_task_outlets_and_nothing_resolved_is_reported_not_refused() -> None:
+    def plan(status: DagStatus, **kwargs: object) -> dag_plans.DagPlan:
+        return dag_plans.plan_dag(
+            "d",
+            ALIAS_SPEC,
+            status=status,
+            generation=1,
+            created_at=T0,
+            runs=[],
+            now=T0,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    orphan = plan(DagStatus())
+    by_type = {c.type: c for c in orphan.status.conditions}
+    assert by_type["Valid"].status == "True", "Airflow accepts the DAG: a producer may come later"
+    assert by_type["AssetAliasesResolvable"].status == "False"
+    assert by_type["AssetAliasesResolvable"].reason == "NoAliasProducer"
+    assert "AssetAlias x" in by_type["AssetAliasesResolvable"].message
+    assert [e.reason for e in orphan.events] == ["UnresolvedAssetAlias"]
+    assert plan(orphan.status).events == (), "told once, not on every pass"
+    for resolved in ({"alias_outlets": frozenset({"x"})}, {"alias_resolutions": {"x": frozenset({"a"})}}):
+        fine = {c.type: c for c in plan(orphan.status, **resolved).status.conditions}
+        assert fine["AssetAliasesResolvable"].status == "True"
+    plain = dag_plans.plan_dag("d", SPEC, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0)
+    assert "AssetAliasesResolvable" not in {c.type for c in plain.status.conditions}
