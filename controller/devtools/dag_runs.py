@@ -4,8 +4,8 @@ The DAG is compiled to its manifest and run through exactly what the controller 
 snapshots it, `zonda.passes.compose.compose_pass` (the controller's pass, with the controller's default
 limits) makes every scheduling decision and builds every try's invocation, the task runner (`run_task`)
 executes each try and callback try in this process, and a deferred task's trigger runs here until its
-first event. Waits the scheduler asks for (retry delays, sensor reschedules) are slept for real, so
-keep them short.
+first event. The asset events the tries' successes produce are printed and returned, not recorded.
+Waits the scheduler asks for (retry delays, sensor reschedules) are slept for real, so keep them short.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from zonda.authoring import compat, dag_files, manifests
 from zonda.authoring.dags import DAG
 from zonda.passes import compose, decisions, plans
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt, ObservedTrigger
+from zonda.passes.produced_assets import ProducedAssetEvent
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.resources.invocations import TaskOutcome
 from zonda.resources.models import DagRunState
@@ -49,6 +50,8 @@ class DagTestOutcome:
     task_states: dict[str, str] = field(default_factory=dict)
     xcoms: dict[str, Any] = field(default_factory=dict)
     status: DagRunStatus | None = None
+    #: The asset events its tries' successes produced, as the controller would record them.
+    asset_events: list[ProducedAssetEvent] = field(default_factory=list)
 
 
 def test_file(
@@ -122,6 +125,7 @@ def run_dag(
     run_name = f"{name}-test"
     attempts: dict[str, ObservedAttempt] = {}
     fired: dict[str, ObservedTrigger] = {}
+    produced: list[ProducedAssetEvent] = []
     previous = os.environ.get(dag_files.DAGS_FOLDER_ENV)
     os.environ[dag_files.DAGS_FOLDER_ENV] = str(folder)
     deadline = time.monotonic() + TIMEOUT.total_seconds()
@@ -144,6 +148,9 @@ def run_dag(
             status = plan.status
             for event in plan.happened:
                 print(f"{event.reason}: {event.message}")
+            for asset_event in plan.asset_events:
+                produced.append(asset_event)
+                print(f"AssetEventRecorded: {asset_event.spec.uri} by {asset_event.spec.source_task}")
             for callback in plan.callback_tries:  # in process, as the task's own callbacks run
                 run_task(callback.invocation)
             if status.state in (DagRunState.SUCCESS, DagRunState.FAILED):
@@ -168,6 +175,7 @@ def run_dag(
         task_states={task_id: ti.state.value for task_id, ti in status.task_instances.items()},
         xcoms={t: ti.xcom for t, ti in status.task_instances.items() if ti.xcom is not None},
         status=status,
+        asset_events=produced,
     )
 
 

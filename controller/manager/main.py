@@ -134,15 +134,7 @@ class ControllerProcess:
         reconcilers = self.services.reconcilers
         metrics.RECONCILES.labels(kind).inc()
         try:
-            if kind == "dag":
-                return await reconcilers.reconcile_dag(namespace, name)
-            if kind == "backfill":
-                return await reconcilers.reconcile_backfill(namespace, name)
-            if kind == "pool":
-                return await reconcilers.reconcile_pool(namespace, name)
-            if kind == "asset":
-                return await reconcilers.reconcile_asset(namespace, name)
-            return await reconcilers.reconcile_run(namespace, name)
+            return await reconcilers.reconcile(kind, namespace, name)
         finally:
             metrics.RECONCILES_DONE.labels(kind).inc()
 

@@ -1,8 +1,9 @@
 """Assets: record a producing try's events, keep each `Asset`'s status and history bounded.
 
-`record_task_events` runs in the run reconciler before it writes the status that says a task
-succeeded, so a crash in between leaves events the next pass finds by name (409), never a success
-without its events. `AssetReconciler` gathers an asset's DAGs and events, asks
+`record_events` creates the events a run's pass decided (`zonda.passes.produced_assets`), in the
+run reconciler before it writes the status that says a task succeeded, so a crash in between leaves
+events the next pass finds by name (409), never a success without its events.
+`AssetReconciler` gathers an asset's DAGs and events, asks
 `zonda.schedules.assets` for its producers, consumers and the events past its history limit, deletes
 those and writes the status. The consumer side is the DAG reconciler's (`controller.reconcilers.dags`).
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,24 +25,21 @@ from pydantic import ValidationError
 from controller.kube import DAGS, AlreadyExists, KubeApi
 from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex
 from controller.reconcilers.common import StatusWriter, parse_status
+from zonda.passes.produced_assets import ProducedAssetEvent
 from zonda.resources.asset_models import (
     ASSETEVENTS,
     ASSETS,
     DEFAULT_EVENTS_HISTORY_LIMIT,
     LABEL_ASSET,
-    AssetEventSpec,
     AssetSpec,
     AssetStatus,
     TriggeringEvent,
-    asset_event_name,
     asset_name,
     event_from_body,
 )
-from zonda.resources.dagrun_models import DagRunStatus
-from zonda.resources.models import API_VERSION, TaskInstanceState
+from zonda.resources.models import API_VERSION
 from zonda.resources.wire import LABEL_DAG, label_value
 from zonda.schedules import assets
-from zonda.specs.dags import ResolvedDag
 
 logger = logging.getLogger(__name__)
 FAULT_ENV = "ZONDA_FAULT_EXIT_AT"
@@ -72,77 +70,39 @@ async def ensure_asset(kube: KubeApi, namespace: str, uri: str) -> Mapping[str, 
         return await kube.get_custom(ASSETS, namespace, name) or body
 
 
-def _split_key(key: str) -> tuple[str, int]:
-    if key.endswith("]") and "[" in key:
-        task_id, index = key[:-1].rsplit("[", 1)
-        if index.isdigit():
-            return task_id, int(index)
-    return key, -1
-
-
-async def record_task_events(
-    kube: KubeApi,
-    run: Mapping[str, Any],
-    dag: ResolvedDag,
-    before: DagRunStatus,
-    after: DagRunStatus,
-    now: datetime,
-) -> list[str]:
-    """Create the AssetEvents of the tries this pass saw succeed; returns the URIs updated."""
-    meta = run["metadata"]
-    namespace, run_name = meta["namespace"], meta["name"]
-    updated: list[str] = []
-    for key, ti in after.task_instances.items():
-        old = before.task_instances.get(key)
-        if ti.state is not TaskInstanceState.SUCCESS or (old and old.state is TaskInstanceState.SUCCESS):
-            continue
-        task_id, map_index = _split_key(key)
-        task = dag.tasks.get(task_id)
-        outlets = list(task.outlets) if task is not None else []
-        if not outlets:
-            continue
-        reported = (ti.xcoms or {}).get(assets.OUTLET_EVENTS_KEY)
-        for event in assets.outlet_events(outlets, reported):
-            owner = await ensure_asset(kube, namespace, event.uri)
-            spec = AssetEventSpec(
-                uri=event.uri,
-                extra=dict(event.extra),
-                timestamp=ti.end_date or now,
-                source_dag=(run.get("spec") or {}).get("dagName"),
-                source_run=run_name,
-                source_task=task_id,
-                source_map_index=map_index,
-                source_try=ti.try_number,
-                aliases=list(event.aliases),
-            )
-            body = {
-                "apiVersion": API_VERSION,
-                "kind": "AssetEvent",
-                "metadata": {
-                    "name": asset_event_name(run_name, task_id, map_index, ti.try_number, event.uri),
-                    "namespace": namespace,
-                    "labels": {
-                        LABEL_ASSET: owner["metadata"]["name"],
-                        LABEL_DAG: label_value(spec.source_dag or ""),
-                    },
-                    "ownerReferences": [
-                        {
-                            "apiVersion": API_VERSION,
-                            "kind": "Asset",
-                            "name": owner["metadata"]["name"],
-                            "uid": owner["metadata"]["uid"],
-                        }
-                    ],
+async def record_events(
+    kube: KubeApi, run: Mapping[str, Any], produced: Iterable[ProducedAssetEvent]
+) -> None:
+    """Create the AssetEvents a pass decided (`zonda.passes.produced_assets`), each owned by its Asset."""
+    namespace = run["metadata"]["namespace"]
+    for event in produced:
+        owner = await ensure_asset(kube, namespace, event.spec.uri)
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "AssetEvent",
+            "metadata": {
+                "name": event.name,
+                "namespace": namespace,
+                "labels": {
+                    LABEL_ASSET: owner["metadata"]["name"],
+                    LABEL_DAG: label_value(event.spec.source_dag or ""),
                 },
-                "spec": spec.to_wire(),
-            }
-            try:
-                await kube.create_custom(ASSETEVENTS, namespace, body)
-            except AlreadyExists:
-                continue  # recorded by an earlier pass (a restart, another controller)
-            fault_point("asset-event-recorded")
-            updated.append(event.uri)
-    return updated
+                "ownerReferences": [
+                    {
+                        "apiVersion": API_VERSION,
+                        "kind": "Asset",
+                        "name": owner["metadata"]["name"],
+                        "uid": owner["metadata"]["uid"],
+                    }
+                ],
+            },
+            "spec": event.spec.to_wire(),
+        }
+        try:
+            await kube.create_custom(ASSETEVENTS, namespace, body)
+        except AlreadyExists:
+            continue  # recorded by an earlier pass (a restart, another controller)
+        fault_point("asset-event-recorded")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.kube import BACKFILLS, DAGRUNS, DAGS, AlreadyExists, KubeApi
-from controller.reconcilers.common import StatusWriter, parse_status, utcnow
+from controller.reconcilers.common import StatusWriter, parse_status
 from controller.reconcilers.dags import run_ref
 from zonda.resources.backfill_models import BackfillSpec, BackfillStatus
 from zonda.resources.dagrun_models import DagRunSpec
@@ -34,11 +34,11 @@ class BackfillReconciler:
     kube: KubeApi
     writer: StatusWriter
 
-    async def reconcile(self, namespace: str, name: str) -> datetime | None:
+    plural = BACKFILLS
+
+    async def reconcile_object(self, backfill: Mapping[str, Any], now: datetime) -> datetime | None:
         """One pass; nothing to wake for on a timer (run changes enqueue the backfill)."""
-        backfill = await self.kube.get_custom(BACKFILLS, namespace, name)
-        if backfill is None or backfill["metadata"].get("deletionTimestamp"):
-            return None
+        namespace, name = backfill["metadata"]["namespace"], backfill["metadata"]["name"]
         old_status = parse_status(BackfillStatus, backfill.get("status"))
         spec = BackfillSpec.model_validate(backfill["spec"])  # the CRD schema has checked it
         dag = await self.kube.get_custom(DAGS, namespace, spec.dag_name)
@@ -59,7 +59,7 @@ class BackfillReconciler:
             dag_spec,
             runs=runs,
             generation=backfill["metadata"].get("generation"),
-            now=utcnow(),
+            now=now,
         )
         for run in plan.to_create:
             try:

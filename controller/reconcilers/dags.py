@@ -125,13 +125,12 @@ class DagReconciler:
     asset_dags: AssetDagIndex | None = None
     aliases: AliasResolutions | None = None
 
-    async def reconcile(self, namespace: str, name: str) -> datetime | None:
+    plural = DAGS
+
+    async def reconcile_object(self, dag: Mapping[str, Any], now: datetime) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
-        dag = await self.kube.get_custom(DAGS, namespace, name)
-        if dag is None or dag["metadata"].get("deletionTimestamp"):
-            return None
-        now = utcnow()
         meta = dag["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
         if self.runs is not None:
             await self.runs.seed(self.kube, namespace)
             runs = self.runs.of_dag(namespace, name)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -120,10 +122,10 @@ class PoolReconciler:
     writer: StatusWriter
     admission: PoolAdmission
 
-    async def reconcile(self, namespace: str, name: str) -> datetime | None:
-        pool = await self.kube.get_custom(POOLS, namespace, name)
-        if pool is None or pool["metadata"].get("deletionTimestamp"):
-            return None
+    plural = POOLS
+
+    async def reconcile_object(self, pool: Mapping[str, Any], now: datetime) -> datetime | None:
+        namespace, name = pool["metadata"]["namespace"], pool["metadata"]["name"]
         try:
             spec = PoolSpec.model_validate(pool.get("spec") or {})
         except ValidationError:

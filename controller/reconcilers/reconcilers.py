@@ -6,7 +6,9 @@ status.
 - `BackfillReconciler` (backfills.py): `zonda.schedules.backfills.plan_backfill` decides which backfill runs
 to create.
 - `PoolReconciler` (pools.py): a Pool's status; pools.py also holds the admission critical section.
-- `Reconcilers` below is what the kopf process holds: both, sharing one status writer and run index.
+- `AssetReconciler` (assets.py): an Asset's status and its bounded event history.
+- `Reconcilers` below is what the kopf process holds: all of them, sharing one status writer and run
+index, each behind the one get-or-gone head (`controller.reconcilers.protocol`).
 
 Each pass reads the clock once and passes `now` to the core. Invariant: the controller writes only
 `status` (and creates/deletes its own children).
@@ -25,6 +27,7 @@ from controller.reconcilers.common import StatusWriter, utcnow
 from controller.reconcilers.dags import DagReconciler
 from controller.reconcilers.index import RunIndex
 from controller.reconcilers.pools import PoolReconciler
+from controller.reconcilers.protocol import AsReconciler, KeyReconciler
 from controller.reconcilers.runs import RunReconciler
 from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.resources import conditions
@@ -35,7 +38,7 @@ __all__ = ["FINISHED_RUN_STATES", "Reconcilers"]
 
 
 class Reconcilers:
-    """The DAG and DagRun reconcilers of one controller process."""
+    """The reconcilers of one controller process, by work-queue kind."""
 
     def __init__(
         self,
@@ -65,20 +68,19 @@ class Reconcilers:
         self.pools = PoolReconciler(kube, self.writer, self.runs.admission)
         self.assets = AssetReconciler(kube, self.writer)
 
-    async def reconcile_dag(self, namespace: str, name: str) -> datetime | None:
-        return await self.dags.reconcile(namespace, name)
+        #: What the work queue's kinds are reconciled by: one get-or-gone head for the four object
+        #: reconcilers (`controller.reconcilers.protocol.AsReconciler`); assets are keyed by URI.
+        self.by_kind: dict[str, KeyReconciler] = {
+            "dag": AsReconciler(kube, self.dags),
+            "run": AsReconciler(kube, self.runs),
+            "backfill": AsReconciler(kube, self.backfills),
+            "pool": AsReconciler(kube, self.pools),
+            "asset": self.assets.reconcile,
+        }
 
-    async def reconcile_run(self, namespace: str, name: str) -> datetime | None:
-        return await self.runs.reconcile(namespace, name)
-
-    async def reconcile_backfill(self, namespace: str, name: str) -> datetime | None:
-        return await self.backfills.reconcile(namespace, name)
-
-    async def reconcile_asset(self, namespace: str, uri: str) -> datetime | None:
-        return await self.assets.reconcile(namespace, uri)
-
-    async def reconcile_pool(self, namespace: str, name: str) -> datetime | None:
-        return await self.pools.reconcile(namespace, name)
+    async def reconcile(self, kind: str, namespace: str, name: str) -> datetime | None:
+        """One pass of the object a work-queue key names; when to look again (None: on a change)."""
+        return await self.by_kind[kind](namespace, name)
 
     def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
         return self.writer.is_own_write(plural, namespace, name, resource_version)

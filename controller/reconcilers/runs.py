@@ -26,7 +26,7 @@ from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics
-from controller.reconcilers.assets import record_task_events
+from controller.reconcilers.assets import record_events
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
@@ -75,12 +75,11 @@ class RunReconciler:
         self.admission = PoolAdmission(self.kube, self.index)
         self.stored_xcoms = StoredXComReader(self.kube)
 
-    async def reconcile(self, namespace: str, name: str) -> datetime | None:
+    plural = DAGRUNS
+
+    async def reconcile_object(self, run: Mapping[str, Any], now: datetime) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
-        run = await self.kube.get_custom(DAGRUNS, namespace, name)
-        if run is None or run["metadata"].get("deletionTimestamp"):
-            return None
-        now = utcnow()
+        namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
         try:
             spec = DagRunSpec.model_validate(run["spec"])
         except ValidationError as exc:
@@ -113,7 +112,7 @@ class RunReconciler:
                 if plan.launches:  # what it admits counts as held before the lock is released
                     before_pass = self.index.reserve({**run, "status": plan.status.to_wire()})
         try:
-            written = await self._launch_and_write(run, dag, before, plan, old_wire, before_pass, now)
+            written = await self._launch_and_write(run, plan, old_wire, before_pass, now)
         except StatusRefused:  # nothing of this pass is recorded: no kills, deletions nor its Events
             return now + STATUS_REFUSED_RETRY
         if not written:
@@ -179,8 +178,6 @@ class RunReconciler:
     async def _launch_and_write(
         self,
         run: Mapping[str, Any],
-        dag: ResolvedDag,
-        before: DagRunStatus,
         plan: compose.PassPlan,
         old_wire: Mapping[str, Any],
         before_pass: RunSummary | None,
@@ -189,9 +186,8 @@ class RunReconciler:
         """Create triggers, launch, record the asset events of tries that succeeded, write the status
         and record it in the index.
 
-        Returns False when the write met a conflict. `before` is the status as read; `before_pass`
-        what the index knew of the run before this pass reserved its admissions (None: nothing
-        reserved).
+        Returns False when the write met a conflict. `before_pass` is what the index knew of the run
+        before this pass reserved its admissions (None: nothing reserved).
         """
         namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
         for request in plan.triggers_to_create:
@@ -199,9 +195,7 @@ class RunReconciler:
         for launch in plan.launches:
             await self._launch(run, launch)
         await reconciler_callbacks.launch_callbacks(self.executor, run, plan.callback_tries)
-        await record_task_events(
-            self.kube, run, dag, before, plan.status, now
-        )  # before the write says success
+        await record_events(self.kube, run, plan.asset_events)  # before the write says success
         new_wire = plan.status.to_wire()
         version = self.writer.written_version(DAGRUNS, namespace, name)
         try:

@@ -97,11 +97,11 @@ def test_a_status_etcd_refuses_sets_a_condition_and_one_event_and_keeps_the_last
                 {"apiVersion": "zonda.dev/v1alpha1", "kind": "DagRun", "metadata": {"name": "too-wide-1"},
                  "spec": {"dagName": "too-wide", "runType": "manual"}},
             )  # fmt: skip
-            await reconcilers.reconcile_run(namespace, "too-wide-1")  # `make` launched, a small status
+            await reconcilers.reconcile("run", namespace, "too-wide-1")  # `make` launched, a small status
             before = await kube.get_custom(DAGRUNS, namespace, "too-wide-1")
             assert before is not None
             executor.finish(executor.launched[0])
-            wakes = [await reconcilers.reconcile_run(namespace, "too-wide-1") for _ in range(2)]
+            wakes = [await reconcilers.reconcile("run", namespace, "too-wide-1") for _ in range(2)]
             # The Events are posted in the background: wait for those posts, as a stopping controller does.
             assert await reconcilers.writer.flush_events(within=30) == 0, "Event posts still unfinished"
             after = await kube.get_custom(DAGRUNS, namespace, "too-wide-1")

@@ -8,7 +8,8 @@ observed, the `RunPlan`), `limits` (`PassLimits`: one frozen value, one default 
 saw; `retries`), `mapped_instances` (expansions; `status_budget`), `graphs`; admission to pools and
 concurrency limits (`pools`, `run_slots`); a mapped KubernetesPodOperator's arguments
 (`container_mapping`); `plans` (a run's start, its strays, the LatestOnly window); `callbacks`
-(callback tries and SLA misses a pass leaves due); `events` (which of its Events are posted);
+(callback tries and SLA misses a pass leaves due); `produced_assets` (the asset events of the
+successes a pass saw); `events` (which of its Events are posted);
 `history` (which finished runs and pods to delete).
 
 May import: `zonda.schedules`, `zonda.tries`, `zonda.specs`, `zonda.timetables`, `zonda.resources`.

@@ -36,6 +36,7 @@ from zonda.passes import callbacks, container_mapping, events, history, plans, s
 from zonda.passes.decisions import Observation, ObservedAttempt, ObservedTrigger, TaskLaunch, TriggerRequest
 from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.passes.pools import Concurrency
+from zonda.passes.produced_assets import ProducedAssetEvent, produced_asset_events
 from zonda.passes.run_pass import decide
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus, SlaMissRecord
 from zonda.resources.invocations import TaskInvocation
@@ -139,7 +140,7 @@ class CallbackTry:
 @dataclass(frozen=True)
 class PassPlan:
     """Everything one pass must do, in the order the controller acts: create `triggers_to_create`,
-    launch `launches` and `callback_tries`, write `status`, then kill `kills`, delete
+    launch `launches` and `callback_tries`, record `asset_events`, write `status`, then kill `kills`, delete
     `triggers_to_delete` and the finished pods of `pods_to_delete`, post `events`."""
 
     #: The status to write: the pass's decisions, callback and SLA records, conditions within budget.
@@ -156,6 +157,8 @@ class PassPlan:
     #: Attempt names of the finished pods the DAG does not keep (`deleteWorkerPods`), after the write.
     pods_to_delete: list[str] = field(default_factory=list)
     new_sla_misses: list[SlaMissRecord] = field(default_factory=list)
+    #: The asset events of the tries this pass saw succeed: recorded before the status says so.
+    asset_events: list[ProducedAssetEvent] = field(default_factory=list)
     #: Other runs whose waiting task instances this pass found admitted ahead of its own.
     runs_to_wake: tuple[str, ...] = ()
     #: When to look again though nothing is reported (None: when something changes).
@@ -234,6 +237,9 @@ def compose_pass(gathered: Gathered) -> PassPlan:
         happened=[*plan.events, *due.events],
         pods_to_delete=history.worker_pods_to_delete(gathered.dag_spec, status.state, gathered.attempts),
         new_sla_misses=due.new_sla_misses,
+        asset_events=produced_asset_events(
+            gathered.dag, gathered.run_name, gathered.status, status, gathered.now
+        ),
         runs_to_wake=plan.runs_to_wake,
         wake_at=min(filter(None, (plan.wake_at, due.wake_at)), default=None),
     )

@@ -49,7 +49,7 @@ def test_an_sla_miss_and_the_dag_callback_are_launched_once_and_never_taken_for_
         before = misses()
         await kube.create_custom(DAGS, NS, body)
         await kube.create_custom(DAGRUNS, NS, scheduled_run("slas-1", "slas"))
-        await reconcilers.reconcile_run(NS, "slas-1")
+        await reconcilers.reconcile("run", NS, "slas-1")
         await settle()
         (sla_try,) = [name for name in executor.launched if is_callback_name(name)]
         run = await kube.get_custom(DAGRUNS, NS, "slas-1")
@@ -62,15 +62,15 @@ def test_an_sla_miss_and_the_dag_callback_are_launched_once_and_never_taken_for_
             "SlaMissed",
             "CallbackLaunched",
         ]
-        await reconcilers.reconcile_run(NS, "slas-1")  # the pending callback try is no stray
+        await reconcilers.reconcile("run", NS, "slas-1")  # the pending callback try is no stray
         assert executor.killed == [] and misses() == before + 1
         executor.finish(sla_try)
         for name in [n for n in executor.launched if not is_callback_name(n)]:
             executor.finish(name)
-        await reconcilers.reconcile_run(NS, "slas-1")
+        await reconcilers.reconcile("run", NS, "slas-1")
         executor.finish(executor.launched[-1])
-        await reconcilers.reconcile_run(NS, "slas-1")
-        await reconcilers.reconcile_run(NS, "slas-1")
+        await reconcilers.reconcile("run", NS, "slas-1")
+        await reconcilers.reconcile("run", NS, "slas-1")
         run = await kube.get_custom(DAGRUNS, NS, "slas-1")
         assert run["status"]["state"] == "success"
         kinds = [(r["kind"], r["state"]) for r in run["status"]["callbacks"]]

@@ -111,7 +111,7 @@ async def three_runs(kube: FakeKube, reconcilers: Reconcilers) -> None:
 
 
 async def reconcile_all(reconcilers: Reconcilers) -> None:
-    await asyncio.gather(*(reconcilers.reconcile_run(NS, f"{n}-1") for n in ("light", "heavy", "middle")))
+    await asyncio.gather(*(reconcilers.reconcile("run", NS, f"{n}-1") for n in ("light", "heavy", "middle")))
 
 
 async def queued(kube: FakeKube) -> dict[str, list[str]]:
@@ -138,7 +138,7 @@ def test_concurrent_reconciles_of_three_runs_never_over_admit_and_the_heaviest_g
         assert await queued(kube) == {"light-1": [], "heavy-1": ["t1", "t2"], "middle-1": []}
         light = (await kube.get_custom(DAGRUNS, NS, "light-1"))["status"]["taskInstances"]["t1"]
         assert light["reason"] == "Not scheduling since there are 0 open slots in pool shared-pool"
-        await reconcilers.reconcile_pool(NS, "shared-pool")
+        await reconcilers.reconcile("pool", NS, "shared-pool")
         status = (await kube.get_custom(POOLS, NS, "shared-pool"))["status"]
         assert (status["used"], status["openSlots"], status["scheduledSlots"]) == ("2/2", 0, 4)
         gauge = metrics.POOL_SLOTS.labels(NS, "shared-pool", "scheduled")._value.get()
@@ -175,7 +175,7 @@ def test_a_restarted_controller_rebuilds_occupancy_from_the_runs_statuses() -> N
         for _ in range(2):
             await reconcile_all(first)
         restarted = Reconcilers(kube, executor)  # an empty index: nothing remembered
-        await restarted.reconcile_run(NS, "light-1")  # the lightest first: it must still wait
+        await restarted.reconcile("run", NS, "light-1")  # the lightest first: it must still wait
         assert executor.alive() == 2
         assert await queued(kube) == {"light-1": [], "heavy-1": ["t1", "t2"], "middle-1": []}
 
@@ -197,12 +197,12 @@ def test_a_finished_task_wakes_the_runs_waiting_for_its_slot() -> None:
             task_id=attempt.task_id, try_number=1, name=name, phase=AttemptPhase.SUCCEEDED, exit_code=0
         )
         woken.clear()
-        await reconcilers.reconcile_run(NS, "heavy-1")
+        await reconcilers.reconcile("run", NS, "heavy-1")
         assert {("run", NS, "light-1"), ("run", NS, "middle-1")} <= set(woken)
-        await reconcilers.reconcile_run(NS, "light-1")  # woken first, but the middle run weighs more
+        await reconcilers.reconcile("run", NS, "light-1")  # woken first, but the middle run weighs more
         assert await queued(kube) == {"light-1": [], "heavy-1": ["t2"], "middle-1": []}
         assert ("run", NS, "middle-1") in woken, "the run admitted ahead is woken"
-        await reconcilers.reconcile_run(NS, "middle-1")
+        await reconcilers.reconcile("run", NS, "middle-1")
         assert await queued(kube) == {"light-1": [], "heavy-1": ["t2"], "middle-1": ["t1"]}
 
     asyncio.run(scenario())
@@ -215,7 +215,7 @@ def test_a_watch_event_older_than_our_own_write_does_not_free_slots_in_the_index
     async def scenario() -> None:
         await three_runs(kube, reconcilers)
         stale = await kube.get_custom(DAGRUNS, NS, "heavy-1")  # before anything was launched
-        await reconcilers.reconcile_run(NS, "heavy-1")
+        await reconcilers.reconcile("run", NS, "heavy-1")
         index = reconcilers.index
         assert len(index.runs[(NS, "heavy-1")].holders) == 2
         index.update(stale)  # delivered late by the watch

@@ -25,12 +25,12 @@ def test_a_manual_run_goes_from_start_to_success(world: tuple[FakeKube, FakeExec
     async def scenario() -> None:
         await kube.create_custom(DAGS, NS, dag_body("etl"))
         await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
-        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")
         assert len(executor.launched) == 1 and "extract" in executor.launched[0]
         executor.finish(executor.launched[0])
-        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")
         executor.finish(executor.launched[1])
-        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")
         await settle()
 
     asyncio.run(scenario())
@@ -54,9 +54,9 @@ def test_a_run_made_without_the_dag_label_is_warned_about_once_as_it_starts(
     async def scenario() -> None:
         await kube.create_custom(DAGS, NS, dag_body("etl"))
         await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl", labelled=False))
-        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")
         executor.finish(executor.launched[0])
-        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")
         await settle()
 
     asyncio.run(scenario())
@@ -74,13 +74,13 @@ def test_a_finished_run_deletes_its_succeeded_pods_once_when_its_dag_says_so(
     async def scenario() -> None:
         await kube.create_custom(DAGS, NS, dag_body("etl", deleteWorkerPods=True))
         await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
-        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")
         executor.finish(executor.launched[0])
-        await reconcilers.reconcile_run(NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")
         assert executor.deleted == []  # the run still runs: every pod stays
         executor.finish(executor.launched[1])
-        await reconcilers.reconcile_run(NS, "etl-1")
-        await reconcilers.reconcile_run(NS, "etl-1")  # gone: nothing more to delete, no second Event
+        await reconcilers.reconcile("run", NS, "etl-1")
+        await reconcilers.reconcile("run", NS, "etl-1")  # gone: nothing more to delete, no second Event
         await settle()
 
     asyncio.run(scenario())
@@ -97,8 +97,8 @@ def test_a_run_of_a_missing_dag_says_so_once_and_waits(
 
     async def scenario() -> Any:
         await kube.create_custom(DAGRUNS, NS, run_body("orphan-1", "nope"))
-        first = await reconcilers.reconcile_run(NS, "orphan-1")
-        second = await reconcilers.reconcile_run(NS, "orphan-1")
+        first = await reconcilers.reconcile("run", NS, "orphan-1")
+        second = await reconcilers.reconcile("run", NS, "orphan-1")
         return first, second
 
     first, second = asyncio.run(scenario())
@@ -126,7 +126,7 @@ def test_a_user_write_between_read_and_write_wins_and_the_pass_is_retried(
             return body
 
         kube.get_custom = get_then_user_writes  # type: ignore[method-assign]
-        again = await reconcilers.reconcile_run(NS, "etl-1")
+        again = await reconcilers.reconcile("run", NS, "etl-1")
         kube.get_custom = original  # type: ignore[method-assign]
         return again
 
@@ -142,8 +142,8 @@ def test_a_scheduled_dag_creates_its_backlog_once(world: tuple[FakeKube, FakeExe
         await kube.create_custom(
             DAGS, NS, dag_body("daily", schedule="@daily", startDate="2026-01-01T00:00:00Z", maxActiveRuns=3)
         )
-        await reconcilers.reconcile_dag(NS, "daily")
-        await reconcilers.reconcile_dag(NS, "daily")  # a second pass (or controller) creates nothing more
+        await reconcilers.reconcile("dag", NS, "daily")
+        await reconcilers.reconcile("dag", NS, "daily")  # a second pass (or controller) creates nothing more
 
     asyncio.run(scenario())
     runs = sorted(name for kind, _, name in kube.objects if kind == DAGRUNS)

@@ -142,7 +142,7 @@ def test_the_reconciler_reads_xcomchunks_once_and_gives_each_pod_its_item() -> N
     async def scenario() -> None:
         await kube.create_custom(DAGS, NS, pods_dag())
         await kube.create_custom(DAGRUNS, NS, run_body("pods-1", "pods"))
-        await reconcilers.reconcile_run(NS, "pods-1")
+        await reconcilers.reconcile("run", NS, "pods-1")
         url = await write_chunks(kube, data)
         make = executor.launched[0]
         executor.attempts[make] = ObservedAttempt(
@@ -159,9 +159,9 @@ def test_the_reconciler_reads_xcomchunks_once_and_gives_each_pod_its_item() -> N
             return await reads(plural, namespace, name)
 
         kube.get_custom = counting  # type: ignore[method-assign]
-        await reconcilers.reconcile_run(NS, "pods-1")
+        await reconcilers.reconcile("run", NS, "pods-1")
         first = len(chunk_reads)
-        await reconcilers.reconcile_run(NS, "pods-1")
+        await reconcilers.reconcile("run", NS, "pods-1")
         assert first >= 1 and len(chunk_reads) == first  # kept: not read again by the next pass
         await settle()
 
@@ -185,14 +185,14 @@ def test_a_missing_chunk_fails_the_instances_saying_so() -> None:
     async def scenario() -> None:
         await kube.create_custom(DAGS, NS, pods_dag())
         await kube.create_custom(DAGRUNS, NS, run_body("pods-1", "pods"))
-        await reconcilers.reconcile_run(NS, "pods-1")
+        await reconcilers.reconcile("run", NS, "pods-1")
         make = executor.launched[0]
         executor.attempts[make] = ObservedAttempt(
             task_id="make", try_number=1, name=make, phase=AttemptPhase.SUCCEEDED, exit_code=0,
             result=TaskResult(outcome=TaskOutcome.SUCCESS, xcom=xcoms.stored_reference(url, 3000),
                               xcom_lengths={"return_value": 2}),
         )  # fmt: skip
-        await reconcilers.reconcile_run(NS, "pods-1")
+        await reconcilers.reconcile("run", NS, "pods-1")
         await settle()
 
     asyncio.run(scenario())

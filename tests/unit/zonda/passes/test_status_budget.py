@@ -150,15 +150,17 @@ def test_a_status_the_apiserver_refuses_keeps_the_last_one_says_so_once_and_reco
     async def scenario() -> list[Any]:
         await kube.create_custom(DAGS, NS, mapped_dag_body(60))
         await kube.create_custom(DAGRUNS, NS, run_body("wide-1", "wide"))
-        await reconcilers.reconcile_run(NS, "wide-1")  # `make` launched: a small status, written
+        await reconcilers.reconcile("run", NS, "wide-1")  # `make` launched: a small status, written
         stored = json.dumps(kube.objects[(DAGRUNS, NS, "wide-1")]["status"]["taskInstances"])
         executor.finish(executor.launched[0])
-        wakes = [await reconcilers.reconcile_run(NS, "wide-1")]  # 60 instances: too large for the fake etcd
-        wakes.append(await reconcilers.reconcile_run(NS, "wide-1"))  # refused again, said once
+        wakes = [
+            await reconcilers.reconcile("run", NS, "wide-1")
+        ]  # 60 instances: too large for the fake etcd
+        wakes.append(await reconcilers.reconcile("run", NS, "wide-1"))  # refused again, said once
         await settle()
         assert json.dumps(kube.objects[(DAGRUNS, NS, "wide-1")]["status"]["taskInstances"]) == stored
         kube.max_object_bytes = None  # e.g. the tries finished with less to say: the status fits again
-        wakes.append(await reconcilers.reconcile_run(NS, "wide-1"))
+        wakes.append(await reconcilers.reconcile("run", NS, "wide-1"))
         await settle()
         return wakes
 
