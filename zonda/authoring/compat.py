@@ -275,6 +275,42 @@ ALTERNATIVES: dict[str, str] = {
         "retry_exponential_backoff"
         for name in ("RetryPolicy", "RetryRule", "RetryAction", "RetryDecision", "ExceptionRetryPolicy")
     },
+    **{
+        f"airflow.sdk.{name}": "partitioned assets (Airflow 3.2's partition timetables, mappers, windows "
+        "and rules) are not supported: schedule on the assets themselves, or pass the partition in the "
+        "run's conf"
+        for name in [
+            "AllowedKeyMapper",
+            "ChainMapper",
+            "CronPartitionTimetable",
+            "DayWindow",
+            "FanOutMapper",
+            "FixedKeyMapper",
+            "HourWindow",
+            "IdentityMapper",
+            "MinimumCount",
+            "MonthWindow",
+            "PartitionedAtRuntime",
+            "PartitionedAssetTimetable",
+            "PartitionMapper",
+            "ProductMapper",
+            "QuarterWindow",
+            "RollupMapper",
+            "SegmentWindow",
+            "StartOfDayMapper",
+            "StartOfHourMapper",
+            "StartOfMonthMapper",
+            "StartOfQuarterMapper",
+            "StartOfWeekMapper",
+            "StartOfYearMapper",
+            "WaitForAll",
+            "WeekWindow",
+            "Window",
+            "YearWindow",
+        ]
+    },
+    "airflow.sdk.AssetAccessControl": "asset access control (teams) needs Airflow's API server and auth "
+    "manager: not supported (use Kubernetes RBAC on the Asset resources)",
     "airflow.sdk.bases.notifier": "notifiers are not supported: use an on_failure_callback",
     "airflow.sdk.BaseNotifier": "notifiers are not supported: use an on_failure_callback",
     "airflow.sdk.execution_time": "task and asset state stores need Airflow's API server: not supported",

@@ -163,7 +163,7 @@ class _DecoratedTask:
             options["op_args"] = list(args)
         if kwargs:
             options["op_kwargs"] = kwargs
-        if multiple_outputs and issubclass(self.operator_class, PythonOperator):
+        if multiple_outputs and issubclass(self.operator_class, PythonOperator | BashDecoratedOperator):
             # An argument, so the task runner pushes each key too (only when on: manifests stay short).
             options["multiple_outputs"] = True
         operator = self.operator_class(task_id=task_id, python_callable=self.function, **options)

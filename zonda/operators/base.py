@@ -128,6 +128,7 @@ class BaseOperator(Node):
         *,
         do_xcom_push: bool = True,
         params: Mapping[str, Any] | None = None,
+        multiple_outputs: bool = False,
         **kwargs: Any,
     ) -> None:
         unknown = {name: value for name, value in kwargs.items() if name not in self.ignored_arguments}
@@ -135,6 +136,8 @@ class BaseOperator(Node):
             raise AirflowException(describe_invalid_arguments(type(self), task_id, unknown=unknown))
         self.task_id = task_id
         self.do_xcom_push = do_xcom_push
+        if multiple_outputs:  # Airflow's BaseOperator argument: each key of the returned dict an XCom too
+            self.multiple_outputs = True
         self.params: dict[str, Any] = dict(params or {})
         for name, default in SCHEDULER_ARGUMENT_DEFAULTS.items():
             setattr(self, name, kwargs.get(name, default))

@@ -38,6 +38,9 @@ class BashOperator(BaseOperator):
     :param output_encoding: encoding of the command's output.
     :param skip_on_exit_code: exit code(s) that skip the task; None: every non-zero code fails it.
     :param cwd: working directory; None runs the command in a temporary directory removed afterwards.
+    :param output_processor: a function of the last line whose result is returned (and pushed) instead,
+        such as `json.loads`; it must be importable (`pkg.module:function`) as the task runner imports
+        it. None: the line itself.
     """
 
     template_fields: tuple[str, ...] = ("bash_command", "env")
@@ -52,6 +55,7 @@ class BashOperator(BaseOperator):
         output_encoding: str = "utf-8",
         skip_on_exit_code: int | Collection[int] | None = 99,
         cwd: str | None = None,
+        output_processor: Callable[[str], Any] | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -67,6 +71,7 @@ class BashOperator(BaseOperator):
             else []
         )
         self.cwd = cwd
+        self.output_processor = output_processor
         self._process: subprocess.Popen[bytes] | None = None
 
     def get_env(self, context: Context) -> dict[str, str]:
@@ -80,7 +85,7 @@ class BashOperator(BaseOperator):
         env.update(_context_env_vars(context))
         return env
 
-    def execute(self, context: Context) -> str:
+    def execute(self, context: Context) -> Any:
         if self.cwd is not None:
             if not os.path.exists(self.cwd):
                 raise AirflowException(f"Can not find the cwd: {self.cwd}")
@@ -113,7 +118,9 @@ class BashOperator(BaseOperator):
             raise AirflowException(
                 f"Bash command failed. The command returned a non-zero exit code {exit_code}."
             )
-        return last_line
+        if self.output_processor is None:
+            return last_line
+        return _processor(self.output_processor)(last_line)
 
     def on_kill(self) -> None:
         if self._process is not None and self._process.poll() is None:
@@ -138,7 +145,6 @@ class BashDecoratedOperator(BashOperator):
         bash_command: str = "",
         op_args: Collection[Any] | None = None,
         op_kwargs: Mapping[str, Any] | None = None,
-        multiple_outputs: bool = False,
         **kwargs: Any,
     ) -> None:
         from zonda.operators.python import resolve_python_callable
@@ -153,7 +159,7 @@ class BashDecoratedOperator(BashOperator):
         self._jinja_env = jinja_env  # the command the function returns is rendered with it
         super().render_template_fields(context, jinja_env, limits)
 
-    def execute(self, context: Context) -> str:
+    def execute(self, context: Context) -> Any:
         from zonda.operators.python import context_merge, determine_kwargs
         from zonda.tries import templating
 
@@ -166,6 +172,21 @@ class BashDecoratedOperator(BashOperator):
             command, context, field="bash_command", environment=self._jinja_env
         )
         return super().execute(context)
+
+
+def _processor(output_processor: Callable[[str], Any] | str) -> Callable[[str], Any]:
+    """The output processor itself, or the function its import path (as a manifest holds it) names."""
+    if callable(output_processor):
+        return output_processor
+    from zonda.specs.imports import import_string
+
+    try:
+        function = import_string(output_processor)
+    except ImportError as error:
+        raise AirflowException(f"Cannot import output_processor {output_processor!r}: {error}") from error
+    if not callable(function):
+        raise AirflowException(f"output_processor {output_processor!r} is not callable")
+    return function  # type: ignore[no-any-return]
 
 
 @contextmanager

@@ -124,11 +124,16 @@ def check_states(
     *,
     valid: Collection[str],
     skipped: Collection[str] = (),
+    exclusive: bool = True,
 ) -> None:
-    """Airflow's checks: only known states, and no state in two of allowed/skipped/failed."""
+    """Airflow's checks: only known states, and (`exclusive`, ExternalTaskSensor's) no state in two of
+    allowed/skipped/failed. TriggerDagRunOperator does not check that: a state in both fails the task,
+    failed states being looked at first."""
     unknown = sorted({*allowed, *failed, *skipped} - set(valid))
     if unknown:
         raise DagDependencyError(f"Valid values for states are: {sorted(valid)}, got {unknown}")
+    if not exclusive:
+        return
     if set(allowed) & set(failed) or set(allowed) & set(skipped) or set(failed) & set(skipped):
         raise DagDependencyError(
             "Duplicate values provided across allowed_states, skipped_states and failed_states."

@@ -1,7 +1,8 @@
 """Airflow's time sensors: wait for a time of day, a moment, or a delay after the data interval.
 
-The `*Async` variants defer to a `DateTimeTrigger` instead of poking: the try ends, the triggerer waits,
-and a new try resumes in `execute_complete`, which succeeds at once.
+`TimeSensor(deferrable=True)` and `TimeDeltaSensor(deferrable=True)` (the standard provider's, Airflow 3)
+and the `*Async` variants (Airflow 2's names) defer to a `DateTimeTrigger` instead of poking: the try
+ends, the triggerer waits, and a new try resumes in `execute_complete`, which succeeds at once.
 """
 
 from __future__ import annotations
@@ -41,22 +42,18 @@ class TimeSensor(BaseSensorOperator):
     """Wait until the time of day `target_time`, in the DAG's timezone (unless it has an offset).
 
     :param target_time: a `datetime.time` or text such as "10:30" or "10:30:00".
+    :param deferrable: defer until today's `target_time` instead of poking (as the standard provider's
+        `TimeSensor`, the deferral has no timeout of its own).
     """
 
-    def __init__(self, *, target_time: datetime.time | str, **kwargs: Any) -> None:
+    def __init__(self, *, target_time: datetime.time | str, deferrable: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.target_time = _time_of_day(target_time)
+        self.deferrable = deferrable
 
-    def poke(self, context: Context) -> bool:
-        self.log.info("Checking if the time (%s) has come", self.target_time)
-        zone = self.target_time.tzinfo or (self.dag.timezone if self.dag else pendulum.UTC)
-        return utcnow().astimezone(zone).time() > self.target_time.replace(tzinfo=None)
-
-
-class TimeSensorAsync(TimeSensor):
-    """`TimeSensor` that defers until today's `target_time` instead of poking."""
-
-    def execute(self, context: Context) -> None:
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
         zone = self.target_time.tzinfo or (self.dag.timezone if self.dag else pendulum.UTC)
         today = utcnow().astimezone(zone).date()
         target = datetime.datetime.combine(today, self.target_time.replace(tzinfo=None), tzinfo=zone)
@@ -71,6 +68,19 @@ class TimeSensorAsync(TimeSensor):
     def execute_complete(self, context: Context, event: Any = None) -> None:
         """The trigger fired: the time has come."""
         return None
+
+    def poke(self, context: Context) -> bool:
+        self.log.info("Checking if the time (%s) has come", self.target_time)
+        zone = self.target_time.tzinfo or (self.dag.timezone if self.dag else pendulum.UTC)
+        return utcnow().astimezone(zone).time() > self.target_time.replace(tzinfo=None)
+
+
+class TimeSensorAsync(TimeSensor):
+    """`TimeSensor` that defers until today's `target_time` instead of poking."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.pop("deferrable", None)
+        super().__init__(deferrable=True, **kwargs)
 
 
 class DateTimeSensor(BaseSensorOperator):
@@ -111,17 +121,24 @@ class DateTimeSensorAsync(DateTimeSensor):
 
 
 class TimeDeltaSensor(BaseSensorOperator):
-    """Wait until `delta` after the run's data interval ends.
+    """Wait until `delta` after the run's data interval ends (a run without one: after its `run_after`,
+    as Airflow 3).
 
     :param delta: a timedelta, seconds, or a duration such as "30m".
+    :param deferrable: defer until then instead of poking, with the sensor's `timeout` as the
+        deferral's (the standard provider's `TimeDeltaSensor`); succeeds at once if the moment is past.
     """
 
-    def __init__(self, *, delta: datetime.timedelta | float | str, **kwargs: Any) -> None:
+    def __init__(
+        self, *, delta: datetime.timedelta | float | str, deferrable: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.delta = to_timedelta(delta, name="delta")
+        self.deferrable = deferrable
 
     def _target(self, context: Context) -> datetime.datetime:
-        target: datetime.datetime = context["data_interval_end"] + self.delta
+        base = context.get("data_interval_end") or context["dag_run"].run_after
+        target: datetime.datetime = base + self.delta
         return target
 
     def poke(self, context: Context) -> bool:
@@ -129,16 +146,26 @@ class TimeDeltaSensor(BaseSensorOperator):
         self.log.info("Checking if the time (%s) has come", target)
         return utcnow() > target
 
-
-class TimeDeltaSensorAsync(TimeDeltaSensor):
-    """`TimeDeltaSensor` that defers instead of poking; succeeds at once if the moment is past."""
-
-    def execute(self, context: Context) -> bool | None:
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
         target = self._target(context)
         if utcnow() > target:
             return True
-        self.defer(trigger=DateTimeTrigger(moment=target), method_name="execute_complete")
+        self.defer(
+            trigger=DateTimeTrigger(moment=target),
+            method_name="execute_complete",
+            timeout=datetime.timedelta(seconds=self.timeout),
+        )
 
     def execute_complete(self, context: Context, event: Any = None) -> None:
         """The trigger fired: the delay is over."""
         return None
+
+
+class TimeDeltaSensorAsync(TimeDeltaSensor):
+    """`TimeDeltaSensor` that defers instead of poking; succeeds at once if the moment is past."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.pop("deferrable", None)
+        super().__init__(deferrable=True, **kwargs)

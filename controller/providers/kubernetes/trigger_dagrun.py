@@ -57,7 +57,8 @@ class TriggerDagRunOperator(BaseOperator):
     :param wait_for_completion: wait until the run is in `allowed_states` or `failed_states`.
     :param poke_interval: seconds between checks while waiting.
     :param allowed_states: run states that end the wait successfully (default ``["success"]``).
-    :param failed_states: run states that fail the task (default ``["failed"]``).
+    :param failed_states: run states that fail the task (default ``["failed"]``; looked at before
+        `allowed_states`, so a state in both fails it, as Airflow).
     :param skip_when_already_exists: skip the task if someone else's run of that name exists.
     :param deferrable: wait in the triggerer (`DagStateTrigger`), freeing the try's Pod.
     """
@@ -93,12 +94,15 @@ class TriggerDagRunOperator(BaseOperator):
         self.wait_for_completion = wait_for_completion
         self.poke_interval = float(poke_interval)
         self.allowed_states = list(allowed_states or dag_dependencies.DEFAULT_ALLOWED_STATES)
-        self.failed_states = list(failed_states or dag_dependencies.DEFAULT_FAILED_STATES)
+        # Airflow keeps an empty list (no state fails the task), and lets a state be in both lists
+        self.failed_states = list(
+            dag_dependencies.DEFAULT_FAILED_STATES if failed_states is None else failed_states
+        )
         self.skip_when_already_exists = skip_when_already_exists
         self.deferrable = deferrable
         try:
             dag_dependencies.check_states(
-                self.allowed_states, self.failed_states, valid=dag_dependencies.RUN_STATES
+                self.allowed_states, self.failed_states, valid=dag_dependencies.RUN_STATES, exclusive=False
             )
         except dag_dependencies.DagDependencyError as exc:
             raise AirflowException(str(exc)) from None

@@ -81,8 +81,15 @@ def test_a_waiting_trigger_dag_run_operator_ends_as_the_child_run_did() -> None:
     operator.execute_complete({}, event={"dag_name": "child", "state": "success"})
     with pytest.raises(AirflowException, match="child failed with failed states failed"):
         operator.execute_complete({}, event={"dag_name": "child", "state": "failed"})
-    with pytest.raises(AirflowException, match="Duplicate values"):
-        TriggerDagRunOperator(task_id="t", trigger_dag_id="c", allowed_states=["failed"])
+    # Airflow (2.10 and the standard provider) accepts a state in both lists; failed states are looked
+    # at first, so a failed child still fails the task, unless failed_states=[] (kept, not defaulted).
+    both = TriggerDagRunOperator(task_id="t", trigger_dag_id="c", allowed_states=["success", "failed"])
+    with pytest.raises(AirflowException, match="c failed with failed states failed"):
+        both.execute_complete({}, event={"dag_name": "c", "state": "failed"})
+    none_fail = TriggerDagRunOperator(
+        task_id="t", trigger_dag_id="c", allowed_states=["success", "failed"], failed_states=[]
+    )
+    none_fail.execute_complete({}, event={"dag_name": "c", "state": "failed"})
     with pytest.raises(ValueError, match="not both"):
         TriggerDagRunOperator(task_id="t", trigger_dag_id="c", logical_date="x", execution_date="y")
 

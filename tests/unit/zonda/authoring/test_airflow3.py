@@ -206,3 +206,47 @@ def test_each_airflow_gets_its_own_context_keys() -> None:
     assert "execution_date" in two and "conf" in two
     zonda = _context(None)
     assert "tomorrow_ds" not in zonda and "try_number" not in zonda and "execution_date" in zonda
+
+
+def test_bash_output_processor_and_multiple_outputs_push_each_key(tmp_path: Path) -> None:
+    """Airflow's `BashOperator(multiple_outputs=True, output_processor=json.loads)` and the `@task.bash`
+    form (the standard provider's example_bash_operator / example_bash_decorator): the processed last
+    line is the return value, and each of its keys an XCom of its own."""
+    from controller.devtools import dag_runs
+
+    write(
+        tmp_path,
+        "bash_outputs.py",
+        """
+        import json
+        import pendulum
+        from airflow.sdk import dag, task
+        from airflow.providers.standard.operators.bash import BashOperator
+
+        @dag(schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"))
+        def bash_outputs():
+            stats = BashOperator(
+                task_id="stats",
+                bash_command='echo noise; echo \\'{"count": 3, "name": "x"}\\'',
+                multiple_outputs=True,
+                output_processor=json.loads,
+            )
+
+            @task.bash(multiple_outputs=True, output_processor=json.loads)
+            def decorated() -> str:
+                return 'echo \\'{"twice": 6}\\''
+
+            show = BashOperator(
+                task_id="show",
+                bash_command="echo $COUNT-{{ ti.xcom_pull(task_ids='decorated', key='twice') }}",
+                env={"COUNT": "{{ ti.xcom_pull(task_ids='stats', key='count') }}"},
+            )
+            [stats, decorated()] >> show
+
+        bash_outputs()
+        """,
+    )
+    outcome = dag_runs.test_file(tmp_path / "bash_outputs.py", airflow_compat=True)
+    assert outcome.state == "success", outcome.task_states
+    assert outcome.xcoms["stats"] == {"count": 3, "name": "x"}
+    assert outcome.xcoms["show"] == "3-6"

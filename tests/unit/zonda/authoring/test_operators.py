@@ -5,6 +5,7 @@ Real: bash subprocesses, imports, Jinja rendering with `zonda.tries.templating`'
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -277,6 +278,16 @@ BASH_CASES = [
         id="Airflow's AIRFLOW_CTX variables are exported with an empty env too",
     ),
     pytest.param({"bash_command": "echo {{ ds }}"}, "2024-01-02", id="bash_command is templated"),
+    pytest.param(
+        {"bash_command": "echo skipped; echo '[1, 2]'", "output_processor": json.loads},
+        [1, 2],
+        id="output_processor makes the last line the value returned",
+    ),
+    pytest.param(
+        {"bash_command": "echo '{\"a\": 1}'", "output_processor": "json:loads"},
+        {"a": 1},
+        id="output_processor as a manifest holds it: an import path",
+    ),
     pytest.param(
         {"bash_command": "echo $D", "env": {"D": "{{ ds_nodash }}"}}, "20240102", id="env is templated"
     ),

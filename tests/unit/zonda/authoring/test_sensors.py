@@ -480,6 +480,18 @@ ASYNC_CASES = [
         id="TimeDeltaSensorAsync defers until delta after the data interval",
     ),
     pytest.param(
+        lambda: TimeSensor(task_id="wait", target_time="09:30", deferrable=True),
+        "Europe/Paris",
+        datetime(2024, 1, 3, 8, 30, tzinfo=UTC),
+        id="TimeSensor(deferrable=True), the standard provider's, defers as TimeSensorAsync",
+    ),
+    pytest.param(
+        lambda: TimeDeltaSensor(task_id="wait", delta="7h", deferrable=True),
+        "UTC",
+        datetime(2024, 1, 3, 7, 0, tzinfo=UTC),
+        id="TimeDeltaSensor(deferrable=True) defers as TimeDeltaSensorAsync",
+    ),
+    pytest.param(
         lambda: WaitOneHourSensor(task_id="wait"),
         "UTC",
         START + timedelta(hours=1),
@@ -503,6 +515,16 @@ def test_time_delta_sensor_async_succeeds_at_once_when_the_moment_is_past(
 ) -> None:
     context = make_context()
     assert TimeDeltaSensorAsync(task_id="wait", delta="1h").execute(context) is True
+
+
+def test_a_deferrable_time_delta_sensor_waits_at_most_its_timeout(clock: time_machine.Traveller) -> None:
+    """The standard provider's `TimeDeltaSensor` defers with `timeout=self.timeout`."""
+    context = make_context()
+    sensor = TimeDeltaSensor(task_id="wait", delta="7h", deferrable=True, timeout=600)
+    with pytest.raises(TaskDeferred) as raised:
+        sensor.execute(context)
+    assert raised.value.timeout == timedelta(seconds=600)
+    assert TimeSensor(task_id="poke", target_time="09:30").deferrable is False
 
 
 def test_the_sensor_clock_is_utc_aware() -> None:
