@@ -7,10 +7,14 @@ Run with the Python of a venv holding `apache-airflow==2.10.5` (never Zonda's):
 
 It copies `airflow/example_dags` out of the installed wheel, unchanged, with Airflow's LICENSE and
 NOTICE, into tests/airflow_examples/af2/dags (Apache-2.0, as Zonda), loads them with a DagBag and, for
-each DAG whose file does not use Datasets, records its structure (task ids with group prefixes,
-upstream ids, trigger rules, the display name) and runs `dag.test(execution_date=LOGICAL_DATE)` in
-its own process against a fresh SQLite metadata database, recording each task instance's final state
-(one per map index). The JSON (tests/airflow_examples/af2/reference.json) is what Zonda must match.
+each DAG records its structure (task ids with group prefixes, upstream ids, trigger rules, the
+display name); for each DAG whose file does not use Datasets it runs `dag.test(execution_date=
+LOGICAL_DATE)` in its own process against a fresh SQLite metadata database, recording each task
+instance's final state (one per map index); for each that does, it records the data-aware parts
+(`datasets`: the schedule's `as_expression()`, the timetable's class, each task's outlets and inlets).
+The JSON (tests/airflow_examples/af2/reference.json) is what Zonda must match.
+
+    .../python hack/airflow_reference/af2_examples.py --only    # keep every dag.test() entry as it is
 """
 
 from __future__ import annotations
@@ -86,6 +90,24 @@ def structure(dag: Any) -> dict[str, Any]:
     return {"dag_display_name": dag.dag_display_name, "tasks": tasks}
 
 
+def _reference(obj: Any) -> Any:
+    """A Dataset as its URI, a DatasetAlias as {"alias": name} (as `as_expression()` writes them)."""
+    from airflow.datasets import DatasetAlias
+
+    return {"alias": obj.name} if isinstance(obj, DatasetAlias) else getattr(obj, "uri", repr(obj))
+
+
+def datasets(dag: Any) -> dict[str, Any]:
+    """The data-aware parts of a DAG, as Airflow holds them."""
+    condition = getattr(dag.timetable, "dataset_condition", None)
+    return {
+        "schedule": condition.as_expression() if condition is not None else None,
+        "timetable": type(dag.timetable).__name__,
+        "outlets": {t.task_id: [_reference(o) for o in t.outlets] for t in dag.tasks if t.outlets},
+        "inlets": {t.task_id: [_reference(i) for i in t.inlets] for t in dag.tasks if t.inlets},
+    }
+
+
 def run_one(dag_id: str, folder: str, logical_date: str) -> None:
     """In a child process: `dag.test()` one DAG, print {task_id: {map_index: state}} as JSON."""
     import logging
@@ -108,7 +130,9 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--logical-date", default=LOGICAL_DATE)
-    parser.add_argument("--only", nargs="*", help="Run these dag ids only (the others keep their entries).")
+    parser.add_argument(
+        "--only", nargs="*", help="dag.test() these dag ids only (the others keep their entries)."
+    )
     args = parser.parse_args()
     if args.one:
         run_one(args.one, args.folder, args.logical_date)
@@ -132,10 +156,11 @@ def main() -> None:
     for dag_id, dag in sorted(bag.dags.items()):
         relative = str(Path(dag.fileloc).relative_to(home / "dags"))
         entry: dict[str, Any] = {"file": relative, "dataset": dataset_file(Path(dag.fileloc))}
+        entry["structure"] = structure(dag)
         if entry["dataset"]:
+            entry["datasets"] = datasets(dag)
             dags[dag_id] = entry
             continue
-        entry["structure"] = structure(dag)
         if args.only is not None and dag_id not in args.only and dag_id in previous:
             dags[dag_id] = previous[dag_id]
             continue

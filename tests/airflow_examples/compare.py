@@ -24,6 +24,68 @@ def non_dataset_dags(corpus: Path = AF2) -> dict[str, Any]:
     return {dag_id: entry for dag_id, entry in reference(corpus)["dags"].items() if not entry["dataset"]}
 
 
+def dataset_dags(corpus: Path = AF2) -> dict[str, Any]:
+    """The DAGs of the files that use `airflow.datasets` (issue 21's 23), with their data-aware parts."""
+    return {dag_id: entry for dag_id, entry in reference(corpus)["dags"].items() if entry["dataset"]}
+
+
+#: Airflow's timetable class of a DAG -> how it is scheduled, in words both sides can be read as.
+_SCHEDULED_BY = {
+    "DatasetTriggeredTimetable": "datasets",
+    "DatasetOrTimeSchedule": "datasets or time",
+    "NullTimetable": "nothing",
+}
+
+
+def _expression(raw: Any) -> Any:
+    """A schedule expression as Airflow's `as_expression()` writes it, with an `all`/`any` of one
+    item read as that item (Airflow's `schedule=[d]` is `DatasetAll(d)`, Zonda writes `d`)."""
+    if isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("all", "any"):
+        items = [_expression(item) for item in next(iter(raw.values()))]
+        return items[0] if len(items) == 1 else {next(iter(raw)): items}
+    if isinstance(raw, dict) and "alias" in raw:
+        return {"alias": raw["alias"]}
+    if isinstance(raw, dict) and "uri" in raw:
+        return raw["uri"]
+    return raw
+
+
+def airflow_datasets(entry: dict[str, Any]) -> dict[str, Any]:
+    parts = entry["datasets"]
+    return {
+        "schedule": _expression(parts["schedule"]),
+        "scheduled_by": _SCHEDULED_BY.get(parts["timetable"], "time"),
+        "outlets": parts["outlets"],
+        "inlets": parts["inlets"],
+    }
+
+
+def zonda_datasets(spec: dict[str, Any]) -> dict[str, Any]:
+    """The same parts of a rendered manifest's spec."""
+    timed = spec.get("schedule") is not None or spec.get("timetable") is not None
+    assets = spec.get("assetSchedule")
+    scheduled_by = (
+        ("datasets or time" if timed else "datasets") if assets else ("time" if timed else "nothing")
+    )
+    tasks = spec.get("tasks") or []
+    return {
+        "schedule": _expression(assets),
+        "scheduled_by": scheduled_by,
+        "outlets": {t["id"]: [_expression(o) for o in t["outlets"]] for t in tasks if t.get("outlets")},
+        "inlets": {t["id"]: [_expression(i) for i in t["inlets"]] for t in tasks if t.get("inlets")},
+    }
+
+
+def dataset_differences(expected: dict[str, Any], got: dict[str, Any] | None) -> list[str]:
+    if got is None or "datasets" not in got:
+        return ["not rendered"]
+    return [
+        f"{part}: {got['datasets'][part]!r}, Airflow {want!r}"
+        for part, want in expected.items()
+        if got["datasets"][part] != want
+    ]
+
+
 def airflow_structure(entry: dict[str, Any]) -> dict[str, Any]:
     """The parts of the reference's structure Zonda must match: ids, upstream ids, trigger rules."""
     tasks = entry["structure"]["tasks"]
@@ -55,6 +117,7 @@ def render_corpus(corpus: Path = AF2) -> dict[str, dict[str, Any]]:
                 task.task_id: {"upstream": sorted(task.upstream), "trigger_rule": task.trigger_rule.value}
                 for task in resolved.tasks.values()
             },
+            "datasets": zonda_datasets(dag.manifest["spec"]),
         }
     for file, message in report.file_errors.items():
         found.setdefault(f"<file {file}>", {"error": message.splitlines()[-1], "file": file})

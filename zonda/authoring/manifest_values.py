@@ -254,9 +254,11 @@ def _relative(fileloc: str, dags_folder: Path | None) -> str | None:
 
 
 def utc_iso(moment: dt.datetime) -> str:
+    """RFC 3339 in UTC; the year always four digits (`strftime("%Y")` writes year 1 as "1": Airflow's
+    example_outlet_event_extra starts at `datetime.min`)."""
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
     return (
-        aware.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        aware.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds")
         + (f".{aware.microsecond:06d}" if aware.microsecond else "")
         + "Z"
     )

@@ -207,7 +207,13 @@ class CronSchedule:
 
     def at_or_after(self, current: dt.datetime) -> DateTime:
         """``current`` if it is a firing instant, else the next one (firings have microsecond precision)."""
-        return self.next_after(_aware(current) - _RESOLUTION)
+        aware = _aware(current)
+        try:
+            return self.next_after(aware - _RESOLUTION)
+        except OverflowError:
+            # the first instant there is (Airflow's example_outlet_event_extra starts at datetime.min):
+            # croniter cannot step before year 1 to check it, so the first firing after it
+            return self.next_after(aware)
 
     def at_or_before(self, current: dt.datetime) -> DateTime:
         """``current`` if it is a firing instant, else the previous one."""

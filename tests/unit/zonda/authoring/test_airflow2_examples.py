@@ -34,6 +34,7 @@ OUTCOMES_CHECKED = [
 ]
 
 NON_DATASET = compare.non_dataset_dags()
+DATASET = compare.dataset_dags()
 
 
 @functools.cache
@@ -56,6 +57,22 @@ def test_structure_is_airflows(dag_id: str) -> None:
         compare.airflow_structure(NON_DATASET[dag_id]), rendered().get(dag_id)
     )
     assert problems == []
+
+
+def test_the_dataset_corpus_is_airflows_23_dags() -> None:
+    assert len(DATASET) == 23
+    files = {entry["file"] for entry in DATASET.values()}
+    assert {"example_datasets.py", "example_dataset_alias.py", "example_inlet_event_extra.py"} <= files
+
+
+@pytest.mark.parametrize("dag_id", sorted(DATASET))
+def test_dataset_dags_structure_schedule_outlets_and_inlets_are_airflows(dag_id: str) -> None:
+    """Airflow 2.10.5's dataset example DAGs: tasks as Airflow, and the schedule expression (as its
+    `as_expression()`), how the DAG is scheduled (datasets, datasets or time, time, nothing), each
+    task's outlets and inlets, as Airflow loaded them."""
+    got = rendered().get(dag_id)
+    assert compare.structure_differences(compare.airflow_structure(DATASET[dag_id]), got) == []
+    assert compare.dataset_differences(compare.airflow_datasets(DATASET[dag_id]), got) == []
 
 
 def test_what_zonda_refuses_it_names() -> None:

@@ -84,3 +84,12 @@ def test_a_bad_uri_fails_the_file_where_it_is_written() -> None:
 
     with pytest.raises(ValueError, match="reserved"):
         Dataset("airflow://nope")
+
+
+def test_a_start_date_of_year_one_is_written_with_four_digits() -> None:
+    import datetime as dt
+
+    from zonda.authoring.manifest_values import utc_iso
+
+    assert utc_iso(dt.datetime.min) == "0001-01-01T00:00:00Z"  # strftime("%Y") writes "1"
+    assert utc_iso(dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)) == "2024-01-02T03:04:05.000006Z"

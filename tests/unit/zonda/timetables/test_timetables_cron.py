@@ -583,3 +583,12 @@ def test_fixed_offset_timezones_work_and_serialize_as_seconds() -> None:
     assert timetable.serialize() == {"expression": "0 0 * * *", "timezone": 3600}
     info = next_info(timetable, earliest="2024-01-01T00:00:00+01:00")
     assert info == DagRunInfo.interval(at("2024-01-01T00:00:00+01:00"), at("2024-01-02T00:00:00+01:00"))
+
+
+def test_a_schedule_aligns_from_the_first_instant_there_is() -> None:
+    """Airflow's example_outlet_event_extra starts at `datetime.min`: aligning to it must not overflow."""
+    schedule = CronSchedule("0 0 * * *", parse_timezone("UTC"))
+    first = dt.datetime.min.replace(tzinfo=dt.UTC)
+    assert schedule.at_or_after(first) == first + dt.timedelta(days=1)  # croniter cannot check year 1 itself
+    hourly = CronSchedule("0 1 * * *", parse_timezone("UTC"))
+    assert hourly.at_or_after(first) == first + dt.timedelta(hours=1)
