@@ -10,7 +10,7 @@ DAG file where it is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from zonda.resources.asset_refs import sanitize_uri
@@ -200,28 +200,58 @@ class DatasetOrTimeSchedule(AssetOrTimeSchedule):
         )
 
 
-def asset(
-    *,
-    schedule: Any = None,
-    uri: str | None = None,
-    name: str | None = None,
-    group: str = "asset",
-    extra: dict[str, Any] | None = None,
-    **dag_kwargs: Any,
-) -> Callable[[Callable[..., Any]], Asset]:
-    """Airflow 3's `@asset`: a DAG named after the function with one task of that name, whose success
-    updates the asset (name: the function's name). The decorated name is the `Asset`."""
+def _one_task_dag(
+    function: Callable[..., Any], outlets: list[BaseAsset], default_dag_id: str, **dag_kwargs: Any
+) -> None:
+    """Airflow 3's `_DAGFactory.create_dag` with the function as its one task (task id: its name)."""
+    from zonda.authoring.dags import DAG
+    from zonda.decorators import task
 
-    def wrap(function: Callable[..., Any]) -> Asset:
-        from zonda.authoring.dags import DAG
-        from zonda.decorators import task
+    if function.__name__ != function.__qualname__:
+        raise ValueError("nested function not supported")
+    with DAG(dag_id=dag_kwargs.pop("dag_id", None) or default_dag_id, **dag_kwargs):
+        task(task_id=function.__name__, outlets=outlets)(function)()
 
-        target = Asset(name=name or function.__name__, uri=uri, group=group, extra=extra)
-        with DAG(dag_id=function.__name__, schedule=schedule, **dag_kwargs):
-            task(task_id=function.__name__, outlets=[target])(function)()
+
+class asset:
+    """Airflow 3's `@asset`: a DAG named after the asset with one task named after the function, whose
+    success updates the asset (name: the function's unless given). The decorated name is the `Asset`.
+
+    `@asset.multi(outlets=[...])`: one such DAG (named after the function) updating every outlet; the
+    decorated name is the `AssetAll` of them, as Airflow's `MultiAssetDefinition`, so a schedule on it
+    waits for all.
+    """
+
+    def __init__(
+        self,
+        *,
+        schedule: Any = None,
+        uri: str | None = None,
+        name: str | None = None,
+        group: str = "asset",
+        extra: dict[str, Any] | None = None,
+        **dag_kwargs: Any,
+    ) -> None:
+        self.schedule, self.uri, self.name, self.group, self.extra = schedule, uri, name, group, extra
+        self.dag_kwargs = dag_kwargs
+
+    def __call__(self, function: Callable[..., Any]) -> Asset:
+        name = self.name or function.__name__
+        target = Asset(name=name, uri=self.uri, group=self.group, extra=self.extra)
+        _one_task_dag(function, [target], name, schedule=self.schedule, **self.dag_kwargs)
         return target
 
-    return wrap
+    class multi:
+        def __init__(self, *, outlets: Sequence[BaseAsset], schedule: Any = None, **dag_kwargs: Any) -> None:
+            self.outlets, self.schedule, self.dag_kwargs = list(outlets), schedule, dag_kwargs
+
+        def __call__(self, function: Callable[..., Any]) -> AssetAll:
+            if not self.outlets:
+                raise ValueError("no outlets provided")
+            _one_task_dag(
+                function, self.outlets, function.__name__, schedule=self.schedule, **self.dag_kwargs
+            )
+            return AssetAll(*self.outlets)
 
 
 __all__ = [

@@ -93,3 +93,67 @@ def test_a_start_date_of_year_one_is_written_with_four_digits() -> None:
 
     assert utc_iso(dt.datetime.min) == "0001-01-01T00:00:00Z"  # strftime("%Y") writes "1"
     assert utc_iso(dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)) == "2024-01-02T03:04:05.000006Z"
+
+
+MULTI = """
+from airflow.sdk import Asset, asset, dag, task
+
+orders = Asset(uri="s3://bucket/orders", name="orders")
+customers = Asset(uri="s3://bucket/customers", name="customers")
+
+
+@asset.multi(outlets=[orders, customers], schedule=None)
+def load_both():
+    pass
+
+
+@asset.multi(outlets=[orders], schedule="@daily", dag_id="named_multi")
+def load_named():
+    pass
+
+
+@dag(schedule=load_both)
+def after_both():
+    @task
+    def report():
+        pass
+
+    report()
+
+
+after_both()
+"""
+
+
+def test_asset_multi_is_one_task_updating_every_outlet_and_an_all_of_them_in_a_schedule(
+    tmp_path: Path,
+) -> None:
+    """What Airflow 3.3.2's DagBag loaded from MULTI: `load_both` (NullTimetable) with task `load_both`
+    outlets [orders, customers]; `named_multi` (CronTriggerTimetable) with task `load_named`; `after_both`
+    on an AssetTriggeredTimetable whose condition is the MultiAssetDefinition (an AssetAll) of both."""
+    specs = render(tmp_path, MULTI)
+    assert sorted(specs) == ["after_both", "load_both", "named_multi"]
+    orders = {"uri": "s3://bucket/orders", "name": "orders"}
+    customers = {"uri": "s3://bucket/customers", "name": "customers"}
+    [both] = specs["load_both"]["tasks"]
+    assert both["id"] == "load_both" and both["outlets"] == [orders, customers]
+    assert specs["load_both"].get("schedule") is None and specs["load_both"].get("assetSchedule") is None
+    [named] = specs["named_multi"]["tasks"]
+    assert named["id"] == "load_named" and named["outlets"] == [orders]
+    assert specs["after_both"]["assetSchedule"] == {"all": [orders, customers]}
+
+
+def test_asset_multi_refuses_what_airflow_refuses() -> None:
+    from zonda.authoring.assets import asset
+
+    with pytest.raises(ValueError, match="no outlets provided"):
+        asset.multi(outlets=[])(lambda: None)
+
+    def outer() -> None:
+        def inner() -> None:
+            pass
+
+        asset(schedule=None)(inner)
+
+    with pytest.raises(ValueError, match="nested function not supported"):
+        outer()
