@@ -186,7 +186,7 @@ class ControllerProcess:
             on_run_state_change=self.run_state_changed,
             enqueue=self.enqueue,
         )
-        reconcilers.dags.runs = DagRunRefs()  # fed by the DagRun watch below
+        reconcilers.dags.keep_runs(DagRunRefs())  # fed by the DagRun watch below and our own writes
         # the AssetEvents by asset and the DAGs by the assets they name: fed by the watches below
         reconcilers.dags.asset_events = reconcilers.assets.events = AssetEventIndex()
         reconcilers.dags.asset_dags = reconcilers.assets.dags = AssetDagIndex()

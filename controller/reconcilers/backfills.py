@@ -63,9 +63,10 @@ class BackfillReconciler:
         )
         for run in plan.to_create:
             try:
-                await self.kube.create_custom(DAGRUNS, namespace, backfill_run(backfill, spec, run))
+                created = await self.kube.create_custom(DAGRUNS, namespace, backfill_run(backfill, spec, run))
             except AlreadyExists:
                 continue  # created before a restart: exactly once by name
+            self.writer.wrote(DAGRUNS, created)  # the DAG's passes count it (maxActiveRuns) at once
         new_wire = BackfillStatus.model_validate(plan.status.model_dump()).to_wire()
         if new_wire.get("state") != old_status.to_wire().get("state") or plan.to_create:
             for reason, message in plan.events:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -40,12 +40,24 @@ def parse_status(model: type[M], raw: Mapping[str, Any] | None) -> M:
         return model()
 
 
+#: Told of an object as one of our writes left it (the apiserver's answer): plural, body.
+OwnWriteObserver = Callable[[str, Mapping[str, Any]], None]
+
+
 @dataclass
 class StatusWriter:
-    """Writes statuses and remembers their resourceVersions, so our own writes' watch events are skipped."""
+    """Writes statuses and remembers their resourceVersions, so our own writes' watch events are skipped.
+
+    Views kept from a watch (`controller.reconcilers.dags.DagRunRefs`) `subscribe` to our own writes
+    (status writes here, creates via `wrote`): the watch delivers a write some time after it answered,
+    and a pass run in between must not decide on the state before it. A run's pass that writes
+    `success` wakes its DAG at once; without this, that DAG's pass counted the run as still active,
+    and the watch event, ours, woke nobody again (the DAG stalled at maxActiveRuns).
+    """
 
     kube: KubeApi
     own_writes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    observers: list[OwnWriteObserver] = field(default_factory=list)
     _background: set[asyncio.Task[None]] = field(default_factory=set)
     #: The latest posting task of each object: the next one waits for it, so passes stay in order.
     _last_post: dict[tuple[str, str], asyncio.Task[None]] = field(default_factory=dict)
@@ -70,7 +82,16 @@ class StatusWriter:
             metrics.API_ERRORS.labels("conflict").inc()
             return False
         self.own_writes[(plural, meta["namespace"], meta["name"])] = written["metadata"]["resourceVersion"]
+        self.wrote(plural, written)
         return True
+
+    def subscribe(self, observer: OwnWriteObserver) -> None:
+        self.observers.append(observer)
+
+    def wrote(self, plural: str, body: Mapping[str, Any]) -> None:
+        """An object as one of our writes (a status write, a create) left it: tell the observers."""
+        for observer in self.observers:
+            observer(plural, body)
 
     def written_version(self, plural: str, namespace: str, name: str) -> str | None:
         """The resourceVersion of our latest status write of the object (None: none yet)."""

@@ -45,11 +45,15 @@ class DagRunRefs:
 
     A DAG's pass listed every DagRun of its namespace and kept its own: with 1,000 DAGs each pass read
     every run of the 1,000. A namespace is listed once (`seed`), the watch keeps it current
-    (`observed`, `deleted`), and the runs a pass creates are recorded at once (`observed` with the
-    create's answer), so the next pass never misses its own runs. An entry is never replaced by an
-    older body (resourceVersion, as in `controller.kube.cache`): a run deleted is not brought back by
-    a list answered before the deletion. Runs created by others are seen when the watch delivers them,
-    as a list made a moment earlier would have missed them too; a duplicate is refused by name anyway.
+    (`observed`, `deleted`), and every DagRun write of this controller is recorded at once from its
+    answer (`own_write`, subscribed to the `StatusWriter`): the runs a pass creates, so the next pass
+    never misses its own runs (maxActiveRuns), and the states the run passes write, so the DAG pass
+    their `success` wakes sees it (else it counts the run as active and nothing wakes it again). An
+    entry is never replaced by an older body (resourceVersion, as in `controller.kube.cache`): a run
+    deleted is not brought back by a list answered before the deletion, and a watch event that
+    arrives after our write is not taken for news. Runs created by others are seen when the watch
+    delivers them, as a list made a moment earlier would have missed them too; a duplicate is
+    refused by name anyway.
     """
 
     refs: dict[tuple[str, str], dict[str, tuple[int, dag_plans.RunRef]]] = field(default_factory=dict)
@@ -74,6 +78,11 @@ class DagRunRefs:
             self.refs.get((key[0], old), {}).pop(key[1], None)
         self.dag_of[key] = dag
         bucket[key[1]] = (version, run_ref(body))
+
+    def own_write(self, plural: str, body: Mapping[str, Any]) -> None:
+        """A DagRun as one of our writes left it (`StatusWriter.subscribe`)."""
+        if plural == DAGRUNS:
+            self.observed(body)
 
     def deleted(self, body: Mapping[str, Any]) -> None:
         meta = body["metadata"]
@@ -126,6 +135,12 @@ class DagReconciler:
     aliases: AliasResolutions | None = None
 
     plural = DAGS
+
+    def keep_runs(self, refs: DagRunRefs) -> None:
+        """Read the DAGs' runs from `refs` (which the caller feeds from the DagRun watch), told of our
+        own DagRun writes as they answer."""
+        self.runs = refs
+        self.writer.subscribe(refs.own_write)
 
     async def reconcile_object(self, dag: Mapping[str, Any], now: datetime) -> datetime | None:
         """One pass; returns when to look again (None: when something changes)."""
@@ -207,10 +222,9 @@ class DagReconciler:
             created = await self.kube.create_custom(
                 DAGRUNS, dag["metadata"]["namespace"], scheduled_run(dag, run_name, due)
             )
-            if self.runs is not None:
-                self.runs.observed(created)
         except AlreadyExists:
             return  # created before (restart, or another controller): exactly once by name
+        self.writer.wrote(DAGRUNS, created)  # counted by the next pass, before the watch shows it
         delay = (now - due.run_after).total_seconds()
         metrics.SCHEDULING_DELAY.labels("run_after_to_run_created").observe(max(0.0, delay))
         interval = due.data_interval
@@ -225,6 +239,7 @@ class DagReconciler:
             )
         except AlreadyExists:
             return  # created before (restart, or another controller): exactly once by name
+        self.writer.wrote(DAGRUNS, created)
         fault_point("asset-run-created")
         delay = (now - due.logical_date).total_seconds()
         metrics.SCHEDULING_DELAY.labels("asset_event_to_run_created").observe(max(0.0, delay))

@@ -116,3 +116,44 @@ def test_recovering_without_having_failed_writes_nothing() -> None:
 
     asyncio.run(scenario())
     assert "status" not in kube.objects[(DAGS, "ns", "etl")] and kube.events == []
+
+
+def test_a_key_added_while_it_is_reconciled_is_reconciled_again_after_never_alongside() -> None:
+    """A DAG's pass decides how many runs to create from what it read: two at once of one DAG could
+    both create up to maxActiveRuns. Four workers, the key added again while its pass runs."""
+    running: set[Hashable] = set()
+    overlaps: list[Hashable] = []
+    passes: list[Hashable] = []
+
+    async def scenario() -> None:
+        release, entered, second = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            if key in running:
+                overlaps.append(key)
+            running.add(key)
+            passes.append(key)
+            try:
+                if len(passes) == 1:
+                    entered.set()
+                    await release.wait()
+                else:
+                    second.set()
+            finally:
+                running.discard(key)
+            return None
+
+        queue = WorkQueue(reconcile, workers=4)
+        queue.start()
+        queue.add("dag")
+        await asyncio.wait_for(entered.wait(), timeout=30)
+        queue.add("dag")
+        queue.add("dag")  # twice while active: once more afterwards
+        assert not second.is_set() and queue.pending == 1
+        release.set()
+        await asyncio.wait_for(second.wait(), timeout=30)
+        await queue.stop()
+
+    asyncio.run(scenario())
+    assert passes == ["dag", "dag"]
+    assert overlaps == []
