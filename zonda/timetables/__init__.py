@@ -21,7 +21,7 @@ from zonda.timetables.events import EventsTimetable
 from zonda.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
 from zonda.timetables.schedules import load_timetable, timetable_for_schedule
 from zonda.timetables.simple import ContinuousTimetable, NullTimetable, OnceTimetable
-from zonda.timetables.trigger import CronTriggerTimetable
+from zonda.timetables.trigger import CronTriggerTimetable, DeltaTriggerTimetable
 
 __all__ = [
     "CRON_PRESETS",
@@ -32,6 +32,7 @@ __all__ = [
     "DagRunInfo",
     "DataInterval",
     "DeltaDataIntervalTimetable",
+    "DeltaTriggerTimetable",
     "EventsTimetable",
     "NullTimetable",
     "OnceTimetable",
