@@ -10,6 +10,7 @@ DAG file where it is written.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -200,17 +201,85 @@ class DatasetOrTimeSchedule(AssetOrTimeSchedule):
         )
 
 
+#: Parameters of an `@asset` function that are not inlet assets (Airflow's `_INVALID_INLET_ASSET_NAMES`).
+_NOT_INLETS = ("self", "context", "outlet_events")
+#: The assets `@asset`/`@asset.multi` defined in this process, by name: what Airflow's task fetches by
+#: name (`GetAssetByName`) for a parameter named after an asset. The runner re-imports the DAG file,
+#: so the file's own definitions are here when the task runs.
+_DEFINED: dict[str, Asset] = {}
+
+
+def _named(name: str) -> Asset:
+    """The asset of that name: one defined by `@asset` here, else `Asset(name)` (its URI the name)."""
+    return _DEFINED.get(name) or Asset(name=name)
+
+
+def _validate_arguments(function: Callable[..., Any]) -> None:
+    """Airflow's `_validate_asset_function_arguments`."""
+    for name, param in inspect.signature(function).parameters.items():
+        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+            raise TypeError(f"wildcard '*{name}' is not supported in @asset")
+        if param.kind == inspect.Parameter.VAR_KEYWORD:
+            raise TypeError(f"wildcard '**{name}' is not supported in @asset")
+        if param.kind == inspect.Parameter.POSITIONAL_ONLY and param.default is inspect.Parameter.empty:
+            raise TypeError(f"positional-only argument '{name}' without a default is not supported in @asset")
+
+
+def asset_callable(function: Callable[..., Any], definition_name: str) -> Callable[..., Any]:
+    """The task's callable, given its arguments as Airflow 3's `_AssetMainOperator._iter_kwargs`: a
+    default is kept, `self` is the asset (by the definition's name), `context` the context,
+    `outlet_events` the context's, any other parameter the asset of that name."""
+    parameters = inspect.signature(function).parameters
+
+    def call(**context: Any) -> Any:
+        kwargs: dict[str, Any] = {}
+        for key, param in parameters.items():
+            if param.default is not inspect.Parameter.empty:
+                continue
+            if key == "self":
+                kwargs[key] = _named(definition_name)
+            elif key == "context":
+                kwargs[key] = context
+            elif key == "outlet_events":
+                kwargs[key] = context["outlet_events"]
+            else:
+                kwargs[key] = _named(key)
+        return function(**kwargs)
+
+    # named as the function (not `functools.wraps`: the signature must stay `**context`, so the task
+    # is given the whole context), so the runner finds it in the re-imported DAG file as Airflow's task
+    call.__name__, call.__qualname__ = function.__name__, function.__qualname__
+    call.__module__, call.__doc__ = function.__module__, function.__doc__
+    return call
+
+
 def _one_task_dag(
-    function: Callable[..., Any], outlets: list[BaseAsset], default_dag_id: str, **dag_kwargs: Any
+    function: Callable[..., Any],
+    outlets: list[BaseAsset],
+    default_dag_id: str,
+    definition_name: str,
+    **dag_kwargs: Any,
 ) -> None:
-    """Airflow 3's `_DAGFactory.create_dag` with the function as its one task (task id: its name)."""
+    """Airflow 3's `_DAGFactory.create_dag` with the function as its one task (task id: its name);
+    the parameters named after assets are its inlets (Airflow's `Asset.ref(name=...)`)."""
     from zonda.authoring.dags import DAG
     from zonda.decorators import task
 
     if function.__name__ != function.__qualname__:
         raise ValueError("nested function not supported")
+    _validate_arguments(function)
+    for outlet in outlets:
+        if isinstance(outlet, Asset):
+            _DEFINED[outlet.name] = outlet
+    inlets = [
+        _named(name)
+        for name, param in inspect.signature(function).parameters.items()
+        if name not in _NOT_INLETS and param.default is inspect.Parameter.empty
+    ]
     with DAG(dag_id=dag_kwargs.pop("dag_id", None) or default_dag_id, **dag_kwargs):
-        task(task_id=function.__name__, outlets=outlets)(function)()
+        task(task_id=function.__name__, outlets=outlets, inlets=inlets)(
+            asset_callable(function, definition_name)
+        )()
 
 
 class asset:
@@ -238,7 +307,7 @@ class asset:
     def __call__(self, function: Callable[..., Any]) -> Asset:
         name = self.name or function.__name__
         target = Asset(name=name, uri=self.uri, group=self.group, extra=self.extra)
-        _one_task_dag(function, [target], name, schedule=self.schedule, **self.dag_kwargs)
+        _one_task_dag(function, [target], name, name, schedule=self.schedule, **self.dag_kwargs)
         return target
 
     class multi:
@@ -248,9 +317,8 @@ class asset:
         def __call__(self, function: Callable[..., Any]) -> AssetAll:
             if not self.outlets:
                 raise ValueError("no outlets provided")
-            _one_task_dag(
-                function, self.outlets, function.__name__, schedule=self.schedule, **self.dag_kwargs
-            )
+            name = function.__name__
+            _one_task_dag(function, self.outlets, name, name, schedule=self.schedule, **self.dag_kwargs)
             return AssetAll(*self.outlets)
 
 

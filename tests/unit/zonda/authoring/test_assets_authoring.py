@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,3 +158,49 @@ def test_asset_multi_refuses_what_airflow_refuses() -> None:
 
     with pytest.raises(ValueError, match="nested function not supported"):
         outer()
+
+
+def test_an_asset_functions_parameters_are_given_as_airflow_3s_asset_operator_gives_them(
+    tmp_path: Path,
+) -> None:
+    """Airflow 3.3.2's DagBag loaded example_asset_decorator's `asset2_producer(self, context,
+    asset1_producer)` with inlets [AssetNameRef('asset1_producer')]; its `_AssetMainOperator` calls it
+    with `self` the asset, `context` the context and `asset1_producer` the asset of that name."""
+    specs = render(
+        tmp_path,
+        """
+        from airflow.sdk import asset
+
+        @asset(uri="s3://bucket/asset1_producer", schedule=None)
+        def asset1_producer():
+            pass
+
+        @asset(uri="s3://bucket/object", schedule=None)
+        def asset2_producer(self, context, asset1_producer, keep="default"):
+            return self, context["marker"], asset1_producer, keep
+        """,
+    )
+    [task] = specs["asset2_producer"]["tasks"]
+    assert task["inlets"] == [{"uri": "s3://bucket/asset1_producer", "name": "asset1_producer"}]
+    assert task["outlets"] == [{"uri": "s3://bucket/object", "name": "asset2_producer"}]
+    from zonda.authoring.assets import Asset, asset_callable
+
+    def asset2_producer(self: Any, context: Any, asset1_producer: Any, keep: str = "default") -> Any:
+        return self, context["marker"], asset1_producer, keep
+
+    me, marker, upstream, keep = asset_callable(asset2_producer, "asset2_producer")(marker=7, ds="x")
+    assert (me.uri, marker, upstream.uri, keep) == (
+        "s3://bucket/object",
+        7,
+        "s3://bucket/asset1_producer",
+        "default",
+    )
+    assert isinstance(me, Asset)
+    with pytest.raises(TypeError, match=r"wildcard '\*\*kw' is not supported in @asset"):
+        from zonda.authoring.assets import asset
+
+        asset(schedule=None)(star)
+
+
+def star(**kw: Any) -> None:
+    """Module level: a nested function is refused before its parameters are looked at (as Airflow)."""
