@@ -96,14 +96,18 @@ class RunPass:
         status = self.state.status.model_copy(
             update={"state": self.run_state, "task_instances": self.state.tis, **self.run_updates}
         )
+        # An attempt this pass launches, or a trigger it creates, is never a stray: alive under the name
+        # of a try the status read does not hold yet, it is an earlier pass's whose status write failed.
+        launched = {launch.attempt_name for launch in self.state.launches}
+        triggers = {request.name: request for request in self.state.triggers_to_create}
         return RunPlan(
             status=status,
             launches=self.state.launches,
-            kills=list(dict.fromkeys(self.state.kills)),
-            triggers_to_create=list(
-                {request.name: request for request in self.state.triggers_to_create}.values()
-            ),
-            triggers_to_delete=list(dict.fromkeys(self.state.triggers_to_delete)),
+            kills=[name for name in dict.fromkeys(self.state.kills) if name not in launched],
+            triggers_to_create=list(triggers.values()),
+            triggers_to_delete=[
+                name for name in dict.fromkeys(self.state.triggers_to_delete) if name not in triggers
+            ],
             events=[event for event in self.state.events if event is not None],
             wake_at=wake_at,
             runs_to_wake=tuple(dict.fromkeys(self.state.runs_to_wake)),

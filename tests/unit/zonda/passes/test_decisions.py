@@ -556,6 +556,19 @@ def test_deferral_fires_and_the_task_resumes_in_the_same_try() -> None:
     assert run.status.state is DagRunState.SUCCESS
 
 
+def test_a_trigger_an_earlier_pass_created_before_its_status_write_failed_is_not_deleted_as_a_stray() -> None:
+    run = started(make_dag({"wait": {}}))
+    run.step(run.running("wait"))
+    as_read = run.status.model_copy(deep=True)
+    deferral = run.deferred("wait", kwargs={"x": 1}, method_name="done")
+    [created] = run.step(deferral).triggers_to_create  # this pass's status write is refused
+    run.status = as_read  # the next pass reads the same, and finds that trigger
+    again = run.step(deferral, stray_triggers=(created.name,))
+    assert ([t.name for t in again.triggers_to_create], again.triggers_to_delete) == ([created.name], [])
+    control = run.step(deferral, stray_triggers=("an-old-trigger",))  # a real stray still goes
+    assert control.triggers_to_delete == ["an-old-trigger"]
+
+
 def test_a_deferral_that_times_out_fails_the_task() -> None:
     run = started(make_dag({"wait": {}}))
     plan = run.step(run.deferred("wait", timeout_seconds=60))
@@ -865,6 +878,23 @@ def test_strays_are_cleaned_up() -> None:
     run = started(make_dag({"task": {}}))
     plan = run.step(stray_attempts=("old-pod",), stray_triggers=("old-trigger",))
     assert (plan.kills, plan.triggers_to_delete) == (["old-pod"], ["old-trigger"])
+
+
+def test_a_pod_an_earlier_pass_launched_before_its_status_write_failed_is_this_launch_not_a_stray() -> None:
+    """The pass that launched it failed to record it (a 504, a reset): the next pass finds that attempt
+    alive, named for a try its status does not hold yet, and launches the same try again (the create
+    is AlreadyExists). Killing it as a stray would fail the try it is (found by the fault proxy)."""
+    dag = make_dag({"first": {}, "second": {"upstream": ["first"]}})
+    run = started(dag)
+    as_read = run.status.model_copy(deep=True)
+    [launch] = run.step(run.succeeded("first")).launches  # this pass's status write is refused
+    assert (launch.task_id, launch.try_number) == ("second", 1)
+    run.status = as_read  # so the next pass reads what the failed one read, and finds its pod alive
+    again = run.step(run.succeeded("first"), stray_attempts=(launch.attempt_name,))
+    assert [a.attempt_name for a in again.launches] == [launch.attempt_name]
+    assert again.kills == []
+    control = run.step(stray_attempts=("an-old-pod",))  # a real stray still is killed
+    assert control.kills == ["an-old-pod"]
 
 
 def test_a_finished_run_changes_nothing() -> None:
