@@ -133,8 +133,14 @@ class Cluster:
                 start_new_session=True,
                 cwd=self.workdir,
             )
+        def ready() -> bool:
+            try:
+                return self.kubectl("get", "--raw", "/readyz", check=False, timeout=10).returncode == 0
+            except subprocess.TimeoutExpired:  # it accepted the connection but is not serving yet
+                return False
+
         _wait_for(
-            lambda: self.kubectl("get", "--raw", "/readyz", check=False, timeout=10).returncode == 0,
+            ready,
             f"the apiserver to be ready after {name} restarted",
             self,
             timeout=120,

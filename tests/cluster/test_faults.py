@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
+import math
 import os
 import random
 import signal
+import socket
 import statistics
 import threading
 import time
@@ -39,7 +42,9 @@ from typing import Any
 
 import pytest
 
-from controller.devtools.devcluster import Cluster, ClusterError
+from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, ClusterError
+from tests.cluster import fault_proxy
+from tests.cluster.fault_proxy import FaultProxy
 from tests.cluster.zonda_processes import ZondaProcess, apply, controller, runs_of, wait_for
 from zonda.resources.names import attempt_name
 from zonda.resources.wire import LABEL_DAGRUN, LABEL_TASK
@@ -150,6 +155,10 @@ class Target:
     rng: random.Random
     #: (run, task) -> tries the fault itself failed (a Running pod deleted or evicted).
     failed_tries: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: Why a pod fault's looks found nothing to hit ("none running", or the hit's 404/409).
+    missed: Counter[str] = field(default_factory=Counter)
+    #: Between the controller and the apiserver, for the proxy's faults.
+    proxy: FaultProxy | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,8 @@ class Fault:
     inject: Callable[[Target], bool]  # True when it struck (a pod fault may find nothing to hit)
     #: Task pods' duration on kwok: long enough for a pod fault to find one Running.
     duration_ms: int = 400
+    #: The controller talks to the apiserver through a FaultProxy.
+    proxied: bool = False
 
 
 def kill_controller(target: Target) -> bool:
@@ -197,6 +208,7 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
             pods = (await kube.core.list_namespaced_pod(target.namespace, label_selector=LABEL_TASK)).items
             running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
             if not running:
+                target.missed["none running"] += 1
                 await asyncio.sleep(0.1)  # polling the pod list for a victim, not waiting for an effect
                 continue
             pod = target.rng.choice(running)
@@ -217,6 +229,7 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
                     await kube.core.delete_namespaced_pod(pod.metadata.name, target.namespace, body=options)
             except ApiException as error:
                 if error.status in (404, 409):  # it finished (or went) between the read and the hit
+                    target.missed[f"{error.status} {error.reason}"] += 1
                     continue
                 raise
             labels = pod.metadata.labels
@@ -225,12 +238,25 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
     return False
 
 
+def proxy_faults(target: Target) -> bool:
+    """The next 1-6 requests of the controller dropped, reset, stalled, answered 429/500/504, or (a
+    write) done with its reply lost; a drop or reset breaks every open connection (watches) too."""
+    assert target.proxy is not None
+    target.proxy.clear()  # what the last strike's requests did not take
+    fault = target.rng.choice(fault_proxy.FAULTS)
+    target.proxy.hurt(fault, target.rng.randint(1, 6))
+    if fault in ("drop", "reset"):
+        target.proxy.break_connections()
+    return True
+
+
 FAULTS = [
     Fault("controller-kill", "controller SIGKILL", 4, kill_controller),
     Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver")),
     Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart("etcd")),
     Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=1500),
     Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=1500),
+    Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
 ]
 
 
@@ -245,8 +271,12 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
     due = int((now - start) / timedelta(minutes=INTERVAL))
     apply(cluster, namespace, workload(start, fault.duration_ms))
     recoveries: list[float] = []
-    with PodCreations(cluster, namespace) as pods, controller(cluster, namespace, tmp_path) as process:
-        target = Target(cluster, namespace, process, rng)
+    with contextlib.ExitStack() as stack:
+        pods = stack.enter_context(PodCreations(cluster, namespace))
+        proxy = stack.enter_context(proxy_for(cluster)) if fault.proxied else None
+        extra = ["--kubeconfig", str(proxy.kubeconfig(tmp_path / "proxied", ADMIN_TOKEN))] if proxy else []
+        process = stack.enter_context(controller(cluster, namespace, tmp_path, extra=extra))
+        target = Target(cluster, namespace, process, rng, proxy=proxy)
         for _ in range(int(INJECTIONS or fault.ci_injections)):
             time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
             if finished(cluster, namespace, due):
@@ -265,6 +295,9 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
                 timeout=180,
             )
             recoveries.append(time.monotonic() - struck)
+        if proxy is not None:
+            proxy.clear()
+            print(f"\nrequests the proxy hurt: {dict(proxy.injected)} of {len(proxy.requests)}")
         runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=300)
     audit(fault, pods, target, runs, recoveries, start, due)
 
@@ -309,15 +342,29 @@ def audit(
         f"\n| {fault.name} (seed {SEED}) | {len(recoveries)} | {len(runs)} | {len(tis)} "
         f"| {sum(target.failed_tries.values())} | {duplicate_runs} | {len(duplicate_tries)} "
         f"| {lost} | {stuck} | {statistics.median(recoveries):.1f} / {max(recoveries):.1f} |"
-        f"\n(pod creations counted from etcd: {pods.created.total()}; its watch resumed {pods.resumed} times)"
+        f"\n(pod creations counted from etcd: {pods.created.total()}; its watch resumed {pods.resumed} times;"
+        f" a pod fault's misses: {dict(target.missed)})"
     )
     due_by_now = int((datetime.now(UTC) - start) / timedelta(minutes=INTERVAL))  # one may fall due meanwhile
     assert due <= len(dates) <= due_by_now and duplicate_runs == 0, dates
     assert not duplicate_tries, f"a try was launched twice: {duplicate_tries}"
     assert stuck == 0 and lost == 0, [r["status"]["taskInstances"] for r in runs]
-    assert not wrong_tries, f"(tries made, tries expected) where they differ: {wrong_tries}"
+    if target.proxy is not None:  # what the controller asked about the pods of a try too many
+        names = {attempt_name(run, task, n) for (run, task) in wrong_tries for n in range(1, 5)}
+        print([r for r in target.proxy.requests if r.name in names or any(n in r.path for n in names)])
+    assert not wrong_tries, (
+        f"(tries made, tries expected) where they differ: {wrong_tries}; missing pods {missing_pods}, strays "
+        f"{strays}; {[(tis[key]['message']) for key in wrong_tries]}"
+    )
     assert not missing_pods, f"tries recorded without a pod created: {missing_pods}"
     assert not strays, f"pods created for no recorded try: {strays}"
+
+
+def proxy_for(cluster: Cluster) -> FaultProxy:
+    assert cluster.workdir is not None, "the fault proxy serves the local control plane's certificate"
+    certs = cluster.workdir / "certs"
+    server = json.loads(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    return FaultProxy(server, certs / "ca.crt", certs / "apiserver.crt", certs / "apiserver.key")
 
 
 def quietly(read: Callable[[], Any], default: Any) -> Any:
@@ -353,3 +400,136 @@ def finished(cluster: Cluster, namespace: str, due: int) -> list[dict[str, Any]]
 
     result: list[dict[str, Any]] | None = quietly(read, None)
     return result
+
+
+LEASE = "zonda-faults-leader"
+#: Leadership changes of the SIGSTOP schedule (CI: one).
+STOPS = int(INJECTIONS or 1)
+#: Writes a stale replica may make unfenced: its own Lease attempts and Events.
+HARMLESS = ("/leases/", "/events")
+
+
+def identity(process: ZondaProcess) -> str:
+    assert process.process is not None
+    return f"{socket.gethostname()}-{process.process.pid}"  # the controller's default identity
+
+
+def holder(cluster: Cluster, namespace: str) -> str | None:
+    def read() -> str | None:
+        lease = json.loads(cluster.kubectl("get", "lease", LEASE, "-n", namespace, "-o", "json").stdout)
+        return (lease.get("spec") or {}).get("holderIdentity")
+
+    found: str | None = quietly(read, None)
+    return found
+
+
+def unfenced(writes: list[fault_proxy.Request]) -> list[fault_proxy.Request]:
+    """Writes that succeeded without optimistic concurrency guarding them: not a create (fenced by the
+    deterministic name: a second one is AlreadyExists) and not a replace or patch carrying the
+    resourceVersion it was decided on (a Conflict if anyone, a new leader, wrote since)."""
+    return [
+        w
+        for w in writes
+        if w.status is not None
+        and w.status < 300
+        and not any(part in w.path for part in HARMLESS)
+        and w.method != "POST"
+        and not (w.method in ("PUT", "PATCH") and w.precondition)
+    ]
+
+
+def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Two replicas electing a leader (a 3 s Lease); the leader is SIGSTOPped until the standby holds
+    the Lease (read from the apiserver) and has moved the workload on, then SIGCONTed. Each replica
+    talks through a FaultProxy of its own that records its writes: after it wakes, the stale leader's
+    successful writes must all be fenced (creates of deterministic names, replaces preconditioned on
+    the resourceVersion read), so none can overwrite what the new leader wrote; the etcd audit then
+    checks each run once, each try's pod once, everything finished at try 1."""
+    rng = random.Random(SEED)
+    now = datetime.now(UTC)
+    start = (now - timedelta(hours=1)).replace(second=0, microsecond=0)
+    start -= timedelta(minutes=start.minute % INTERVAL)
+    due = int((now - start) / timedelta(minutes=INTERVAL))
+    apply(cluster, namespace, workload(start, 400))
+    peering = ["--peering", LEASE, "--peering-lease-duration", "3"]
+    recoveries: list[float] = []
+    woken: list[tuple[FaultProxy, float]] = []  # (a stopped leader's proxy, when it was SIGCONTed)
+    takeovers: list[tuple[FaultProxy, float]] = []  # (the new leader's proxy, when it held the Lease)
+    with contextlib.ExitStack() as stack:
+        pods = stack.enter_context(PodCreations(cluster, namespace))
+        replicas: list[tuple[ZondaProcess, FaultProxy]] = []
+        for name in ("a", "b"):
+            (tmp_path / name).mkdir()
+            proxy = stack.enter_context(proxy_for(cluster))
+            kubeconfig = str(proxy.kubeconfig(tmp_path / f"proxied-{name}", ADMIN_TOKEN))
+            process = stack.enter_context(
+                controller(cluster, namespace, tmp_path / name, extra=["--kubeconfig", kubeconfig, *peering])
+            )
+            replicas.append((process, proxy))
+            if name == "a":
+                wait_for(
+                    lambda first=process: holder(cluster, namespace) == identity(first), "the first to lead"
+                )
+        leader, standby = replicas
+        # positive control: the leader's proxy sees its status writes, preconditioned
+        wait_for(
+            lambda: any(w.path.endswith("/status") and w.precondition and w.status == 200
+                        for w in leader[1].writes()),
+            "the leader's first status write, seen by its proxy",
+        )  # fmt: skip
+        for _ in range(STOPS):
+            time.sleep(rng.uniform(0.5, 3.0))  # the fault schedule: when to strike, not a wait for an effect
+            if finished(cluster, namespace, due):
+                break
+            assert leader[0].process is not None
+            os.killpg(leader[0].process.pid, signal.SIGSTOP)
+            stopped = time.monotonic()
+            try:
+                wait_for(
+                    lambda next=standby[0]: holder(cluster, namespace) == identity(next),
+                    "the standby to lead",
+                    60,
+                )
+                takeovers.append((standby[1], time.monotonic()))
+                before = progress(cluster, namespace)
+                wait_for(
+                    lambda before=before: (
+                        progress(cluster, namespace) > before or finished(cluster, namespace, due)
+                    ),
+                    "the new leader to move the workload on",
+                    timeout=120,
+                )
+                recoveries.append(time.monotonic() - stopped)
+            finally:
+                woke = time.monotonic()
+                os.killpg(leader[0].process.pid, signal.SIGCONT)
+            wait_for(
+                lambda old=leader[0]: f"{identity(old)} stopped leading" in old.log(),
+                "the woken leader to see it lost the Lease",
+            )
+            woken.append((leader[1], woke))
+            leader, standby = standby, leader
+        runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=300)
+    # what each woken leader wrote, from its waking until it led again (or the end)
+    stale_writes = [
+        write
+        for proxy, woke in woken
+        for write in proxy.writes(since=woke)
+        if write.at < min([at for led, at in takeovers if led is proxy and at > woke], default=math.inf)
+    ]
+    bad = unfenced(stale_writes)
+    kinds = Counter((w.method, w.status, "precondition" if w.precondition else "-") for w in stale_writes
+                    if not any(part in w.path for part in HARMLESS))  # fmt: skip
+    print(f"\nthe woken leaders' writes (method, status, precondition): {dict(kinds)}; unfenced: {bad}")
+    assert not bad, f"a woken leader wrote without fencing: {bad}"
+    audit(
+        Fault("leader-sigstop", "leader SIGSTOP past its Lease, then SIGCONT", STOPS, lambda _: True),
+        pods,
+        Target(cluster, namespace, leader[0], rng),
+        runs,
+        recoveries,
+        start,
+        due,
+    )
