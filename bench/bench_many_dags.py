@@ -1,8 +1,10 @@
 """Benchmark: many DAGs on `* * * * *` on one controller.
 
-    python bench/bench_many_dags.py [--dags 1000] [--minutes 10] [--tree /path/to/another/checkout]
+    python bench/bench_many_dags.py [--dags 1000] [--minutes 10] [--trees base=/tmp/base,new=.]
+                                    [--workers N] [--profile DIR]
 
-One local control plane and `zonda controller` (Kubernetes executor; the DAGs' one task is an
+One local control plane and, for each tree in turn (back to back, each in a namespace of its own),
+`zonda controller` of that tree (Kubernetes executor; the DAGs' one task is an
 EmptyOperator, which needs no pod: the subject is scheduling). Applies `--dags` DAGs scheduled every
 minute (catchup off), then watches DagRuns for `--minutes` minute boundaries and prints:
 
@@ -15,6 +17,10 @@ minute (catchup off), then watches DagRuns for `--minutes` minute boundaries and
 - the DAG reconcile pass: passes counted by `zonda_reconciles_total{kind="dag"}` and the controller's
   CPU per DAG pass over the run (the controller does nothing else: no pods).
 
+`--profile DIR` records the controller with py-spy over the measured minutes (raw collapsed stacks,
+`DIR/many-dags-<tree>.txt`, idle samples included: where a pass waits matters as much as where it computes)
+and prints the frames with the most samples.
+
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
 
@@ -23,7 +29,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +43,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_controller import percentile
-from bench.bench_scale import Api, controller, controller_counters, cpu_seconds, free_port, rss_bytes
+from bench.bench_scale import (
+    Api,
+    controller,
+    controller_counters,
+    cpu_seconds,
+    free_port,
+    rss_bytes,
+    top_frames,
+)
 from controller.devtools.devcluster import Cluster, connect_cluster
 
 TREE = Path(__file__).resolve().parents[1]
@@ -55,13 +71,20 @@ def dag(index: int) -> dict[str, Any]:
     }
 
 
+def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """Idle samples too: an idle controller with late runs is waiting, and on what matters."""
+    args = ["py-spy", "record", "--pid", str(pid), "-r", "100", "-f", "raw", "--idle", "--nonblocking"]
+    return subprocess.Popen([*args, "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def parse(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> None:
+async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str, tree: Path) -> None:
+    print(f"\n=== {label}: {tree} ({args.dags} DAGs, {args.minutes} minutes)", flush=True)
     api = Api(cluster)
-    namespace = f"many-{int(time.time()) % 100000}"
+    namespace = f"many-{label}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     seen: dict[str, float] = {}  # run name -> wall clock the watch saw it ADDED
     bodies: dict[str, dict[str, Any]] = {}
@@ -79,7 +102,8 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> None:
     await ready.wait()
     port = free_port()
     (tmp / "state").mkdir(exist_ok=True)
-    with controller(cluster, Path(args.tree), namespace, tmp / "controller.log", port) as pid:
+    log = tmp / f"controller-{label}.log"
+    with controller(cluster, tree, namespace, log, port, args.workers) as pid:
         await asyncio.sleep(2)
         rss_empty = rss_bytes(pid)
         load = __import__("os").getloadavg()[0]
@@ -105,12 +129,20 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> None:
             flush=True,
         )
         first_boundary = (int(time.time()) // 60 + 1) * 60
+        load_start = __import__("os").getloadavg()
         cpu_start, passes_start = cpu_seconds(pid), controller_counters(port)
+        spy = None
+        if args.profile:
+            spy = start_py_spy(pid, args.profile / f"many-dags-{label}.txt")
         end = first_boundary + 60 * (args.minutes - 1) + 20
         await asyncio.sleep(end - time.time())
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
         cpu = cpu_seconds(pid) - cpu_start
         counters = controller_counters(port)
         rss_end = rss_bytes(pid)
+        load_end = __import__("os").getloadavg()
     watcher.cancel()
     listing = (await api.request("GET", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"))["items"]
     await api.close()
@@ -166,6 +198,9 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> None:
         f"{run_passes:.0f} run passes; CPU per pass (DAG and run) {per_pass:.1f} ms; "
         f"RSS at the end {rss_end / 2**20:.1f} MiB"
     )
+    print(f"load average (1/5/15 min) at the first boundary {load_start}, at the end {load_end}")
+    if args.profile:
+        top_frames(args.profile / f"many-dags-{label}.txt", limit=45)
 
 
 def main() -> int:
@@ -174,10 +209,21 @@ def main() -> int:
     )
     parser.add_argument("--dags", type=int, default=1000)
     parser.add_argument("--minutes", type=int, default=10)
-    parser.add_argument("--tree", default=str(TREE), help="the source tree whose controller to run")
+    parser.add_argument(
+        "--trees", default=f"this={TREE}", help="label=path,...: the source trees whose controllers to run"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="the controllers' --workers (default: each tree's)"
+    )
+    parser.add_argument("--profile", default=None, help="record the controller with py-spy into DIR")
     args = parser.parse_args()
+    if args.profile:
+        args.profile = Path(args.profile).resolve()
+        args.profile.mkdir(parents=True, exist_ok=True)
+    trees = [(part.split("=", 1)[0], Path(part.split("=", 1)[1]).resolve()) for part in args.trees.split(",")]
     with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(run(args, cluster, Path(tmp)))
+        for label, tree in trees:
+            asyncio.run(run(args, cluster, Path(tmp), label, tree))
     return 0
 
 

@@ -211,13 +211,18 @@ def rss_bytes(pid: int) -> int:
 
 
 @contextlib.contextmanager
-def controller(cluster: Cluster, tree: Path, namespace: str, log: Path, metrics_port: int) -> Iterator[int]:
+def controller(
+    cluster: Cluster, tree: Path, namespace: str, log: Path, metrics_port: int, workers: int | None = None
+) -> Iterator[int]:
+    """`zonda controller` of `tree`; `workers` None: that tree's default."""
     env = {**cluster.env(), "PYTHONPATH": str(tree)}
     args = [
         sys.executable, "-m", "controller.cli", "controller", "--namespace", namespace,
         "--executor", "kubernetes", "--state-dir", str(log.parent / "state"), "--kubeconfig",
-        str(cluster.kubeconfig), "--workers", "4", "--metrics-port", str(metrics_port),
+        str(cluster.kubeconfig), "--metrics-port", str(metrics_port),
     ]  # fmt: skip
+    if workers is not None:
+        args += ["--workers", str(workers)]
     with log.open("ab") as out:
         process = subprocess.Popen(
             args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tree, start_new_session=True
@@ -276,7 +281,14 @@ class Result:
 
 
 async def run_zonda(
-    cluster: Cluster, api: Api, tree: Path, w: Workload, label: str, tmp: Path, profile: Path | None
+    cluster: Cluster,
+    api: Api,
+    tree: Path,
+    w: Workload,
+    label: str,
+    tmp: Path,
+    profile: Path | None,
+    workers: int | None = None,
 ) -> Result:
     namespace = f"z-{label}-{w.name}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
@@ -290,7 +302,7 @@ async def run_zonda(
     log = tmp / f"controller-{label}-{w.name}.log"
     (tmp / "state").mkdir(exist_ok=True)
     metrics_port = free_port()
-    with controller(cluster, tree, namespace, log, metrics_port) as pid:
+    with controller(cluster, tree, namespace, log, metrics_port, workers) as pid:
         spy = None
         if profile is not None:
             spy = start_py_spy(pid, profile / f"{label}-{w.name}.txt")
@@ -521,7 +533,7 @@ async def main_async(
                 order = chosen if (index + round_) % 2 == 0 else list(reversed(chosen))
                 results = {}
                 for label, tree in order:
-                    results[label] = await run_zonda(cluster, api, tree, w, label, tmp, profile)
+                    results[label] = await run_zonda(cluster, api, tree, w, label, tmp, profile, args.workers)
                 template = next(r.template for r in results.values() if r.template)
                 null = await run_null(api, w, template)
                 for label, _ in chosen:
@@ -545,6 +557,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", default=None)
     parser.add_argument("--burst", type=int, default=0)
+    parser.add_argument(
+        "--workers", type=int, default=None, help="the controllers' --workers (default: each tree's)"
+    )
     args = parser.parse_args()
     trees = [(part.split("=", 1)[0], Path(part.split("=", 1)[1]).resolve()) for part in args.trees.split(",")]
     profile = Path(args.profile).resolve() if args.profile else None

@@ -455,11 +455,19 @@ class Kube:
             "reportingInstance": os.environ.get("HOSTNAME", component)[:128],
         }
         try:
-            await self.events.create_namespaced_event(meta["namespace"], event)  # type: ignore[arg-type]
-        except ApiException as exc:  # events are advisory: never fail a reconcile for one
+            # the answer is not made a typed model: building an EventsV1Event per post was most of its cost
+            response = await _call(
+                self.events.create_namespaced_event(
+                    meta["namespace"],
+                    event,  # type: ignore[arg-type]
+                    _preload_content=False,
+                )
+            )
+            await self._json(response)
+        except KubeError as exc:  # events are advisory: never fail a reconcile for one
             if exc.status not in (403, 404, 409, 422):
-                raise translate(exc) from exc
-            log.warning("Event %s about %s not recorded: %s", reason, meta["name"], translate(exc).reason)
+                raise
+            log.warning("Event %s about %s not recorded: %s", reason, meta["name"], exc.reason)
 
     # ------------------------------------------------------------ acting as someone else (the UI)
 

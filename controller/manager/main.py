@@ -128,6 +128,11 @@ class ControllerProcess:
         if self.services is not None:
             self.services.queue.add((kind, namespace, name))
 
+    @staticmethod
+    def priority(key: Hashable) -> int:
+        """DAG passes first: they create the runs due now, and each is one short pass per DAG."""
+        return 0 if isinstance(key, tuple) and key[0] == "dag" else 1
+
     async def reconcile(self, key: Hashable) -> datetime | None:
         assert isinstance(key, tuple) and self.services is not None
         kind, namespace, name = key
@@ -165,8 +170,8 @@ class ControllerProcess:
         settings.persistence.diffbase_storage = NoDiffBase()
         ours = self.settings
         kube = await Kube.connect(ours.kubeconfig, component="zonda-controller")
-        # The runs and Pools as the watches below deliver them: a pass reads its run from here.
-        kube.cache = ObjectCache(frozenset({DAGRUNS, POOLS}), listable=frozenset({POOLS}))
+        # The DAGs, runs and Pools as the watches below deliver them: a pass reads its object from here.
+        kube.cache = ObjectCache(frozenset({DAGS, DAGRUNS, POOLS}), listable=frozenset({POOLS}))
         executor: Executor
         if ours.executor == "local":
             executor = LocalExecutor(
@@ -196,6 +201,7 @@ class ControllerProcess:
             workers=ours.workers,
             on_failing=self.report_failing,
             on_recovered=self.report_recovered,
+            priority=self.priority,
         )
         elector = None
         if ours.leader_election:
@@ -293,6 +299,7 @@ class ControllerProcess:
     async def on_dag(self, **event: Any) -> None:
         if self.services is None:
             return
+        self.cached(DAGS, event)
         namespace, spec = event["namespace"], event["body"].get("spec") or {}
         key = (namespace, event["name"])
         keys = frozenset() if event["type"] == "DELETED" else asset_keys_of(spec)
@@ -337,6 +344,13 @@ class ControllerProcess:
         type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
         if self.services is None:
             return
+        # the ADDED of a run a DAG pass created and recorded: no news for that DAG (its backfills and
+        # siblings are still told below)
+        created_by_its_dag = (
+            type != "DELETED"
+            and self.services.reconcilers.dags.runs is not None
+            and (self.services.reconcilers.dags.runs.knows(body))
+        )
         self.cached(DAGRUNS, event)
         reconcilers = self.services.reconcilers
         dag_name = (body.get("spec") or {}).get("dagName")
@@ -353,7 +367,8 @@ class ControllerProcess:
             self.enqueue("run", namespace, name)
         new_state = (body.get("status") or {}).get("state")
         if dag_name and (previous is None or previous.state != new_state):
-            self.run_state_changed(namespace, dag_name, name, new_state)  # new, or changed by someone else
+            # new, or changed by someone else
+            self.run_state_changed(namespace, dag_name, name, new_state, wake_dag=not created_by_its_dag)
 
     def cached(self, plural: str, event: Mapping[str, Any]) -> None:
         """Keep the watch's newest body where the reconcilers read it (`controller.kube.cache`, and
@@ -400,9 +415,12 @@ class ControllerProcess:
             if summary.waiting:
                 self.enqueue("run", namespace, name)
 
-    def run_state_changed(self, namespace: str, dag_name: str, run_name: str, new_state: str | None) -> None:
+    def run_state_changed(
+        self, namespace: str, dag_name: str, run_name: str, new_state: str | None, *, wake_dag: bool = True
+    ) -> None:
         """A run started or finished: its DAG may schedule more, its siblings may proceed."""
-        self.enqueue("dag", namespace, dag_name)  # maxActiveRuns, last run state
+        if wake_dag:
+            self.enqueue("dag", namespace, dag_name)  # maxActiveRuns, last run state
         for backfill in self.backfills.get((namespace, dag_name), ()):
             self.enqueue("backfill", namespace, backfill)
         if new_state in FINISHED_RUN_STATES and self.services is not None:

@@ -41,7 +41,9 @@ class ControllerSettings:
     executor: str = "kubernetes"  # kubernetes | local
     state_dir: Path = _ENV["state_dir"]  # type: ignore[assignment]
     parallelism: int = 8  # local executor: tries at once
-    workers: int = 4  # reconciles at once
+    #: Reconciles at once (of different keys; one key is never reconciled twice at once). A pass mostly
+    #: waits on the apiserver: 1,000 DAGs due at one minute need many passes in flight, not more CPU.
+    workers: int = 16
     trigger_shards: int = _ENV["trigger_shards"]  # type: ignore[assignment]  # = the triggerer's --shards
     #: The three limits of a pass (`pass_limits`), with `zonda.passes.limits.PassLimits`'s defaults.
     #: Seconds; Airflow's worker_pods_pending_timeout; 0: never.

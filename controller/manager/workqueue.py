@@ -6,6 +6,10 @@ enqueue keys here; workers reconcile one key at a time (never the same key twice
 reconciler asks to be woken at an exact time (`wake_at`) with `loop.call_at`, so a run due at 12:00:00
 is created at 12:00:00, not at the next poll.
 
+Keys are picked by `priority(key)` (lower first), then in the order they were added: the controller
+puts DAG passes first, so a minute's due runs are created before the passes of runs already going
+(1,000 DAGs due at 12:00:00 would otherwise queue behind every run pass their previous runs caused).
+
 A reconcile that raises is retried after a capped exponential backoff per key (controller-runtime's
 `ItemExponentialFailureRateLimiter`): 0.5 s, 1 s, 2 s ... 5 min, reset by the first success. After
 `Backoff.report_after` failures in a row, `on_failing(key, failures, error)` is called once so the
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
@@ -27,6 +32,7 @@ logger = logging.getLogger(__name__)
 Reconcile = Callable[[Hashable], Awaitable[datetime | None]]
 OnFailing = Callable[[Hashable, int, BaseException], Awaitable[None]]
 OnRecovered = Callable[[Hashable], Awaitable[None]]
+Priority = Callable[[Hashable], int]
 
 
 @dataclass
@@ -63,13 +69,16 @@ class WorkQueue:
         backoff: Backoff | None = None,
         on_failing: OnFailing | None = None,
         on_recovered: OnRecovered | None = None,
+        priority: Priority | None = None,
     ) -> None:
         self._reconcile = reconcile
         self._workers = workers
         self.backoff = backoff or Backoff()
         self._on_failing = on_failing
         self._on_recovered = on_recovered
-        self._queue: asyncio.Queue[Hashable] = asyncio.Queue()
+        self._priority = priority or (lambda key: 0)
+        self._order = itertools.count()  # FIFO within one priority
+        self._queue: asyncio.PriorityQueue[tuple[int, int, Hashable]] = asyncio.PriorityQueue()
         self._waiting: set[Hashable] = set()  # in the queue, not yet picked
         self._active: set[Hashable] = set()  # being reconciled now
         self._dirty: set[Hashable] = set()  # added again while active: run once more afterwards
@@ -84,7 +93,7 @@ class WorkQueue:
             return
         if key not in self._waiting:
             self._waiting.add(key)
-            self._queue.put_nowait(key)
+            self._queue.put_nowait((self._priority(key), next(self._order), key))
 
     def add_at(self, key: Hashable, when: datetime) -> None:
         """Reconcile `key` at `when` (earliest wins if several wake-ups are asked for)."""
@@ -126,7 +135,7 @@ class WorkQueue:
 
     async def _work(self) -> None:
         while True:
-            key = await self._queue.get()
+            _, _, key = await self._queue.get()
             await self._gate.wait()
             self._waiting.discard(key)
             self._active.add(key)

@@ -7,6 +7,7 @@ gets 409 AlreadyExists instead of a duplicate.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,7 @@ from zonda.passes import history
 from zonda.resources.asset_models import ASSETEVENTS, ASSETS, TriggeringEvent, event_from_body
 from zonda.resources.dagrun_models import DagRunSpec
 from zonda.resources.models import API_VERSION, DagRunState, DagSpec, DagStatus
+from zonda.resources.run_events import RunEvent
 from zonda.resources.run_types import RunType
 from zonda.resources.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TYPE, label_value, parse_time
 from zonda.schedules import assets, dag_plans, scheduling
@@ -61,6 +63,8 @@ class DagRunRefs:
     dag_of: dict[tuple[str, str], str] = field(default_factory=dict)
     gone: dict[tuple[str, str], int] = field(default_factory=dict)
     seeded: set[str] = field(default_factory=set)
+    #: One list per namespace however many DAG passes start at once (the workers run concurrently).
+    _seeding: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     def observed(self, body: Mapping[str, Any]) -> None:
         meta = body["metadata"]
@@ -84,6 +88,14 @@ class DagRunRefs:
         if plural == DAGRUNS:
             self.observed(body)
 
+    def knows(self, body: Mapping[str, Any]) -> bool:
+        """True when this very version of the run is kept already: the watch's ADDED of a run a DAG
+        pass created (recorded from the create's answer), which tells that DAG nothing new."""
+        meta = body["metadata"]
+        dag = (body.get("spec") or {}).get("dagName", "")
+        kept = self.refs.get((meta["namespace"], dag), {}).get(meta["name"])
+        return kept is not None and kept[0] == _version(meta) != 0
+
     def deleted(self, body: Mapping[str, Any]) -> None:
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
@@ -103,9 +115,12 @@ class DagRunRefs:
     async def seed(self, kube: KubeApi, namespace: str) -> None:
         if namespace in self.seeded:
             return
-        for run in await kube.list_custom(DAGRUNS, namespace):
-            self.observed(run)
-        self.seeded.add(namespace)
+        async with self._seeding.setdefault(namespace, asyncio.Lock()):
+            if namespace in self.seeded:
+                return
+            for run in await kube.list_custom(DAGRUNS, namespace):
+                self.observed(run)
+            self.seeded.add(namespace)
 
 
 def _version(meta: Mapping[str, Any]) -> int:
@@ -176,8 +191,7 @@ class DagReconciler:
         if plan.asset_run is not None:
             await self._create_asset_run(dag, plan.asset_run, now)
         await self._delete_beyond_history_limits(dag, runs)
-        for event in plan.events:
-            await self.kube.emit_event(dag, reason=event.reason, message=event.message, warning=event.warning)
+        self.writer.post_events(dag, plan.events)
         # round-tripped so enum values and datetimes serialise exactly as stored (no needless write)
         new_wire = DagStatus.model_validate(plan.status.model_dump()).to_wire()
         await self.writer.write_status(DAGS, dag, old_status.to_wire(), new_wire)
@@ -229,7 +243,7 @@ class DagReconciler:
         metrics.SCHEDULING_DELAY.labels("run_after_to_run_created").observe(max(0.0, delay))
         interval = due.data_interval
         message = f"created {run_name} for data interval {interval.start} .. {interval.end}"
-        await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
+        self.writer.post_events(dag, [RunEvent("DagRunCreated", message)])
 
     async def _create_asset_run(self, dag: Mapping[str, Any], due: assets.AssetRunDue, now: datetime) -> None:
         """The run a satisfying set of asset events makes; its name is the set's, so exactly once."""
@@ -245,10 +259,10 @@ class DagReconciler:
         metrics.SCHEDULING_DELAY.labels("asset_event_to_run_created").observe(max(0.0, delay))
         names = ", ".join(e.name for e in due.events)
         message = f"created {due.run_name} for asset events {names}"
-        await self.kube.emit_event(dag, reason="DagRunCreated", message=message)
+        self.writer.post_events(dag, [RunEvent("DagRunCreated", message)])
         uris = ", ".join(sorted({e.uri for e in due.events}))
-        await self.kube.emit_event(
-            created, reason="TriggeredByAssetEvents", message=f"asset events {names} (of {uris})"
+        self.writer.post_events(
+            created, [RunEvent("TriggeredByAssetEvents", f"asset events {names} (of {uris})")]
         )
 
     async def _delete_beyond_history_limits(
@@ -265,7 +279,7 @@ class DagReconciler:
             await self.kube.delete_custom(DAGRUNS, dag["metadata"]["namespace"], run_name)
         if doomed:
             message = f"deleted {len(doomed)} run(s) past the history limits: {', '.join(doomed)}"
-            await self.kube.emit_event(dag, reason="RunsDeleted", message=message)
+            self.writer.post_events(dag, [RunEvent("RunsDeleted", message)])
 
 
 def run_ref(run: Mapping[str, Any]) -> dag_plans.RunRef:
