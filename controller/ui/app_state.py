@@ -45,6 +45,9 @@ TEMPLATES = web.AppKey("templates", jinja2.Environment)
 VIEWER = web.RequestKey("viewer", Viewer)
 #: The Pools page's `?dag=` in `/api/changes`: it gets Pool changes (and the other pages never do).
 POOLS_WATCH = "pools"
+ASSETS_WATCH = "assets"
+#: Kinds whose changes go only to their own page (`?dag=<watch>`), and that page needs nothing else.
+PAGE_WATCHES = {"Pool": POOLS_WATCH, "Asset": ASSETS_WATCH}
 
 REGISTRY = prometheus_client.CollectorRegistry()
 REQUESTS = prometheus_client.Counter(

@@ -24,7 +24,7 @@ from controller.ui.app_state import (
     ACCESS,
     KUBE,
     LIVE_PAGES,
-    POOLS_WATCH,
+    PAGE_WATCHES,
     REGISTRY,
     SECURITY_HEADERS,
     SETTINGS,
@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 
 async def changes(request: web.Request) -> web.StreamResponse:
     """Server-Sent Events: one `change` event per DAG/DagRun change (of `?dag=NS/NAME` if given; Pool
-    changes instead with `?dag=pools`) that the viewer may list (RBAC, cached by `Access`)."""
+    changes instead with `?dag=pools`, Asset changes with `?dag=assets`) that the viewer may list
+    (RBAC, cached by `Access`)."""
     wanted = request.query.get("dag")
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -61,9 +62,11 @@ async def changes(request: web.Request) -> web.StreamResponse:
                 except TimeoutError:
                     await response.write(b": keep-alive\n\n")
                     continue
-                if (change.kind == "Pool") != (wanted == POOLS_WATCH):
-                    continue  # Pool changes go to the Pools page only, and it needs nothing else
-                if wanted and wanted != POOLS_WATCH and wanted != f"{change.namespace}/{change.dag}":
+                page_watch = PAGE_WATCHES.get(change.kind)
+                if page_watch is not None or wanted in PAGE_WATCHES.values():
+                    if page_watch != wanted:
+                        continue  # Pool (Asset) changes go to the Pools (Assets) page only, and it to them
+                elif wanted and wanted != f"{change.namespace}/{change.dag}":
                     continue
                 if not await _may_see(request, change):
                     continue  # even the names of objects the viewer may not list stay unsaid
@@ -76,7 +79,7 @@ async def changes(request: web.Request) -> web.StreamResponse:
 
 
 async def _may_see(request: web.Request, change: ui_store.Change) -> bool:
-    resource = {"DAG": "dags", "DagRun": "dagruns", "Pool": "pools"}[change.kind]
+    resource = {"DAG": "dags", "DagRun": "dagruns", "Pool": "pools", "Asset": "assets"}[change.kind]
     try:
         allowed, _ = await request.app[ACCESS].allowed(request[VIEWER], "list", resource, change.namespace)
     except KubeError:
@@ -107,7 +110,7 @@ async def metrics(_: web.Request) -> web.Response:
 
 def create_app(kube: Kube, settings: UiSettings, *, follow: bool = True) -> web.Application:
     """The application; with `follow`, it lists+watches DAGs and DagRuns while it runs."""
-    from controller.ui import actions, pages, pools_page, xcom_values
+    from controller.ui import actions, assets_page, pages, pools_page, xcom_values
 
     app = web.Application(middlewares=[identity_and_security])
     app[SETTINGS] = settings
@@ -119,6 +122,7 @@ def create_app(kube: Kube, settings: UiSettings, *, follow: bool = True) -> web.
     actions.add_routes(app)
     xcom_values.add_routes(app)
     pools_page.add_routes(app)
+    assets_page.add_routes(app)
     app.router.add_get("/api/changes", changes)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)

@@ -1,5 +1,5 @@
-"""The UI's copy of the DAGs, DagRuns and Pools, kept current by list+watch, and the changes fanned out
-to pages.
+"""The UI's copy of the DAGs, DagRuns, Pools and Assets, kept current by list+watch, and the changes
+fanned out to pages.
 
 One list+watch per resource and namespace serves every viewer (pages never hit the API for these
 kinds), and each change is pushed to the open pages' queues; a page then re-renders what it shows.
@@ -18,23 +18,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.kube import DAGRUNS, DAGS, POOLS, Kube, KubeError
+from zonda.resources.asset_models import ASSETS
 
 log = logging.getLogger(__name__)
 
 Body = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name)
-KINDS = {DAGS: "DAG", DAGRUNS: "DagRun", POOLS: "Pool"}
+KINDS = {DAGS: "DAG", DAGRUNS: "DagRun", POOLS: "Pool", ASSETS: "Asset"}
 
 
 @dataclass(frozen=True)
 class Change:
     """What a page needs to decide whether to refresh: which object of which DAG changed, and when."""
 
-    kind: str  # "DAG", "DagRun" or "Pool"
+    kind: str  # "DAG", "DagRun", "Pool" or "Asset"
     type: str  # ADDED, MODIFIED, DELETED
     namespace: str
     name: str
-    dag: str  # the DAG's name (for a DagRun: spec.dagName; "" for a Pool)
+    dag: str  # the DAG's name (for a DagRun: spec.dagName; "" for a Pool or an Asset)
     seen_at: float  # time.time() when the UI saw it (for the live-update delay measurement)
 
     def as_json(self) -> dict[str, Any]:
@@ -53,12 +54,13 @@ def _key(body: Mapping[str, Any]) -> Key:
 
 
 class Store:
-    """DAG, DagRun and Pool bodies by (namespace, name), runs indexed by their DAG, and subscribers."""
+    """DAG, DagRun, Pool and Asset bodies by (namespace, name), runs indexed by their DAG, and subscribers."""
 
     def __init__(self) -> None:
         self.dags: dict[Key, Body] = {}
         self.runs: dict[Key, Body] = {}
         self.pools: dict[Key, Body] = {}
+        self.assets: dict[Key, Body] = {}
         self._runs_by_dag: dict[Key, dict[str, Body]] = {}
         self._subscribers: set[asyncio.Queue[Change]] = set()
         self.synced: set[tuple[str, str | None]] = set()  # (plural, namespace) listed at least once
@@ -75,6 +77,9 @@ class Store:
     def pools_in(self, namespace: str) -> list[Body]:
         return [body for (ns, _), body in self.pools.items() if ns == namespace]
 
+    def assets_in(self, namespace: str) -> list[Body]:
+        return [body for (ns, _), body in sorted(self.assets.items()) if ns == namespace]
+
     def dags_in(self, namespaces: set[str] | None) -> Iterator[Body]:
         for (namespace, _), body in sorted(self.dags.items()):
             if namespaces is None or namespace in namespaces:
@@ -84,11 +89,12 @@ class Store:
 
     def apply(self, plural: str, event_type: str, body: Body) -> Change:
         key = _key(body)
-        if plural == POOLS:
+        if plural in (POOLS, ASSETS):
+            table = self.pools if plural == POOLS else self.assets
             if event_type == "DELETED":
-                self.pools.pop(key, None)
+                table.pop(key, None)
             else:
-                self.pools[key] = body
+                table[key] = body
             dag = ""
         elif plural == DAGS:
             if event_type == "DELETED":
@@ -119,7 +125,7 @@ class Store:
 
     def replace(self, plural: str, namespace: str | None, items: list[Body]) -> None:
         """A fresh list: apply every item, and delete what the store had there that the list lacks."""
-        table = {DAGS: self.dags, DAGRUNS: self.runs, POOLS: self.pools}[plural]
+        table = {DAGS: self.dags, DAGRUNS: self.runs, POOLS: self.pools, ASSETS: self.assets}[plural]
         listed = {_key(item) for item in items}
         for key, body in list(table.items()):
             if (namespace is None or key[0] == namespace) and key not in listed:
@@ -163,8 +169,9 @@ async def follow(kube: Kube, store: Store, plural: str, namespace: str | None, *
         except KubeError as exc:
             if exc.status != 410:
                 log.warning("watching %s in %s failed: %s; retrying", plural, namespace or "all", exc)
-                # An account without the Pools grant (a chart older than the Pools page): retry slowly.
-                await asyncio.sleep(max(retry, 60.0) if exc.status == 403 and plural == POOLS else retry)
+                # An account without the Pools or Assets grant (a chart older than their pages): retry slowly.
+                slow = exc.status == 403 and plural in (POOLS, ASSETS)
+                await asyncio.sleep(max(retry, 60.0) if slow else retry)
         except Exception as exc:  # a dropped connection: list again after a pause
             log.warning("watching %s in %s failed: %r; retrying", plural, namespace or "all", exc)
             await asyncio.sleep(retry)
@@ -175,6 +182,6 @@ def start_following(kube: Kube, store: Store, namespaces: list[str] | None) -> l
     targets: list[str | None] = list(namespaces) if namespaces else [None]
     return [
         asyncio.create_task(follow(kube, store, plural, namespace), name=f"ui-watch-{plural}-{namespace}")
-        for plural in (DAGS, DAGRUNS, POOLS)
+        for plural in (DAGS, DAGRUNS, POOLS, ASSETS)
         for namespace in targets
     ]

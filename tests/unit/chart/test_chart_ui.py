@@ -28,6 +28,7 @@ UI_READS = {
     ("zonda.dev", "dagruns"): "get list watch",
     ("zonda.dev", "xcomchunks"): "get",
     ("zonda.dev", "pools"): "get list watch",
+    ("zonda.dev", "assets"): "get list watch",
     ("", "pods"): "get list",
     ("", "events"): "get list",
     ("", "pods/log"): "get",
