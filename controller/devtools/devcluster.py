@@ -133,6 +133,7 @@ class Cluster:
                 start_new_session=True,
                 cwd=self.workdir,
             )
+
         def ready() -> bool:
             try:
                 return self.kubectl("get", "--raw", "/readyz", check=False, timeout=10).returncode == 0
