@@ -15,6 +15,11 @@ A reconcile that raises is retried after a capped exponential backoff per key (c
 `Backoff.report_after` failures in a row, `on_failing(key, failures, error)` is called once so the
 controller can say so on the object (a condition and one Event); `on_recovered(key)` when it succeeds
 again.
+
+Wake-up times are wall-clock times, timers run on the loop's monotonic clock: when the wall clock is
+stepped (NTP correcting a node, `controller.processes.clock`'s fault injection), every timer is set
+again from its wall-clock time (`realign`, checked every CLOCK_CHECK_SECONDS), so a run due at 12:00
+is not created an hour late because the clock was an hour behind when its wake-up was asked for.
 """
 
 from __future__ import annotations
@@ -25,9 +30,15 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
+
+from controller.processes import clock
 
 logger = logging.getLogger(__name__)
+
+#: How often the wall clock is compared with the monotonic one, and the step that re-arms the timers.
+CLOCK_CHECK_SECONDS = 2.0
+CLOCK_STEP_SECONDS = 1.0
 
 Reconcile = Callable[[Hashable], Awaitable[datetime | None]]
 OnFailing = Callable[[Hashable, int, BaseException], Awaitable[None]]
@@ -83,6 +94,7 @@ class WorkQueue:
         self._active: set[Hashable] = set()  # being reconciled now
         self._dirty: set[Hashable] = set()  # added again while active: run once more afterwards
         self._timers: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
+        self._wake_at: dict[Hashable, datetime] = {}  # each timer's wall-clock time
         self._tasks: list[asyncio.Task[None]] = []
         self._gate: asyncio.Event = asyncio.Event()  # set while this replica may act (leader)
         self._gate.set()
@@ -98,7 +110,7 @@ class WorkQueue:
     def add_at(self, key: Hashable, when: datetime) -> None:
         """Reconcile `key` at `when` (earliest wins if several wake-ups are asked for)."""
         loop = asyncio.get_running_loop()
-        delay = (when - datetime.now(UTC)).total_seconds()
+        delay = (when - clock.now_utc()).total_seconds()  # the clock the passes were given
         deadline = loop.time() + max(0.0, delay)
         existing = self._timers.get(key)
         if existing is not None:
@@ -107,10 +119,40 @@ class WorkQueue:
             existing[1].cancel()
         handle = loop.call_at(deadline, self._fire, key)
         self._timers[key] = (deadline, handle)
+        self._wake_at[key] = when
 
     def _fire(self, key: Hashable) -> None:
         self._timers.pop(key, None)
+        self._wake_at.pop(key, None)
         self.add(key)
+
+    def realign(self) -> int:
+        """Set every timer again from its wall-clock time (after the wall clock was stepped); how
+        many moved."""
+        loop = asyncio.get_running_loop()
+        moved = 0
+        for key, when in list(self._wake_at.items()):
+            deadline = loop.time() + max(0.0, (when - clock.now_utc()).total_seconds())
+            old = self._timers.get(key)
+            if old is None or abs(old[0] - deadline) < CLOCK_STEP_SECONDS:
+                continue
+            old[1].cancel()
+            self._timers[key] = (deadline, loop.call_at(deadline, self._fire, key))
+            moved += 1
+        return moved
+
+    async def _watch_clock(self) -> None:
+        """Realign the timers whenever the wall clock moves against the monotonic one."""
+        loop = asyncio.get_running_loop()
+        skew = clock.now_utc().timestamp() - loop.time()
+        while True:
+            await asyncio.sleep(CLOCK_CHECK_SECONDS)
+            now = clock.now_utc().timestamp() - loop.time()
+            if abs(now - skew) >= CLOCK_STEP_SECONDS:
+                logger.warning(
+                    "the wall clock stepped %+.1f s: %d wake-ups set again", now - skew, self.realign()
+                )
+            skew = now
 
     def pause(self) -> None:
         self._gate.clear()
@@ -121,11 +163,13 @@ class WorkQueue:
     def start(self) -> None:
         for index in range(self._workers):
             self._tasks.append(asyncio.create_task(self._work(), name=f"reconcile-worker-{index}"))
+        self._tasks.append(asyncio.create_task(self._watch_clock(), name="wall-clock-steps"))
 
     async def stop(self) -> None:
         for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        self._wake_at.clear()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-import pendulum
 from pydantic import BaseModel, ValidationError
 
 from controller.kube import Conflict, KubeApi
+from controller.processes import clock
 from controller.reconcilers import metrics
 from zonda.resources.run_events import RunEvent
 
@@ -28,7 +28,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def utcnow() -> datetime:
     """The controller's clock, read once per pass (the core never reads one)."""
-    return pendulum.now("UTC")
+    return clock.utcnow()
 
 
 def parse_status(model: type[M], raw: Mapping[str, Any] | None) -> M:

@@ -43,6 +43,7 @@ from typing import Any
 import pytest
 
 from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, ClusterError
+from controller.processes.clock import OFFSET_FILE_ENV
 from tests.cluster import fault_proxy
 from tests.cluster.fault_proxy import FaultProxy
 from tests.cluster.zonda_processes import ZondaProcess, apply, controller, runs_of, wait_for
@@ -159,6 +160,10 @@ class Target:
     missed: Counter[str] = field(default_factory=Counter)
     #: Between the controller and the apiserver, for the proxy's faults.
     proxy: FaultProxy | None = None
+    #: The controller's clock offset file, its offset now and the furthest ahead it has been (s).
+    clock_file: Path | None = None
+    clock_offset: float = 0.0
+    clock_ahead: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -250,6 +255,29 @@ def proxy_faults(target: Target) -> bool:
     return True
 
 
+#: The controller's clock jumps: ahead less than the pod pending timeout (300 s: a longer jump ahead
+#: would rightly fail every Pending pod's try), behind as far as an hour.
+CLOCK_JUMPS = (-3600.0, -600.0, -60.0, 30.0, 120.0)
+
+
+def jump_clock(target: Target) -> bool:
+    """Step the controller's clock (its `$ZONDA_CLOCK_OFFSET_FILE`, `controller.processes.clock`) to a
+    new offset from the real time: ahead or behind, from wherever the last jump left it."""
+    assert target.clock_file is not None
+    offset = target.rng.choice([jump for jump in CLOCK_JUMPS if jump != target.clock_offset])
+    set_clock(target, offset)
+    return True
+
+
+def set_clock(target: Target, offset: float) -> None:
+    assert target.clock_file is not None
+    staged = target.clock_file.with_suffix(".new")
+    staged.write_text(str(offset))
+    staged.replace(target.clock_file)  # a new inode and mtime: the controller re-reads it
+    target.clock_offset = offset
+    target.clock_ahead = max(target.clock_ahead, offset)
+
+
 FAULTS = [
     Fault("controller-kill", "controller SIGKILL", 4, kill_controller),
     Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver")),
@@ -257,6 +285,7 @@ FAULTS = [
     Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=1500),
     Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=1500),
     Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
+    Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
 ]
 
 
@@ -275,8 +304,10 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         pods = stack.enter_context(PodCreations(cluster, namespace))
         proxy = stack.enter_context(proxy_for(cluster)) if fault.proxied else None
         extra = ["--kubeconfig", str(proxy.kubeconfig(tmp_path / "proxied", ADMIN_TOKEN))] if proxy else []
-        process = stack.enter_context(controller(cluster, namespace, tmp_path, extra=extra))
-        target = Target(cluster, namespace, process, rng, proxy=proxy)
+        clock_file = tmp_path / "clock-offset"
+        env = {OFFSET_FILE_ENV: str(clock_file)} if fault.inject is jump_clock else {}
+        process = stack.enter_context(controller(cluster, namespace, tmp_path, extra=extra, env=env))
+        target = Target(cluster, namespace, process, rng, proxy=proxy, clock_file=clock_file if env else None)
         for _ in range(int(INJECTIONS or fault.ci_injections)):
             time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
             if finished(cluster, namespace, due):
@@ -295,6 +326,8 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
                 timeout=180,
             )
             recoveries.append(time.monotonic() - struck)
+        if target.clock_file is not None and target.clock_offset:
+            set_clock(target, 0.0)  # back to the real time: the runs due by it are created and finish
         if proxy is not None:
             proxy.clear()
             print(f"\nrequests the proxy hurt: {dict(proxy.injected)} of {len(proxy.requests)}")
@@ -345,7 +378,9 @@ def audit(
         f"\n(pod creations counted from etcd: {pods.created.total()}; its watch resumed {pods.resumed} times;"
         f" a pod fault's misses: {dict(target.missed)})"
     )
-    due_by_now = int((datetime.now(UTC) - start) / timedelta(minutes=INTERVAL))  # one may fall due meanwhile
+    # one may fall due meanwhile, and more by a clock jumped ahead
+    latest = datetime.now(UTC) + timedelta(seconds=target.clock_ahead)
+    due_by_now = int((latest - start) / timedelta(minutes=INTERVAL))
     assert due <= len(dates) <= due_by_now and duplicate_runs == 0, dates
     assert not duplicate_tries, f"a try was launched twice: {duplicate_tries}"
     assert stuck == 0 and lost == 0, [r["status"]["taskInstances"] for r in runs]

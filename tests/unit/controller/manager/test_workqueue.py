@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from controller.kube import DAGS
 from controller.kube.fake import FakeKube
 from controller.manager.workqueue import Backoff, WorkQueue
+from controller.processes import clock
 from controller.reconcilers.reconcilers import Reconcilers
 from tests.unit.fake_world import FakeExecutor, dag_body
 
@@ -157,3 +159,33 @@ def test_a_key_added_while_it_is_reconciled_is_reconciled_again_after_never_alon
     asyncio.run(scenario())
     assert passes == ["dag", "dag"]
     assert overlaps == []
+
+
+def test_wake_ups_follow_the_wall_clock_when_it_is_stepped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A wake-up asked for an hour ahead, then the clock steps an hour forward: it fires now, not in an
+    hour (the queue's own check realigns it; `realign` is what that check calls)."""
+    offset = tmp_path / "offset"
+    monkeypatch.setenv(clock.OFFSET_FILE_ENV, str(offset))
+
+    async def scenario() -> int:
+        done = asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            done.set()
+            return None
+
+        queue = WorkQueue(reconcile, workers=1)
+        queue.resume()
+        queue.start()
+        loop = asyncio.get_running_loop()
+        queue.add_at("dag", clock.now_utc() + timedelta(hours=1))
+        assert queue._timers["dag"][0] > loop.time() + 3000  # positive control: an hour away
+        offset.write_text("3600")
+        moved = queue.realign()
+        await asyncio.wait_for(done.wait(), 10)
+        await queue.stop()
+        return moved
+
+    assert asyncio.run(scenario()) == 1
