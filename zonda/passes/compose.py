@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -100,6 +100,8 @@ class Launch:
     gathered: Gathered = field(repr=False, compare=False)
     #: The status the pass writes, which the try's context and upstream XComs come from.
     status: DagRunStatus = field(repr=False, compare=False)
+    #: That status's XComs, built once for all the pass's tries (`invocation_builder.RunXComs`).
+    run_xcoms: Callable[[], invocation_builder.RunXComs] = field(repr=False, compare=False)
 
     @functools.cached_property
     def task(self) -> ResolvedTask:
@@ -125,6 +127,7 @@ class Launch:
             self.launch.try_number,
             self.launch.map_index,
             self.gathered.previous_success,
+            self.run_xcoms(),
         )
 
 
@@ -226,10 +229,11 @@ def compose_pass(gathered: Gathered) -> PassPlan:
     status = due.status
     if (kept := status_budget.written(status.conditions, now=gathered.now)) is not status.conditions:
         status = status.model_copy(update={"conditions": kept})
+    run_xcoms = functools.cache(functools.partial(invocation_builder.RunXComs.of, status))
     return PassPlan(
         status=status,
-        launches=[_launch(gathered, status, launch) for launch in plan.launches],
-        callback_tries=[_callback_try(gathered, status, callback) for callback in due.launches],
+        launches=[_launch(gathered, status, launch, run_xcoms) for launch in plan.launches],
+        callback_tries=[_callback_try(gathered, status, callback, run_xcoms) for callback in due.launches],
         kills=plan.kills,
         triggers_to_create=plan.triggers_to_create,
         triggers_to_delete=plan.triggers_to_delete,
@@ -252,6 +256,7 @@ def _invocation(
     try_number: int,
     map_index: int,
     previous_success: tuple[datetime, datetime] | None,
+    run_xcoms: invocation_builder.RunXComs | None = None,
 ) -> TaskInvocation:
     return invocation_builder.task_invocation(
         run_name=gathered.run_name,
@@ -264,10 +269,16 @@ def _invocation(
         namespace=gathered.namespace,
         map_index=map_index,
         run_uid=gathered.run_uid,
+        run_xcoms=run_xcoms,
     )
 
 
-def _launch(gathered: Gathered, status: DagRunStatus, launch: TaskLaunch) -> Launch:
+def _launch(
+    gathered: Gathered,
+    status: DagRunStatus,
+    launch: TaskLaunch,
+    run_xcoms: Callable[[], invocation_builder.RunXComs],
+) -> Launch:
     ti = status.task_instances[mapping.ti_key(launch.task_id, launch.map_index)]
     upstream_done = [
         end
@@ -276,16 +287,23 @@ def _launch(gathered: Gathered, status: DagRunStatus, launch: TaskLaunch) -> Lau
     ]
     first_start = launch.try_number == 1 and ti.next_method is None and ti.first_try_start is None
     waited_since = max(upstream_done) if upstream_done and first_start else None
-    return Launch(launch=launch, upstream_done_at=waited_since, gathered=gathered, status=status)
+    return Launch(
+        launch=launch, upstream_done_at=waited_since, gathered=gathered, status=status, run_xcoms=run_xcoms
+    )
 
 
 def _callback_try(
-    gathered: Gathered, status: DagRunStatus, callback: callbacks.CallbackLaunch
+    gathered: Gathered,
+    status: DagRunStatus,
+    callback: callbacks.CallbackLaunch,
+    run_xcoms: Callable[[], invocation_builder.RunXComs],
 ) -> CallbackTry:
     """A callback try runs in the runner with its task's context (`callbacks.callback_task`), without
     the `prev_*_success` of a task's own try."""
     task = callbacks.callback_task(gathered.dag.tasks[callback.task_id])
-    invocation = _invocation(gathered, status, task, callback.try_number, callback.map_index, None)
+    invocation = _invocation(
+        gathered, status, task, callback.try_number, callback.map_index, None, run_xcoms()
+    )
     return CallbackTry(
         callback=callback, task=task, invocation=invocation.replace(callback=callback.request, callbacks={})
     )

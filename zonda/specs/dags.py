@@ -161,8 +161,19 @@ def effective_priority_weights(dag: ResolvedDag) -> dict[str, int]:
     below = closure(lambda task: task.downstream, list(reversed(order)))
     above = closure(lambda task: task.upstream, order)
 
+    uniform = weights[0] if weights and all(w == weights[0] for w in weights) else None
+
     def total(mask: int) -> int:
-        return sum(weights[index] for index in range(mask.bit_length()) if mask >> index & 1)
+        """The weights of the tasks in `mask`: over its set bits only (not every bit below its
+        highest: with 5,000 tasks that made one pass quadratic, 3.3 s of a 3.9 s pass)."""
+        if uniform is not None:
+            return uniform * mask.bit_count()
+        found = 0
+        while mask:
+            lowest = mask & -mask
+            found += weights[lowest.bit_length() - 1]
+            mask ^= lowest
+        return found
 
     result: dict[str, int] = {}
     for task_id, task in dag.tasks.items():

@@ -5,7 +5,9 @@ executors, `zonda dags test`, a clear across DAGs and the UI's rendered fields, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.resources.invocations import MappedExpansion, TaskInvocation
@@ -13,6 +15,23 @@ from zonda.resources.models import DagSpec
 from zonda.specs import mapped_groups, mapping
 from zonda.specs.dags import ResolvedTask
 from zonda.tries import xcoms
+
+
+@dataclass(frozen=True)
+class RunXComs:
+    """What every try of one run's status may pull, and its mapped tasks' instance counts.
+
+    Each a walk over all the run's task instances: a pass builds it once for all its launches
+    (`RunXComs.of`), instead of once per try (100 launches of a 3,000-task run: 0.85 s a pass)."""
+
+    returned: dict[str, Any]
+    keyed: dict[str, dict[str, Any]]
+    counts: dict[str, int]
+
+    @classmethod
+    def of(cls, status: DagRunStatus) -> RunXComs:
+        returned, keyed = xcoms.upstream_xcoms(status.task_instances)
+        return cls(returned, keyed, mapping.instance_counts(status.task_instances))
 
 
 def task_invocation(
@@ -27,15 +46,17 @@ def task_invocation(
     namespace: str | None = None,
     map_index: int = -1,
     run_uid: str | None = None,
+    run_xcoms: RunXComs | None = None,
 ) -> TaskInvocation:
     """What the task runner gets for one try: the task, the run's context and its upstream XComs.
 
     One builder for the controller's executors and `zonda dags test`, so both run a task alike.
+    `run_xcoms`: `RunXComs.of(status)`, when the caller builds several tries of one status.
     """
     ti = status.task_instances[mapping.ti_key(task.task_id, map_index)]
     assert status.logical_date and status.data_interval_start and status.data_interval_end
-    returned, keyed = xcoms.upstream_xcoms(status.task_instances)
-    counts = mapping.instance_counts(status.task_instances)
+    shared = run_xcoms if run_xcoms is not None else RunXComs.of(status)
+    returned, keyed, counts = dict(shared.returned), dict(shared.keyed), dict(shared.counts)
     if task.map_peers and map_index >= 0:  # a mapped group's task pulls its peers' same index
         returned, keyed = mapped_groups.per_index_xcoms(returned, keyed, task.map_peers, map_index)
         counts = {task_id: count for task_id, count in counts.items() if task_id not in task.map_peers}
