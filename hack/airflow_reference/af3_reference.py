@@ -4,12 +4,18 @@ Run with the Python of a venv holding apache-airflow 3.x and apache-airflow-prov
 Zonda's environment; Airflow is never a Zonda dependency):
 
     /work/venvs/af3/bin/python hack/airflow_reference/af3_reference.py \
-        tests/unit/authoring/airflow3_reference.json
+        tests/unit/zonda/authoring/airflow3_reference.json [--resume] [--timeout SECONDS]
 
 It copies `airflow/example_dags` and the standard provider's `example_dags`, unchanged, into a
 temporary DAGs folder, parses them with Airflow's DagBag (structure: task ids, upstream edges, trigger
 rules), then runs each DAG's `dag.test()` in its own process with a timeout (outcome: the run's state
 and each task instance's state) and writes one JSON document. Only the JSON is committed.
+
+`dag.test()` parses and writes every DAG of its DAGs folder to the database before it runs, so each run
+gets a folder with only its own file (and the helper folders beside it), unless the file names another
+DAG (`TriggerDagRunOperator`, `ExternalTask*`): those see the whole folder. `--resume` keeps the
+outcomes an earlier run of the script recorded in the output and runs only the DAGs without one (or
+whose `dag.test()` timed out); the machine is shared, so a run can be done in parts.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ import tempfile
 from pathlib import Path
 
 TEST_TIMEOUT_SECONDS = 150
+#: A file naming one of these needs the DAGs it names beside it.
+NEEDS_OTHER_DAGS = ("TriggerDagRunOperator", "ExternalTaskSensor", "ExternalTaskMarker")
+#: What a DAG file of the examples may import from beside it.
+HELPERS = ("__init__.py", "libs", "plugins", "sql")
 #: DAG files whose runs are not recorded: data-aware scheduling (Assets), human-in-the-loop, task state
 #: stores and retry policies need Airflow's API server and database; Zonda refuses them (by name).
 NOT_RUN_MARKERS = ("Asset", "asset", "hitl", "task_state_store", "RetryPolicy", "RetryRule")
@@ -67,8 +77,34 @@ def _test_one(dag_id: str, dags_folder: str) -> None:
         print("REFERENCE " + json.dumps({"state": str(run.state), "tasks": states}, sort_keys=True))
 
 
-def main(output: Path) -> None:
+def _own_folder(home: Path, dags_folder: Path, file: str) -> Path:
+    """A DAGs folder holding only `file` (relative to `dags_folder`) and its helpers."""
+    own = home / "single" / file.replace("/", "__").removesuffix(".py")
+    if own.exists():
+        return own
+    target = own / Path(file).parent
+    target.mkdir(parents=True)
+    for helper in HELPERS:
+        source = dags_folder / Path(file).parent / helper
+        if source.is_dir():
+            shutil.copytree(source, target / helper, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.exists():
+            shutil.copy(source, target / helper)
+    shutil.copy(dags_folder / file, own / file)
+    return own
+
+
+def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SECONDS) -> None:
     import airflow
+
+    earlier: dict = {}
+    if resume and output.exists():
+        earlier = {
+            dag_id: entry["outcome"]
+            for dag_id, entry in json.loads(output.read_text())["dags"].items()
+            if "state" in (entry.get("outcome") or {})
+            or "did not finish" not in (entry.get("outcome") or {}).get("error", "did not finish")
+        }
 
     home = Path(tempfile.mkdtemp(prefix="af3-reference-"))
     dags_folder = home / "dags"
@@ -125,17 +161,24 @@ def main(output: Path) -> None:
             entry["outcome"] = {"error": "not run: uses Assets, HITL, state stores or retry policies"}
             result["dags"][dag_id] = entry
             continue
+        if dag_id in earlier:
+            entry["outcome"] = earlier[dag_id]
+            result["dags"][dag_id] = entry
+            continue
         if entry["file"] in unserializable:
             entry["outcome"] = {"error": "not serializable by Airflow: " + unserializable[entry["file"]]}
             result["dags"][dag_id] = entry
             continue
+        folder = dags_folder
+        if not any(name in source for name in NEEDS_OTHER_DAGS):
+            folder = _own_folder(home, dags_folder, entry["file"])
         try:
             child = subprocess.run(
-                [sys.executable, __file__, "--test", dag_id, str(dags_folder)],
-                env=env,
+                [sys.executable, __file__, "--test", dag_id, str(folder)],
+                env={**env, "AIRFLOW__CORE__DAGS_FOLDER": str(folder)},
                 capture_output=True,
                 text=True,
-                timeout=TEST_TIMEOUT_SECONDS,
+                timeout=timeout,
             )
             lines = [line for line in child.stdout.splitlines() if line.startswith("REFERENCE ")]
             if lines:
@@ -143,7 +186,7 @@ def main(output: Path) -> None:
             else:
                 entry["outcome"] = {"error": (child.stderr.strip().splitlines() or ["no output"])[-1]}
         except subprocess.TimeoutExpired:
-            entry["outcome"] = {"error": f"dag.test() did not finish in {TEST_TIMEOUT_SECONDS}s"}
+            entry["outcome"] = {"error": f"dag.test() did not finish in {timeout:g}s"}
         print(dag_id, entry["outcome"].get("state") or entry["outcome"].get("error"), flush=True)
         result["dags"][dag_id] = entry
         output.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")  # progress, if stopped
@@ -155,4 +198,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "--test":
         _test_one(sys.argv[2], sys.argv[3])
     else:
-        main(Path(sys.argv[1]))
+        arguments = sys.argv[2:]
+        seconds = float(arguments[arguments.index("--timeout") + 1]) if "--timeout" in arguments else None
+        main(Path(sys.argv[1]), resume="--resume" in arguments, timeout=seconds or TEST_TIMEOUT_SECONDS)

@@ -9,6 +9,7 @@ re-imports that DAG file from `$ZONDA_DAGS_FOLDER` and takes the function from t
 from __future__ import annotations
 
 import ast
+import asyncio
 import hashlib
 import importlib.util
 import inspect
@@ -137,7 +138,10 @@ class PythonOperator(BaseOperator):
         return determine_kwargs(self.python_callable, self.op_args, context)
 
     def execute_callable(self) -> Any:
-        return self.python_callable(*self.op_args, **self.op_kwargs)
+        result = self.python_callable(*self.op_args, **self.op_kwargs)
+        if inspect.iscoroutine(result):  # an `async def` callable (Airflow 3.2+): run on an event loop
+            return asyncio.run(result)
+        return result
 
 
 class BranchPythonOperator(PythonOperator, SkipMixin):

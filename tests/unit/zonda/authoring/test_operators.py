@@ -5,6 +5,7 @@ Real: bash subprocesses, imports, Jinja rendering with `zonda.tries.templating`'
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -618,3 +619,15 @@ def test_kubernetes_pod_operator_describes_its_container_and_pod() -> None:
 def test_kubernetes_pod_operator_keeps_env_given_as_kubernetes_entries() -> None:
     env = [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
     assert KubernetesPodOperator(task_id="t", image="i", env_vars=env).to_container()["env"] == env
+
+
+def test_an_async_callable_runs_on_an_event_loop() -> None:
+    """Airflow 3.2's PythonOperator runs an `async def` callable (the standard provider's
+    example_python_operator's async_sleep_for_* tasks) and returns what it returns."""
+
+    async def sleep_then_add(a: int, b: int) -> int:
+        await asyncio.sleep(0.01)
+        return a + b
+
+    operator = PythonOperator(task_id="t", python_callable=sleep_then_add, op_kwargs={"a": 1, "b": 2})
+    assert operator.execute(make_context()) == 3
