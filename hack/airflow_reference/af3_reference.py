@@ -4,7 +4,7 @@ Run with the Python of a venv holding apache-airflow 3.x and apache-airflow-prov
 Zonda's environment; Airflow is never a Zonda dependency):
 
     /work/venvs/af3/bin/python hack/airflow_reference/af3_reference.py \
-        tests/unit/zonda/authoring/airflow3_reference.json [--resume] [--timeout SECONDS]
+        tests/airflow_examples/af3/reference.json [--resume] [--timeout SECONDS]
 
 It copies `airflow/example_dags` and the standard provider's `example_dags`, unchanged, into a
 temporary DAGs folder, parses them with Airflow's DagBag (structure: task ids, upstream edges, trigger

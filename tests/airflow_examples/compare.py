@@ -1,8 +1,13 @@
 """Airflow's example DAGs under Zonda, compared with what Airflow itself gave (`reference.json`).
 
-`hack/airflow_reference/af2_examples.py` made the reference with Airflow 2.10.5; this module renders
-the same files (vendored unchanged in `af2/dags`) with `--airflow-compat` and describes each DAG the
-way the reference does, so a test (and `python -m tests.airflow_examples.compare`) can diff them.
+Two corpora side by side, each its Airflow's example DAG files vendored unchanged in `dags/` (with
+Airflow's LICENSE and NOTICE) and the `reference.json` a script made by running that Airflow:
+`af2/` (Airflow 2.10.5, `hack/airflow_reference/af2_examples.py`) and `af3/` (Airflow 3.3.2's
+`airflow/example_dags` in `dags/core` and the standard provider's in `dags/standard`,
+`hack/airflow_reference/af3_reference.py`). This module renders the Airflow 2 files with
+`--airflow-compat` and describes each DAG the way its reference does, so a test (and `python -m
+tests.airflow_examples.compare`) can diff them; the Airflow 3 corpus is compared by
+`tests/unit/zonda/authoring/test_airflow3_examples.py`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 AF2 = HERE / "af2"
+AF3 = HERE / "af3"
 
 
 def reference(corpus: Path = AF2) -> dict[str, Any]:

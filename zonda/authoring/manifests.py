@@ -141,7 +141,7 @@ class _Compiler(ValueWriter):
             scheduled = None
         if scheduled is not None and not isinstance(scheduled, str | dt.timedelta):
             spec["timetable"] = self.timetable(scheduled)
-        elif (trigger := self.airflow3_cron(dag, scheduled)) is not None:
+        elif (trigger := self.airflow3_trigger(dag, scheduled)) is not None:
             spec["timetable"] = trigger
         else:
             spec["schedule"] = self.schedule(scheduled)
@@ -211,17 +211,21 @@ class _Compiler(ValueWriter):
         items = value if isinstance(value, list | tuple) else [value]
         return [item.to_manifest() for item in items if isinstance(item, Asset | AssetAlias)]
 
-    def airflow3_cron(self, dag: DAG, value: Any) -> dict[str, Any] | None:
-        """Airflow 3 reads a cron string or preset as a `CronTriggerTimetable` (a run at each firing,
-        no data interval; `[scheduler] create_cron_data_intervals = False`), Airflow 2 as a
-        `CronDataIntervalTimetable`, which `schedule:` means."""
-        if dag.airflow_version != "3" or not isinstance(value, str) or value.strip() in NON_CRON_SCHEDULES:
+    def airflow3_trigger(self, dag: DAG, value: Any) -> dict[str, Any] | None:
+        """Airflow 3 reads a cron string or preset as a `CronTriggerTimetable` and a `timedelta` as a
+        `DeltaTriggerTimetable` (a run at each firing, no data interval; `[scheduler]
+        create_cron_data_intervals = False`), Airflow 2 as the data-interval timetables `schedule:` means."""
+        if dag.airflow_version != "3":
             return None
         from zonda.timetables.base import AirflowTimetableInvalid
-        from zonda.timetables.trigger import CronTriggerTimetable
+        from zonda.timetables.trigger import CronTriggerTimetable, DeltaTriggerTimetable
 
-        zone = _zone_name(dag.start_date) if dag.start_date is not None else "UTC"
         try:
+            if isinstance(value, dt.timedelta):
+                return self.timetable(DeltaTriggerTimetable(value))
+            if not isinstance(value, str) or value.strip() in NON_CRON_SCHEDULES:
+                return None
+            zone = _zone_name(dag.start_date) if dag.start_date is not None else "UTC"
             return self.timetable(CronTriggerTimetable(value.strip(), timezone=zone))
         except AirflowTimetableInvalid as error:
             self.errors.append(f"schedule {value!r}: {error}")

@@ -6,7 +6,6 @@ and the unsupported Airflow features a DAG uses (for `--report`'s migration tabl
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,13 +137,7 @@ def differences(dag: Any, dialect: compat.Dialect | None) -> list[str]:
     """Where Zonda's behaviour for `dag` differs from that of the Airflow its file was read as."""
     if dialect is None:
         return []
-    found = list(DIALECT_DIFFERENCES.get(dialect.version, []))
-    if dialect.version == "3" and dag.timetable is None and isinstance(dag.schedule_interval, dt.timedelta):
-        found.append(
-            "a timedelta schedule runs as DeltaDataIntervalTimetable (Airflow 3: DeltaTriggerTimetable, "
-            "one run at each step, not at the end of each interval)"
-        )
-    return found
+    return list(DIALECT_DIFFERENCES.get(dialect.version, []))
 
 
 def migration_table(report: RenderReport) -> str:

@@ -268,6 +268,7 @@ class BaseOperator(Node):
         `jinja_env` is the DAG's (user-defined macros and filters, native rendering); None: the default.
         `limits` bound all the fields' rendering together (one task's budget); None: the defaults.
         """
+        self.__dict__["_template_environment"] = jinja_env  # for `render_template` in `execute`
         spent = templating.budget(limits)
         for name in self.template_fields:
             if not hasattr(self, name):
@@ -281,6 +282,18 @@ class BaseOperator(Node):
             if xcom_refs.referenced_task_ids(rendered):
                 rendered = xcom_refs.resolve(rendered, context["ti"].xcom_pull)
             setattr(self, name, rendered)
+
+    def render_template(
+        self,
+        content: Any,
+        context: Context,
+        jinja_env: jinja2.Environment | None = None,
+        seen_oids: set[int] | None = None,
+    ) -> Any:
+        """Airflow's `render_template`: `content` (a template string, or a collection of them) rendered
+        with `context` as a template field is, in the DAG's environment unless `jinja_env` is given."""
+        environment = jinja_env or self.__dict__.get("_template_environment")
+        return templating.render(content, context, environment=environment)
 
 
 def describe_invalid_arguments(

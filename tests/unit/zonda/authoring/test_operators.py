@@ -631,3 +631,13 @@ def test_an_async_callable_runs_on_an_event_loop() -> None:
 
     operator = PythonOperator(task_id="t", python_callable=sleep_then_add, op_kwargs={"a": 1, "b": 2})
     assert operator.execute(make_context()) == 3
+
+
+def test_an_operator_renders_a_template_of_its_own_in_execute() -> None:
+    """Airflow's `render_template` (the core example tutorial_taskflow_templates calls
+    `context["task"].render_template(...)` inside the task)."""
+    operator = PythonOperator(task_id="t", python_callable=lambda: None)
+    context = make_context()
+    operator.render_template_fields(context)
+    assert operator.render_template("run: {{ ds }}", context) == "run: 2024-01-02"
+    assert operator.render_template(["{{ ds_nodash }}", 1], context) == ["20240102", 1]
