@@ -71,6 +71,13 @@ def main() -> None:
 )
 @click.option("--workers", type=int, default=DEFAULTS.workers, show_default=True, help="Reconciles at once.")
 @click.option(
+    "--event-fold-seconds",
+    type=float,
+    default=DEFAULTS.event_fold_seconds,
+    show_default=True,
+    help="Seconds a run's task outcomes wait to share one Event (0: an Event per pass).",
+)
+@click.option(
     "--trigger-shards",
     type=int,
     default=DEFAULTS.trigger_shards,
@@ -137,6 +144,7 @@ def controller(
     state_dir: Path,
     parallelism: int,
     workers: int,
+    event_fold_seconds: float,
     trigger_shards: int,
     pod_pending_timeout: float,
     max_map_length: int,
@@ -165,6 +173,7 @@ def controller(
         state_dir=state_dir,
         parallelism=parallelism,
         workers=workers,
+        event_fold_seconds=event_fold_seconds,
         trigger_shards=trigger_shards,
         pod_pending_timeout=pod_pending_timeout,
         max_map_length=max_map_length,

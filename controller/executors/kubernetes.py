@@ -14,7 +14,7 @@ from typing import Any
 from controller.executors import pods, references
 from controller.kube import AlreadyExists, Kube
 from controller.kube.cache import LabelledObjects, copy_body
-from zonda.passes.decisions import ObservedAttempt
+from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources.invocations import TaskInvocation
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 from zonda.specs.dags import ResolvedTask
@@ -64,6 +64,18 @@ class KubernetesExecutor:
         meta = pod.get("metadata") or {}
         kept = self.pods.objects.get((meta.get("namespace", ""), meta.get("name", "")))
         return kept is None or _observe(kept[1]) != _observe(pod)
+
+    def only_started(self, pod: Mapping[str, Any]) -> bool:
+        """Is this pod's news only that its try started running (call before keeping it)? The status
+        shows it a moment later, usually in the same write as the try's end."""
+        if self.pods is None:
+            return False
+        meta = pod.get("metadata") or {}
+        kept = self.pods.objects.get((meta.get("namespace", ""), meta.get("name", "")))
+        if kept is None:
+            return False
+        before, now = _observe(kept[1]), _observe(pod)
+        return before.phase is AttemptPhase.PENDING and now.phase is AttemptPhase.RUNNING
 
     async def launch(
         self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str

@@ -59,6 +59,11 @@ logger = logging.getLogger(__name__)
 #: How long a stopping controller waits for the Events its last passes are still posting.
 EVENT_FLUSH_SECONDS = 5.0
 
+#: Seconds a task pod's start waits for a pass: a short try's end usually comes first, and one pass
+#: (one status write) then records both; a long one shows running this much later. Nothing waits on
+#: it: timeouts count from the pod's own start time.
+STARTED_PASS_DELAY = 1.0
+
 _PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS, "asset": ASSETS}
 
 
@@ -191,6 +196,7 @@ class ControllerProcess:
             on_run_state_change=self.run_state_changed,
             enqueue=self.enqueue,
         )
+        reconcilers.writer.fold_seconds = ours.event_fold_seconds
         reconcilers.dags.keep_runs(DagRunRefs())  # fed by the DagRun watch below and our own writes
         # the AssetEvents by asset and the DAGs by the assets they name: fed by the watches below
         reconcilers.dags.asset_events = reconcilers.assets.events = AssetEventIndex()
@@ -438,8 +444,15 @@ class ControllerProcess:
                 executor.pods.deleted(pod)
             else:
                 changed = executor.changes_observation(pod)
+                started = changed and executor.only_started(pod)
                 executor.pods.observed(pod)
                 if not changed:
+                    return
+                if started and self.services is not None:
+                    for owner in body.get("metadata", {}).get("ownerReferences") or []:
+                        if owner.get("kind") == "DagRun":
+                            key = ("run", namespace, owner["name"])
+                            self.services.queue.add_soon(key, STARTED_PASS_DELAY)
                     return
         for owner in body.get("metadata", {}).get("ownerReferences") or []:
             if owner.get("kind") == "DagRun":

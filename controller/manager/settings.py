@@ -59,6 +59,9 @@ class ControllerSettings:
             env=_ENV["task_env"],  # type: ignore[arg-type]  # $ZONDA_XCOM_*, passed on to task pods
         )
     )
+    #: Seconds a run's task outcomes are kept to share one Event (`StatusWriter.post_events`); 0: one
+    #: Event per pass, at once.
+    event_fold_seconds: float = 2.0
     metrics_port: int | None = None
     health_port: int | None = None
     leader_election: bool = False

@@ -95,6 +95,7 @@ class WorkQueue:
         self._dirty: set[Hashable] = set()  # added again while active: run once more afterwards
         self._timers: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
         self._wake_at: dict[Hashable, datetime] = {}  # each timer's wall-clock time
+        self._soon: dict[Hashable, asyncio.TimerHandle] = {}  # `add_soon`: dropped when a pass starts
         self._tasks: list[asyncio.Task[None]] = []
         self._gate: asyncio.Event = asyncio.Event()  # set while this replica may act (leader)
         self._gate.set()
@@ -120,6 +121,17 @@ class WorkQueue:
         handle = loop.call_at(deadline, self._fire, key)
         self._timers[key] = (deadline, handle)
         self._wake_at[key] = when
+
+    def add_soon(self, key: Hashable, delay: float) -> None:
+        """Reconcile `key` within `delay` seconds, or with its next pass if one starts sooner: for news
+        that may wait a little so the news after it shares one pass (and one status write)."""
+        if key in self._soon or key in self._waiting:  # a pass that starts later sees it
+            return
+        self._soon[key] = asyncio.get_running_loop().call_later(delay, self._fire_soon, key)
+
+    def _fire_soon(self, key: Hashable) -> None:
+        self._soon.pop(key, None)
+        self.add(key)
 
     def _fire(self, key: Hashable) -> None:
         self._timers.pop(key, None)
@@ -170,6 +182,9 @@ class WorkQueue:
             handle.cancel()
         self._timers.clear()
         self._wake_at.clear()
+        for handle in self._soon.values():
+            handle.cancel()
+        self._soon.clear()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -183,6 +198,8 @@ class WorkQueue:
             await self._gate.wait()
             self._waiting.discard(key)
             self._active.add(key)
+            if (soon := self._soon.pop(key, None)) is not None:
+                soon.cancel()  # this pass sees what it was for
             try:
                 wake_at = await self._reconcile(key)
             except asyncio.CancelledError:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from controller.kube import Conflict, KubeApi
 from controller.processes import clock
 from controller.reconcilers import metrics
+from zonda.passes import events as run_events
 from zonda.resources.run_events import RunEvent
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,12 @@ class StatusWriter:
     _background: set[asyncio.Task[None]] = field(default_factory=set)
     #: The latest posting task of each object: the next one waits for it, so passes stay in order.
     _last_post: dict[tuple[str, str], asyncio.Task[None]] = field(default_factory=dict)
+    #: Seconds a task outcome is kept to share an Event with the next ones (0: each posted at once).
+    fold_seconds: float = 0.0
+    #: Per object: the object as last seen, the outcomes kept, and the timer that posts them.
+    _folds: dict[tuple[str, str], tuple[Mapping[str, Any], list[RunEvent], asyncio.Task[None]]] = field(
+        default_factory=dict
+    )
 
     async def write_status(
         self, plural: str, obj: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any]
@@ -114,7 +121,53 @@ class StatusWriter:
         In order across passes too: a pass's Events wait for those of the object's previous pass, which
         may still be posting (else `kubectl describe` could show a later pass's Event between two of an
         earlier one's, since it sorts by the time each was posted).
+
+        With `fold_seconds`, task outcomes (`zonda.passes.events.foldable`) are kept that long and
+        posted as one Event with every message (`events.fold`): on a chain each pass has one outcome,
+        and one Event per task instance was a quarter of the controller's writes. A warning or a run's
+        own Event posts what was kept first, so the order shown is the order things happened.
         """
+        if not events:
+            return
+        key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        now_: list[RunEvent] = []
+        for event in events:
+            if self.fold_seconds <= 0 or not run_events.foldable(event):
+                now_.append(event)
+                continue
+            kept = self._folds.get(key)
+            if now_ or (kept is not None and not run_events.fits(kept[1], event)):
+                self._post_now(obj, [*self._take_fold(key), *now_])
+                now_ = []
+            self._keep(key, obj, event)
+        if now_:
+            self._post_now(obj, [*self._take_fold(key), *now_])
+
+    def _keep(self, key: tuple[str, str], obj: Mapping[str, Any], event: RunEvent) -> None:
+        kept = self._folds.get(key)
+        if kept is not None:
+            self._folds[key] = (obj, [*kept[1], event], kept[2])
+            return
+
+        async def post_when_due() -> None:
+            await asyncio.sleep(self.fold_seconds)
+            if (due := self._folds.get(key)) is not None and due[2] is timer:
+                self._post_now(due[0], self._take_fold(key))
+
+        timer = asyncio.create_task(post_when_due())
+        self._track(key, timer, last_post=False)
+        self._folds[key] = (obj, [event], timer)
+
+    def _take_fold(self, key: tuple[str, str]) -> list[RunEvent]:
+        """The outcomes kept for `key`, folded into one Event (none kept: none); their timer stops."""
+        kept = self._folds.pop(key, None)
+        if kept is None:
+            return []
+        if kept[2] is not asyncio.current_task():
+            kept[2].cancel()
+        return [run_events.fold(kept[1])]
+
+    def _post_now(self, obj: Mapping[str, Any], events: Sequence[RunEvent]) -> None:
         if not events:
             return
         key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
@@ -132,9 +185,12 @@ class StatusWriter:
                     metrics.API_ERRORS.labels("event").inc()
                     logger.warning("posting an Event failed: %s", exc)
 
-        task = asyncio.create_task(post())
+        self._track(key, asyncio.create_task(post()), last_post=True)
+
+    def _track(self, key: tuple[str, str], task: asyncio.Task[None], *, last_post: bool) -> None:
         self._background.add(task)
-        self._last_post[key] = task
+        if last_post:
+            self._last_post[key] = task
 
         def done(finished: asyncio.Task[None]) -> None:
             self._background.discard(finished)
@@ -149,6 +205,8 @@ class StatusWriter:
         Called on shutdown, after the last pass: a controller stopped right after a run ended would
         otherwise drop that run's last Events (`RunSucceeded`...), which only a later pass could not
         repost, since the status that caused them is already written."""
+        for key, (obj, _, _) in list(self._folds.items()):
+            self._post_now(obj, self._take_fold(key))  # kept outcomes: posted now, not at their time
         if not self._background:
             return 0
         _, pending = await asyncio.wait(set(self._background), timeout=within)

@@ -10,6 +10,12 @@ writes per task instance, more than the work itself. What `kubectl describe dagr
   (scheduled, queued, running) included;
 - progress alone (a pod seen running, a retry queued) posts nothing: the status already says it.
 
+Across passes (`foldable`, `fits`, `fold`): on a chain each pass has one outcome, so the per-pass
+aggregate was still one Event per task instance. The controller keeps a run's outcomes for a short
+window and posts them as one Event (client-go's EventCorrelator folds similar Events the same way);
+a warning or a run's own Event posts what was kept first, so the order `kubectl describe` shows is
+the order things happened, and no outcome is left out of a note (a full note starts the next Event).
+
 Purely computational; the reconciler posts the result in order.
 """
 
@@ -59,6 +65,32 @@ def events_to_post(events: Sequence[RunEvent]) -> list[RunEvent]:
     return [*starts, *warnings, *aggregate, *ends]
 
 
+def foldable(event: RunEvent) -> bool:
+    """A task outcome that may share an Event with the next passes' (not a warning, not the run's)."""
+    return event.reason.startswith("Task") and not event.warning
+
+
+def fits(kept: Sequence[RunEvent], event: RunEvent) -> bool:
+    """Whether `event`'s message still fits whole in the note of `kept` folded."""
+    return len(_note([*kept, event])) <= _MAX_NOTE
+
+
+def fold(kept: Sequence[RunEvent]) -> RunEvent:
+    """One Event for foldable Events kept in order: the weightiest reason, every message."""
+    if len(kept) == 1:
+        return kept[0]
+    reasons = {event.reason for event in kept}
+    reason = next((name for name in _WEIGHT if name in reasons), kept[0].reason)
+    note = _note(kept)
+    if len(note) > _MAX_NOTE:  # one pass's own aggregate may be full already
+        note = note[: _MAX_NOTE - 20] + f" ... ({len(kept)} Events)"
+    return RunEvent(reason, note)
+
+
+def _note(events: Sequence[RunEvent]) -> str:
+    return "; ".join(event.message for event in events)
+
+
 @dataclass(frozen=True)
 class StateChange:
     """One state change of a run (`task` None) or of one of its task instances, for the log."""
@@ -89,4 +121,4 @@ def _name(state: object) -> str:
     return str(getattr(state, "value", state)) if state is not None else "none"
 
 
-__all__ = ["PROGRESS_REASONS", "StateChange", "events_to_post", "state_changes"]
+__all__ = ["PROGRESS_REASONS", "StateChange", "events_to_post", "fits", "fold", "foldable", "state_changes"]

@@ -35,3 +35,19 @@ def test_our_create_and_the_binding_need_no_pass_but_the_pod_running_or_failing_
         pod("3", {"phase": "Pending", "containerStatuses": [{"name": "base", "state": waiting}]})
     )
     assert executor.changes_observation(pod("3", {"phase": "Running", "startTime": "2026-01-02T03:04:06Z"}))
+
+
+def test_only_a_start_may_wait_for_the_next_pass_an_end_or_a_failure_to_start_may_not() -> None:
+    executor = KubernetesExecutor(FakeKube(), PodDefaults())  # type: ignore[arg-type]
+    executor.pods = LabelledObjects(LABEL_DAGRUN_UID)
+    running = pod("2", {"phase": "Running", "startTime": "2026-01-02T03:04:06Z"})
+    assert not executor.only_started(running), "nothing kept: not known to be news of a start only"
+    executor.pods.observed(pod("1", {"phase": "Pending"}))
+    assert executor.only_started(running)
+    waiting = {"waiting": {"reason": "ErrImagePull", "message": "no such image"}}
+    assert not executor.only_started(
+        pod("2", {"phase": "Pending", "containerStatuses": [{"name": "base", "state": waiting}]})
+    )
+    assert not executor.only_started(pod("2", {"phase": "Succeeded"})), "an end is news at once"
+    executor.pods.observed(running)
+    assert not executor.only_started(pod("3", {"phase": "Succeeded"}))

@@ -189,3 +189,58 @@ def test_wake_ups_follow_the_wall_clock_when_it_is_stepped(
         return moved
 
     assert asyncio.run(scenario()) == 1
+
+
+def test_dag_keys_are_picked_before_run_keys_added_earlier_and_in_order_within_a_kind() -> None:
+    order: list[Hashable] = []
+
+    async def scenario() -> None:
+        done = asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            order.append(key)
+            if len(order) == 4:
+                done.set()
+            return None
+
+        queue = WorkQueue(reconcile, workers=1, priority=lambda key: 0 if key[0] == "dag" else 1)
+        for key in [("run", "a"), ("dag", "x"), ("run", "b"), ("dag", "y")]:
+            queue.add(key)
+        queue.start()
+        await asyncio.wait_for(done.wait(), timeout=30)
+        await queue.stop()
+
+    asyncio.run(scenario())
+    assert order == [("dag", "x"), ("dag", "y"), ("run", "a"), ("run", "b")]
+
+
+def test_add_soon_reconciles_after_its_delay_or_with_a_pass_that_starts_sooner() -> None:
+    passes: list[Hashable] = []
+
+    async def scenario() -> None:
+        seen = asyncio.Condition()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            async with seen:
+                passes.append(key)
+                seen.notify_all()
+            return None
+
+        async def until(count: int) -> None:
+            async with seen:
+                await asyncio.wait_for(seen.wait_for(lambda: len(passes) >= count), timeout=30)
+
+        queue = WorkQueue(reconcile, workers=1)
+        queue.start()
+        queue.add_soon("late", 0.01)  # nothing else: one pass after the delay
+        await until(1)
+        queue.add_soon("early", 3600.0)  # an hour away, but a pass starts now and sees its news
+        queue.add("early")
+        await until(2)
+        assert not queue._soon, "the pass that started dropped the delayed one"
+        queue.add_soon("marker", 0.01)  # positive control: the queue still runs delayed passes
+        await until(3)
+        await queue.stop()
+
+    asyncio.run(scenario())
+    assert passes == ["late", "early", "marker"]

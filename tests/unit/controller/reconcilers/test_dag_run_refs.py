@@ -55,3 +55,11 @@ def test_a_namespace_is_listed_once() -> None:
     asyncio.run(kube.create_custom("dagruns", "ns", run("b", "1")))
     asyncio.run(refs.seed(kube, "ns"))  # not listed again: the watch reports b
     assert list(states(refs)) == ["a"]
+
+
+def test_the_watch_event_of_a_run_recorded_from_its_create_is_known_a_newer_one_is_not() -> None:
+    refs = DagRunRefs()
+    assert not refs.knows(run("a", "3")), "never seen"
+    refs.observed(run("a", "3"))  # the create's answer
+    assert refs.knows(run("a", "3")), "its ADDED: nothing new for the DAG"
+    assert not refs.knows(run("a", "4", state="success")), "a later version is news"

@@ -234,3 +234,34 @@ async def test_flush_events_gives_up_after_its_time_and_says_how_many_are_left()
     assert await writer.flush_events(within=0.05) == 1
     for task in asyncio.all_tasks() - {asyncio.current_task()}:
         task.cancel()
+
+
+async def test_task_outcomes_share_one_event_until_a_warning_or_the_run_speaks_and_none_is_lost() -> None:
+    """`fold_seconds`: a chain's outcomes over several passes are one Event, in the order they happened."""
+    from controller.reconcilers.common import StatusWriter
+    from zonda.resources.run_events import RunEvent
+
+    kube = FakeKube()
+    writer = StatusWriter(kube, fold_seconds=3600.0)  # posted only by what follows them, not by time
+    run = {"kind": "DagRun", "metadata": {"name": "r", "namespace": NS}}
+    writer.post_events(run, [RunEvent("RunStarted", "started")])
+    writer.post_events(run, [RunEvent("TaskSucceeded", "a done")])
+    writer.post_events(run, [RunEvent("TaskSucceeded", "b done")])
+    writer.post_events(
+        run, [RunEvent("TaskFailed", "c failed", warning=True), RunEvent("TaskSucceeded", "d")]
+    )
+    writer.post_events(run, [RunEvent("TaskSkipped", "e skipped")])
+    await asyncio.wait(set(writer._last_post.values()))  # what was posted (the kept ones wait an hour)
+    assert [(e.reason, e.message) for e in kube.events] == [
+        ("RunStarted", "started"),
+        ("TaskSucceeded", "a done; b done"),
+        ("TaskFailed", "c failed"),
+    ]
+    assert await writer.flush_events(within=5) == 0, "a stopping controller posts what it kept"
+    assert [(e.reason, e.message) for e in kube.events][3:] == [("TaskSkipped", "d; e skipped")]
+
+    timed = StatusWriter(kube, fold_seconds=0.01)
+    timed.post_events(run, [RunEvent("TaskSucceeded", "f done")])
+    assert kube.events[-1].message != "f done", "kept for its window"
+    await settle()
+    assert kube.events[-1].message == "f done", "posted when its window ends, with nothing following"

@@ -83,3 +83,18 @@ def test_state_changes_list_the_run_then_its_task_instances() -> None:
     ]
     assert (changes[1].try_number, changes[1].reason) == (1, "Queued try 1")
     assert state_changes(new, new) == []
+
+
+def test_task_outcomes_fold_into_one_event_with_every_message_in_order_and_the_weightiest_reason() -> None:
+    from zonda.passes.events import fits, fold, foldable
+
+    succeeded = RunEvent("TaskSucceeded", "task a succeeded")
+    skipped = RunEvent("TaskSkipped", "task b skipped")
+    assert foldable(succeeded) and foldable(skipped)
+    assert not foldable(RunEvent("TaskFailed", "task c failed", warning=True)), "a warning stands alone"
+    assert not foldable(RunEvent("RunSucceeded", "done")), "the run's own story stands alone"
+    assert fold([succeeded]) == succeeded
+    assert fold([succeeded, skipped]) == RunEvent("TaskSkipped", "task a succeeded; task b skipped")
+    long = RunEvent("TaskSucceeded", "x" * 600)
+    assert fits([long], RunEvent("TaskSucceeded", "y" * 400))
+    assert not fits([long], RunEvent("TaskSucceeded", "y" * 500)), "a full note starts the next Event"
