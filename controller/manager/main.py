@@ -35,10 +35,10 @@ from controller.executors import references
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
-from controller.kube import BACKFILLS, DAGRUNS, DAGS, Kube
+from controller.kube import BACKFILLS, DAGRUNS, DAGS, TRIGGERS, Kube
 from controller.kube.cache import LabelledObjects, ObjectCache
 from controller.kube.client import in_cluster_server
-from controller.manager import leader
+from controller.manager import leader, served
 from controller.manager.settings import ControllerSettings
 from controller.manager.workqueue import WorkQueue
 from controller.processes.health import serve_http
@@ -508,6 +508,17 @@ class ControllerProcess:
                 return
 
 
+WATCHED = (DAGS, DAGRUNS, BACKFILLS, POOLS, TRIGGERS, ASSETEVENTS, ASSETS)
+
+
+async def _wait_until_served(settings: ControllerSettings) -> None:
+    kube = await Kube.connect(settings.kubeconfig, component="zonda-controller")
+    try:
+        await served.wait_until_served(kube, WATCHED)
+    finally:
+        await kube.close()
+
+
 def run_controller(settings: ControllerSettings) -> None:
     """Run until SIGINT/SIGTERM (kopf handles the signals)."""
     process = ControllerProcess(settings)
@@ -516,6 +527,7 @@ def run_controller(settings: ControllerSettings) -> None:
     # Our logging (controller.processes.logs) stays in charge; kopf's per-handler chatter is not news.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("kopf.activities").setLevel(logging.WARNING)
+    asyncio.run(_wait_until_served(settings))
     kopf.run(
         registry=process.registry(),
         standalone=True,

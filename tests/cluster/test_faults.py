@@ -192,6 +192,15 @@ def restart(component: str) -> Callable[[Target], bool]:
     return inject
 
 
+def kill_controller_then_restart_apiserver(target: Target) -> bool:
+    """The controller SIGKILLed and started again while the apiserver restarts: its start (kopf
+    resolving its resources, once) meets an apiserver not serving the CRDs yet."""
+    target.controller.stop(signal.SIGKILL)
+    target.controller.start()
+    target.cluster.restart("kube-apiserver", signal.SIGKILL)
+    return True
+
+
 def hit_running_pod(evict: bool) -> Callable[[Target], bool]:
     """Delete (grace 0) or evict one Running task pod, preconditioned on the resourceVersion it was read
     at: when it succeeds, the pod was Running with no result, so its try must fail and be retried."""
@@ -281,6 +290,12 @@ def set_clock(target: Target, offset: float) -> None:
 FAULTS = [
     Fault("controller-kill", "controller SIGKILL", 4, kill_controller),
     Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver")),
+    Fault(
+        "start-in-restart",
+        "controller started during an apiserver restart",
+        1,
+        kill_controller_then_restart_apiserver,
+    ),
     Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart("etcd")),
     Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=1500),
     Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=1500),
