@@ -218,7 +218,7 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
     from controller.kube import Kube
 
     async with await Kube.connect(str(target.cluster.kubeconfig)) as kube:
-        for _ in range(100):  # until a Running pod is caught (they run `duration_ms` each)
+        for _ in range(300):  # until a Running pod is caught (they run `duration_ms` each)
             pods = (await kube.core.list_namespaced_pod(target.namespace, label_selector=LABEL_TASK)).items
             running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
             if not running:
@@ -297,8 +297,8 @@ FAULTS = [
         kill_controller_then_restart_apiserver,
     ),
     Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart("etcd")),
-    Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=1500),
-    Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=1500),
+    Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=3000),
+    Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=3000),
     Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
     Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
 ]
