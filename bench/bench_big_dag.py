@@ -151,24 +151,6 @@ def pure_phases(tasks: int, width: int, operator: str, folder: Path) -> dict[str
     }
 
 
-async def watch_large(api: Any, path: str, on_event: Any, ready: asyncio.Event) -> None:
-    """`bench_scale.Api.watch` for objects of any size: a watch event is one line, and aiohttp's
-    line reader refuses lines over its buffer limit (a 3,000-task run's status is 0.8 MB)."""
-    listing = await api.request("GET", path)
-    version = listing["metadata"]["resourceVersion"]
-    ready.set()
-    while True:
-        url = f"{api.server}{path}?watch=1&resourceVersion={version}&timeoutSeconds=3600"
-        async with api.session.get(url) as response:
-            pending = b""
-            async for chunk in response.content.iter_any():
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in filter(None, lines):
-                    event = json.loads(line)
-                    version = event["object"]["metadata"].get("resourceVersion", version)
-                    on_event(event["type"], event["object"], time.monotonic())
-
-
 async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
     from bench.bench_scale import Api, controller, cpu_seconds, free_port
     from controller.devtools.devcluster import connect_cluster
@@ -195,7 +177,7 @@ async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
                 finished.set()
 
         ready = asyncio.Event()
-        watcher = asyncio.create_task(watch_large(api, f"{base}/dagruns", on_event, ready))
+        watcher = asyncio.create_task(api.watch(f"{base}/dagruns", on_event, ready))
         await ready.wait()
         port = free_port()
         with controller(cluster, TREE, namespace, tmp / "controller.log", port) as pid:

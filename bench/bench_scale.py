@@ -147,17 +147,22 @@ class Api:
             return json.loads(data) if data else None
 
     async def watch(self, path: str, on_event: Any, ready: asyncio.Event) -> None:
+        """Each watch event is one line, split here: aiohttp's line reader refuses lines over its
+        buffer limit, and a run of thousands of tasks has a status of a megabyte."""
         listing = await self.request("GET", path)
         version = listing["metadata"]["resourceVersion"]
         ready.set()
         while True:
             url = f"{self.server}{path}?watch=1&resourceVersion={version}&timeoutSeconds=3600"
             async with self.session.get(url) as response:
-                async for line in response.content:
-                    event = json.loads(line)
-                    obj = event["object"]
-                    version = obj["metadata"].get("resourceVersion", version)
-                    on_event(event["type"], obj, time.monotonic())
+                pending = b""
+                async for chunk in response.content.iter_any():
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in filter(None, lines):
+                        event = json.loads(line)
+                        obj = event["object"]
+                        version = obj["metadata"].get("resourceVersion", version)
+                        on_event(event["type"], obj, time.monotonic())
 
 
 @dataclass
