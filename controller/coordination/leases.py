@@ -1,7 +1,7 @@
 """One Lease algorithm (coordination.k8s.io/v1, client-go's leader election), with injected clocks.
 
 Used by the controller's leader election (`controller.manager.leader`, one Lease) and the triggerer's shard
-and member Leases (`controller.triggerer.leases`, which adds fencing tokens on top).
+and member Leases (`controller.coordination.shard_leases`, which adds fencing tokens on top).
 
 Expiry follows client-go: a Lease is expired when *this* process has seen it unchanged for
 `leaseDurationSeconds` of its own monotonic clock, never by comparing another machine's `renewTime`

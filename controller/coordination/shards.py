@@ -125,3 +125,17 @@ def plan_shards(
     owed = missing_floor - len(free)
     release = mine[len(mine) - min(excess, owed) :] if excess > 0 and owed > 0 else []
     return ShardPlan(acquire=tuple(acquire), release=tuple(release))
+
+
+def dag_shard(namespace: str, dag: str, shards: int) -> int:
+    """The controller shard of DAG `dag` in `namespace`: its runs and Backfills are in it too.
+
+    One shard per DAG keeps the limits a DAG sets (maxActiveRuns, max_active_tasks,
+    max_active_tis_per_dag, depends_on_past) within one replica, where they are exact.
+    """
+    return shard_for(f"{namespace}/{dag}", shards)
+
+
+def object_shard(kind: str, namespace: str, name: str, shards: int) -> int:
+    """The controller shard of an object that belongs to no DAG (a Pool's status, an Asset's)."""
+    return shard_for(f"{kind}:{namespace}/{name}", shards)

@@ -1,9 +1,10 @@
 """A triggerer replica: hold shard Leases, run the shards' triggers, write each first event once.
 
 Four loops share one asyncio event loop:
-- leases: every `renew_every` seconds renew held shard Leases and the member Lease, read all Leases,
-  and acquire or release shards as `shards.plan_shards` says; a Lease not renewed within its duration
-  (or taken by someone else) is lost, and its shard's triggers are cancelled at once;
+- leases: every `renew_every` seconds one `coordination.shard_leases.ShardMembership` cycle (renew held
+  shard Leases and the member Lease, read all Leases, acquire or release shards as
+  `shards.plan_shards` says, the same cycle the controller runs with `--shards`); a Lease not renewed
+  within its duration (or taken by someone else) is lost, and its shard's triggers are cancelled at once;
 - triggers: list+watch the Trigger resources of the held shards (label selector), start a task per
   pending trigger, cancel the task of a deleted trigger (its `cleanup()` always runs);
 - writer: turn each first event (or failure) into the Trigger's status — after re-reading the shard's
@@ -26,13 +27,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
-from controller.coordination.shards import SHARD_LABEL, plan_shards, shard_capacity, shard_selector
+from controller.coordination.shard_leases import Holding, ShardMembership
+from controller.coordination.shards import SHARD_LABEL, shard_capacity, shard_selector
 from controller.kube import TRIGGERS, Kube, KubeError
 from controller.processes.health import (
     LoopWatchdog,
@@ -41,15 +43,7 @@ from controller.processes.health import (
     serve_http,
 )
 from controller.providers.kubernetes.triggers import current_kube
-from controller.triggerer.leases import (
-    LEASE_KIND_LABEL,
-    MEMBER_KIND,
-    Holding,
-    LeaseKeeper,
-    LeaseObserver,
-    LeaseRecord,
-    member_lease_name,
-)
+from controller.triggerer.leases import LeaseKeeper
 from controller.triggerer.metrics import CONTENT_TYPE_LATEST, TriggererMetrics
 from controller.triggerer.running import RunningTrigger, TriggerResult, drive_trigger
 from controller.triggerer.settings import TriggererSettings
@@ -63,8 +57,6 @@ log = logging.getLogger(__name__)
 RECONCILE_CHUNK = 100
 #: Concurrent status writes (the API client's connection pool is the real limit).
 WRITE_CONCURRENCY = 32
-#: A member Lease silent this many lease durations belongs to a replica long gone: delete it.
-STALE_MEMBER_DURATIONS = 10
 
 
 async def list_triggers(
@@ -128,8 +120,11 @@ class Triggerer:
         self.keeper = LeaseKeeper(
             kube, namespace=self.namespace, identity=self.identity, lease_duration=self.lease_duration
         )
-        self.observer = LeaseObserver()
-        self.holdings: dict[int, Holding] = {}
+        self.membership = ShardMembership(
+            self.keeper, shard_count=self.shard_count, on_lost=self._lost, on_acquired=self._acquired
+        )
+        #: The shards held now, with their fencing tokens (the membership's live dict).
+        self.holdings: dict[int, Holding] = self.membership.holdings
         self.running: dict[str, RunningTrigger] = {}
         self.awaiting_write: set[str] = set()
         self.finished: set[str] = set()
@@ -190,15 +185,11 @@ class Triggerer:
             await asyncio.wait_for(self.outcomes.join(), grace)  # events already yielded get written
         writer.cancel()
         await asyncio.gather(writer, return_exceptions=True)
-        holdings = list(self.holdings.values())
-        self.holdings.clear()
         self.metrics.shards_held.set(0)
-        await asyncio.gather(*(self.keeper.release(holding) for holding in holdings), return_exceptions=True)
-        with contextlib.suppress(KubeError, OSError):
-            await self.keeper.delete(member_lease_name(self.identity))
+        released = await self.membership.release_all()
         watchdog.cancel()
         await asyncio.gather(watchdog, return_exceptions=True)
-        log.info("Triggerer %s stopped; released shards %s", self.identity, sorted(h.shard for h in holdings))
+        log.info("Triggerer %s stopped; released shards %s", self.identity, released)
 
     # -------------------------------------------------------------------------------------- leases
 
@@ -215,99 +206,28 @@ class Triggerer:
                 await asyncio.wait_for(self.stop.wait(), self.renew_every)
 
     async def _lease_cycle(self) -> None:
-        held = list(self.holdings.values())
-        renewals = await asyncio.gather(
-            *(self.keeper.renew(holding) for holding in held), return_exceptions=True
-        )
-        for holding, renewal in zip(held, renewals, strict=True):
-            if renewal is None:
-                self._lose(holding.shard, "its Lease now belongs to another replica")
-            elif isinstance(renewal, BaseException):
-                log.warning("Could not renew shard %d: %s", holding.shard, renewal)
-            elif holding.shard in self.holdings:
-                self.holdings[holding.shard] = renewal
-
-        records = await self.keeper.list_records()
-        now = time.monotonic()
-        for record in records:
-            self.observer.observe(record, now)
-        self.observer.forget_except({record.name for record in records})
-        own_member = member_lease_name(self.identity)
-        members = [r for r in records if r.labels.get(LEASE_KIND_LABEL) == MEMBER_KIND]
-        my_capacity = shard_capacity(
+        capacity = shard_capacity(
             running_triggers=len(self.running),
             trigger_capacity=self.capacity,
             held_shards=len(self.holdings),
             shard_count=self.shard_count,
         )
-        own_record = next((record for record in members if record.name == own_member), None)
-        await self.keeper.advertise(own_record, shard_capacity=my_capacity)
-        await self._delete_stale_members(members, own_member, now)
-
-        shard_records = {
-            r.shard: r for r in records if r.shard is not None and 0 <= r.shard < self.shard_count
-        }
-        holders = {
-            shard: self._holder(shard, shard_records.get(shard), now) for shard in range(self.shard_count)
-        }
-        capacities = {
-            holder: record.capacity if record.capacity is not None else self.shard_count
-            for record in members
-            if (holder := self.observer.live_holder(record, now)) is not None and holder != self.identity
-        }
-        plan = plan_shards(
-            identity=self.identity,
-            shard_count=self.shard_count,
-            capacity=my_capacity,
-            holders=holders,
-            capacities=capacities,
-        )
-        for shard in plan.release:
-            released = self.holdings.get(shard)
-            if released is not None:
-                self._lose(shard, "rebalancing: another replica is below its fair share")
-                await self.keeper.release(released)
-        if plan.acquire and not self.stop.is_set():
-            acquired = await asyncio.gather(
-                *(self.keeper.acquire(shard, shard_records.get(shard)) for shard in plan.acquire),
-                return_exceptions=True,
-            )
-            for shard, acquisition in zip(plan.acquire, acquired, strict=True):
-                if isinstance(acquisition, Holding):
-                    self.holdings[shard] = acquisition
-                    self._shards_changed.set()
-                elif isinstance(acquisition, BaseException):
-                    log.warning("Could not acquire shard %d: %s", shard, acquisition)
+        await self.membership.cycle(capacity=capacity, may_acquire=not self.stop.is_set())
         self.metrics.shards_held.set(len(self.holdings))
 
-    def _holder(self, shard: int, record: LeaseRecord | None, now: float) -> str | None:
-        if shard in self.holdings:
-            return self.identity
-        if record is None:
-            return None
-        holder = self.observer.live_holder(record, now)
-        # A Lease naming us that we do not hold is a previous process of ours: take it over.
-        return None if holder == self.identity else holder
-
-    async def _delete_stale_members(self, members: Iterable[LeaseRecord], own: str, now: float) -> None:
-        for record in members:
-            silent = self.observer.silent_for(record, now)
-            if record.name != own and silent >= STALE_MEMBER_DURATIONS * max(record.duration_seconds, 1.0):
-                with contextlib.suppress(KubeError):
-                    await self.keeper.delete(record.name)
-
     def _drop_lapsed_holdings(self) -> None:
-        now = time.monotonic()
-        for holding in list(self.holdings.values()):
-            if not holding.is_current(now):
-                self._lose(holding.shard, f"not renewed for {now - holding.renewed_at:.1f}s")
+        self.membership.drop_lapsed()
 
     def _lose(self, shard: int, reason: str) -> None:
-        """Forget shard `shard` and cancel its triggers now: someone else may already run them."""
-        if self.holdings.pop(shard, None) is None:
-            return
+        self.membership.lose(shard, reason)
+
+    def _acquired(self, shards: frozenset[int]) -> None:
+        self._shards_changed.set()
+
+    def _lost(self, shard: int, reason: str) -> None:
+        """Shard `shard` is no longer ours: cancel its triggers now, someone else may already run them."""
         doomed = [trigger for trigger in self.running.values() if trigger.shard == shard]
-        log.warning("Gave up shard %d (%s); stopping its %d triggers", shard, reason, len(doomed))
+        log.warning("Stopping shard %d's %d triggers (%s)", shard, len(doomed), reason)
         for trigger in doomed:
             if trigger.task is not None:
                 trigger.task.cancel()

@@ -1,0 +1,123 @@
+"""`ShardMembership` (the shard Lease cycle the triggerer and the controller share) against the
+in-memory FakeKube: sharing, rebalancing when a replica joins, handover when one dies or stops, and
+the fencing token a dead holder can no longer match. Clocks are injected: no sleeps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from controller.coordination.shard_leases import ShardLeaseKeeper, ShardLeaseNames, ShardMembership, holds
+from controller.kube.fake import FakeKube
+
+NAMES = ShardLeaseNames("controller")
+SHARDS = 4
+DURATION = 3.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Replica:
+    def __init__(self, kube: FakeKube, identity: str, clock: Clock) -> None:
+        self.lost: list[tuple[int, str]] = []
+        self.acquired: list[frozenset[int]] = []
+        keeper = ShardLeaseKeeper(
+            kube,
+            names=NAMES,
+            namespace="zonda",
+            identity=identity,
+            lease_duration=DURATION,
+            wall_clock=lambda: datetime(2026, 12, 2, tzinfo=UTC),
+            monotonic=clock,
+        )
+        self.membership = ShardMembership(
+            keeper,
+            shard_count=SHARDS,
+            on_lost=lambda shard, reason: self.lost.append((shard, reason)),
+            on_acquired=self.acquired.append,
+            monotonic=clock,
+        )
+
+    @property
+    def held(self) -> set[int]:
+        return set(self.membership.holdings)
+
+    async def cycle(self) -> None:
+        self.membership.drop_lapsed()
+        await self.membership.cycle(capacity=SHARDS)
+
+
+async def test_a_lone_replica_holds_every_shard_and_a_joiner_gets_half() -> None:
+    kube, clock = FakeKube(), Clock()
+    a = Replica(kube, "a", clock)
+    await a.cycle()
+    assert a.held == {0, 1, 2, 3}
+    assert a.acquired == [frozenset({0, 1, 2, 3})]
+
+    b = Replica(kube, "b", clock)
+    await b.cycle()  # advertises itself; every shard is held, so it takes none yet
+    assert b.held == set()
+    await a.cycle()  # sees b below its floor: gives up its highest shards
+    assert a.held == {0, 1}
+    assert sorted(shard for shard, _ in a.lost) == [2, 3]
+    await b.cycle()
+    assert b.held == {2, 3}
+    await a.cycle()
+    await b.cycle()
+    assert (a.held, b.held) == ({0, 1}, {2, 3})  # settled: no flapping
+
+
+async def test_a_dead_replicas_shards_move_after_the_lease_duration_with_a_new_fencing_token() -> None:
+    kube, clock = FakeKube(), Clock()
+    a, b = Replica(kube, "a", clock), Replica(kube, "b", clock)
+    for replica in (a, b, a, b):
+        await replica.cycle()
+    assert (a.held, b.held) == ({0, 1}, {2, 3})
+    stale = a.membership.holdings[0]
+
+    # a stops renewing (SIGKILL); b keeps cycling every second
+    for _ in range(int(DURATION) - 1):
+        clock.now += 1.0
+        await b.cycle()
+    assert b.held == {2, 3}, "taken over before the lease duration passed"
+    clock.now += 1.0  # a's Leases unchanged for a whole duration, as b saw them
+    await b.cycle()
+    assert b.held == {0, 1, 2, 3}
+    record = await b.membership.keeper.read(NAMES.shard_lease_name(0))
+    assert record is not None and record.holder == "b"
+    assert record.transitions == stale.transitions + 1
+    # the dead holder's token no longer matches, even were its own clock wrong about the lease
+    assert not holds(record, stale, "a", stale.renewed_at)
+    # and by its own clock it stopped counting the shard as its own a lease duration after renewing
+    assert not a.membership.current(0)
+    a.lost.clear()
+    a.membership.drop_lapsed()
+    assert a.held == set() and {shard for shard, _ in a.lost} == {0, 1}
+
+
+async def test_a_stopping_replica_hands_its_shards_over_at_once() -> None:
+    kube, clock = FakeKube(), Clock()
+    a, b = Replica(kube, "a", clock), Replica(kube, "b", clock)
+    for replica in (a, b, a, b):
+        await replica.cycle()
+    assert await a.membership.release_all() == [0, 1]
+    await b.cycle()  # no waiting for expiry: the Leases were released and the member Lease deleted
+    assert b.held == {0, 1, 2, 3}
+
+
+async def test_components_keep_apart() -> None:
+    kube, clock = FakeKube(), Clock()
+    controller = Replica(kube, "a", clock)
+    await controller.cycle()
+    triggerer_keeper = ShardLeaseKeeper(
+        kube, names=ShardLeaseNames("triggerer"), namespace="zonda", identity="t", lease_duration=DURATION
+    )
+    triggerer = ShardMembership(triggerer_keeper, shard_count=SHARDS, monotonic=clock)
+    await triggerer.cycle(capacity=SHARDS)
+    assert set(triggerer.holdings) == {0, 1, 2, 3}  # the controller's Leases are not the triggerer's
+    assert NAMES.shard_lease_name(2) == "zonda-controller-shard-2"
