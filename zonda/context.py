@@ -39,3 +39,16 @@ def set_current_context(context: Context) -> Iterator[Context]:
         yield context
     finally:
         _current.pop()
+
+
+def logical_date_or_run_after(context: Context, what: str = "use_task_logical_date") -> Any:
+    """The run's logical date, or its `dag_run.run_after` in a run without one (an Airflow 3 manual
+    run), as the standard provider's operators take it on Airflow 3 (`BranchDateTimeOperator`,
+    `BranchDayOfWeekOperator`, `DayOfWeekSensor`, `ExternalTaskSensor._get_logical_date`)."""
+    logical_date = context.get("logical_date")
+    if logical_date:
+        return logical_date
+    run_after = getattr(context.get("dag_run"), "run_after", None)
+    if run_after:
+        return run_after
+    raise ValueError(f"{what}: the context has neither `logical_date` nor `dag_run.run_after`")

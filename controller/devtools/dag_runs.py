@@ -109,7 +109,15 @@ def run_dag(
     dag_spec = parse_dag_spec(manifest["spec"])
     resolved = resolve_dag(name, dag_spec)
     now = pendulum.now("UTC")
-    run_spec = DagRunSpec(dag_name=name, run_type=RunType.MANUAL, logical_date=logical_date, conf=conf or {})
+    # a logical date, now by default, in both dialects: Airflow 3's `dag.test()` too takes `utcnow()`
+    # unless passed one (task-sdk `definitions/dag.py` `DAG.test`)
+    run_spec = DagRunSpec(
+        dag_name=name,
+        run_type=RunType.MANUAL,
+        logical_date=logical_date or now,
+        run_after=now,
+        conf=conf or {},
+    )
     start = plans.start_run(
         run_spec,
         DagRunStatus(),

@@ -133,10 +133,7 @@ def build_task_pod(
             "name": name,
             "namespace": namespace,
             "labels": labels,
-            "annotations": {
-                ANNOTATION_TASK_ID: invocation.task_id,
-                ANNOTATION_LOGICAL_DATE: invocation.logical_date.isoformat(),
-            },
+            "annotations": _annotations(invocation),
             "ownerReferences": [
                 {
                     "apiVersion": API_VERSION,
@@ -258,3 +255,11 @@ def _pending_reason(status: Mapping[str, Any], waiting: Mapping[str, Any]) -> st
             parts = (condition.get("reason") or "Unschedulable", condition.get("message"))
             return ": ".join(str(part) for part in parts if part)
     return None
+
+
+def _annotations(invocation: TaskInvocation) -> dict[str, str]:
+    """The task id and the run's logical date (none for an Airflow 3 manual run without one)."""
+    annotations = {ANNOTATION_TASK_ID: invocation.task_id}
+    if invocation.logical_date is not None:
+        annotations[ANNOTATION_LOGICAL_DATE] = invocation.logical_date.isoformat()
+    return annotations

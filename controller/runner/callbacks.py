@@ -155,7 +155,9 @@ def sla_miss_arguments(invocation: TaskInvocation, context: Mapping[str, Any]) -
     """`(dag, task_list, blocking_task_list, slas, blocking_tis)` as Airflow's `manage_slas` passes them."""
     request = invocation.callback
     assert request is not None
-    logical_date = invocation.logical_date
+    # no SLA is missed without a data interval (`zonda.passes.callbacks.sla_deadline`), nor in Airflow 3
+    logical_date = invocation.logical_date or invocation.run_after
+    assert logical_date is not None
     slas = [
         SlaMiss(
             task_id=miss.task_id,

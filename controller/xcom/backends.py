@@ -179,14 +179,13 @@ class XComStore:
         listed: list[bool] = []
 
         def read(ti_key: str, key: str) -> list[Any]:
-            if not invocation.namespace:
+            at = invocation.logical_date or invocation.run_after
+            if not invocation.namespace or at is None:
                 return []
             if not listed:
                 runs.extend(self._runs_of(invocation.namespace, invocation.dag_name))
                 listed.append(True)
-            values = xcoms.earlier_xcoms(
-                runs, ti_key, key, at=invocation.logical_date, this_run=invocation.run_name
-            )
+            values = xcoms.earlier_xcoms(runs, ti_key, key, at=at, this_run=invocation.run_name)
             return [self.load(value) for value in values]
 
         return read
@@ -216,11 +215,8 @@ class XComStore:
             if (body.get("spec") or {}).get("dagName") != dag_name:
                 continue  # another DAG whose name shares the label value's first 63 characters
             status = DagRunStatus.model_validate(body.get("status") or {})
-            if status.logical_date is not None:
+            when = status.logical_date or status.run_after  # Airflow 3: coalesce(logical_date, run_after)
+            if when is not None:
                 meta = body["metadata"]
-                runs.append(
-                    xcoms.EarlierRun(
-                        meta["name"], status.logical_date, meta.get("creationTimestamp", ""), status
-                    )
-                )
+                runs.append(xcoms.EarlierRun(meta["name"], when, meta.get("creationTimestamp", ""), status))
         return runs

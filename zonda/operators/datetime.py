@@ -8,7 +8,7 @@ from typing import Any
 
 import pendulum
 
-from zonda.context import Context
+from zonda.context import Context, logical_date_or_run_after
 from zonda.exceptions import AirflowException
 from zonda.operators.branch import BaseBranchOperator
 from zonda.sensors import base as sensor_clock
@@ -51,7 +51,7 @@ class BranchDateTimeOperator(BaseBranchOperator):
 
     def choose_branch(self, context: Context) -> str | Iterable[str]:
         if self.use_task_logical_date:
-            now = pendulum.instance(context["logical_date"])
+            now = pendulum.instance(logical_date_or_run_after(context))
         else:
             now = pendulum.instance(sensor_clock.utcnow())
         timezone = self.dag.timezone if self.dag else pendulum.UTC

@@ -7,7 +7,7 @@ from typing import Any
 
 import pendulum
 
-from zonda.context import Context
+from zonda.context import Context, logical_date_or_run_after
 from zonda.operators.branch import BaseBranchOperator
 from zonda.sensors import base as sensor_clock
 from zonda.utils.weekday import WeekDay
@@ -41,7 +41,7 @@ class BranchDayOfWeekOperator(BaseBranchOperator):
 
     def choose_branch(self, context: Context) -> str | Iterable[str]:
         if self.use_task_logical_date:
-            now = context["logical_date"]
+            now = logical_date_or_run_after(context)
         else:
             timezone = self.dag.timezone if self.dag else pendulum.UTC
             now = sensor_clock.utcnow().astimezone(timezone)

@@ -25,12 +25,13 @@ from zonda.resources import conditions
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.resources.models import DagRunState, DagSpec, TaskInstanceState
 from zonda.resources.run_events import RunEvent
+from zonda.resources.run_types import RunType
 from zonda.resources.states import FINISHED_RUN_STATES
 from zonda.schedules import scheduling
 from zonda.schedules.dag_plans import timetable_for, utc_interval
 from zonda.specs import params
 from zonda.specs.dags import DagInvalid, parse_dag_spec, resolve_dag
-from zonda.timetables import TimeRestriction
+from zonda.timetables import DataInterval, TimeRestriction, Timetable
 from zonda.timetables.base import coerce_utc, pinned_clock
 
 S = TaskInstanceState
@@ -67,8 +68,7 @@ def start_run(
 ) -> RunStart:
     """Snapshot the DAG into a new run (editing the DAG later never changes this run).
 
-    The logical date and data interval are the spec's (a scheduled run's), else the timetable's
-    manual interval for the logical date given or the run's creation time (Airflow's `dags trigger`).
+    Its dates are `run_dates`'.
     A conf that, merged over the DAG's params, violates `paramsSchema` fails the run without starting
     it (Airflow refuses to create such a run; a DagRun created with kubectl cannot be refused).
     """
@@ -89,12 +89,7 @@ def start_run(
         return _failed_to_start(
             status, "InvalidConf", "conf does not match the DAG's params: " + "; ".join(conf_errors), now
         )
-    if spec.data_interval is not None:
-        interval = utc_interval(spec.data_interval.start, spec.data_interval.end)
-        logical_date = coerce_utc(spec.logical_date or interval.start)
-    else:
-        due = scheduling.manual_run(timetable, run_after=spec.logical_date or created_at)
-        interval, logical_date = due.data_interval, due.logical_date
+    dates = run_dates(spec, dag_spec, timetable, created_at=created_at)
     conds = conditions.set_condition(
         status.conditions,
         type="Ready",
@@ -107,10 +102,11 @@ def start_run(
         update={
             "dag_spec": dict(dag.spec),
             "dag_generation": dag.generation,
-            "run_id": f"{spec.run_type.value}__{logical_date.isoformat()}",
-            "logical_date": logical_date,
-            "data_interval_start": interval.start,
-            "data_interval_end": interval.end,
+            "run_id": dates.run_id,
+            "logical_date": dates.logical_date,
+            "data_interval_start": dates.interval.start if dates.interval else None,
+            "data_interval_end": dates.interval.end if dates.interval else None,
+            "run_after": dates.run_after,
             "queued_at": status.queued_at or now,
             "state": status.state or DagRunState.QUEUED,
             "conditions": conds,
@@ -118,6 +114,42 @@ def start_run(
         }
     )
     return RunStart(status=started, started=True)
+
+
+@dataclass(frozen=True)
+class RunDates:
+    """A run's dates as it starts: no logical date (and no interval) for an Airflow 3 manual run given
+    none."""
+
+    run_id: str
+    logical_date: datetime | None
+    interval: DataInterval | None
+    run_after: datetime
+
+
+def run_dates(spec: DagRunSpec, dag_spec: DagSpec, timetable: Timetable, *, created_at: datetime) -> RunDates:
+    """The logical date, data interval, run_after and run id a run starts with.
+
+    A spec's data interval (a scheduled or backfill run's) is kept. A manual run of an Airflow 3 DAG
+    without a logical date has none, no data interval and its `run_after` (the trigger's time, else its
+    creation), as Airflow 3.1's `TriggerDAGRunPostBody.validate_context` and `trigger_dag._trigger_dag`
+    make it, with the run id of `Timetable.generate_run_id`: ``manual__<run_after>``. Any other manual
+    run gets the timetable's manual interval for its logical date or its creation time (Airflow 2's
+    `dags trigger`), due then.
+    """
+    kind = spec.run_type.value
+    if spec.data_interval is not None:
+        interval = utc_interval(spec.data_interval.start, spec.data_interval.end)
+        logical_date = coerce_utc(spec.logical_date or interval.start)
+        manual = spec.run_type is RunType.MANUAL
+        run_after = coerce_utc(spec.run_after or (logical_date if manual else interval.end))
+        return RunDates(f"{kind}__{logical_date.isoformat()}", logical_date, interval, run_after)
+    if spec.logical_date is None and spec.run_type is RunType.MANUAL and dag_spec.airflow_version == "3":
+        run_after = coerce_utc(spec.run_after or created_at)
+        return RunDates(f"{kind}__{run_after.isoformat()}", None, None, run_after)
+    due = scheduling.manual_run(timetable, run_after=spec.logical_date or created_at)
+    run_after = coerce_utc(spec.run_after or due.run_after)
+    return RunDates(f"{kind}__{due.logical_date.isoformat()}", due.logical_date, due.data_interval, run_after)
 
 
 def _not_started(status: DagRunStatus, reason: str, message: str, now: datetime) -> RunStart:

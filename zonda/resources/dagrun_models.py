@@ -35,7 +35,15 @@ class DagRunSpec(CrdModel):
     dag_name: str = Field(min_length=1)
     run_type: RunType = RunType.MANUAL
     logical_date: datetime | None = Field(
-        default=None, description="Defaults to the run's creation time for manual runs."
+        default=None,
+        description=(
+            "Defaults to the run's creation time for manual runs; a manual run of an Airflow 3 DAG "
+            "(airflowVersion 3) has none unless given, as in Airflow 3."
+        ),
+    )
+    run_after: datetime | None = Field(
+        default=None,
+        description="When the run may start (Airflow 3's run_after); defaults to its creation time.",
     )
     data_interval: DataIntervalSpec | None = Field(
         default=None, description="Defaults to the timetable's infer_manual_data_interval."
@@ -48,11 +56,20 @@ class DagRunSpec(CrdModel):
 
 
 def manual_dagrun(
-    name: str, namespace: str, dag: str, logical_date: datetime, conf: JsonObject
+    name: str,
+    namespace: str,
+    dag: str,
+    logical_date: datetime | None,
+    conf: JsonObject,
+    *,
+    run_after: datetime | None = None,
 ) -> JsonObject:
     """The DagRun `zonda trigger` creates (`name` from `zonda.schedules.scheduling.dagrun_name`, so the same
-    trigger twice is refused as a duplicate rather than run twice)."""
-    spec = DagRunSpec(dag_name=dag, run_type=RunType.MANUAL, logical_date=logical_date, conf=conf)
+    trigger twice is refused as a duplicate rather than run twice). No `logical_date`: an Airflow 3
+    manual run, due at `run_after`."""
+    spec = DagRunSpec(
+        dag_name=dag, run_type=RunType.MANUAL, logical_date=logical_date, run_after=run_after, conf=conf
+    )
     return {
         "apiVersion": API_VERSION,
         "kind": "DagRun",
@@ -158,9 +175,13 @@ class DagRunStatus(CrdModel):
     queued_at: datetime | None = None
     start_date: datetime | None = None
     end_date: datetime | None = None
+    #: None for an Airflow 3 manual run given none (and then no data interval either).
     logical_date: datetime | None = None
     data_interval_start: datetime | None = None
     data_interval_end: datetime | None = None
+    run_after: datetime | None = Field(
+        default=None, description="When the run could start (Airflow 3's run_after), set when it starts."
+    )
     dag_generation: int | None = None
     dag_spec: JsonObject | None = Field(default=None, description="The DAG spec this run started with.")
     task_instances: dict[str, TaskInstanceStatus] = Field(default_factory=dict)

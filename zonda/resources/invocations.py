@@ -142,9 +142,12 @@ class TaskInvocation(WireStruct, frozen=True, kw_only=True):
     max_tries: int = 0
     operator: str | None = None
     args: JsonObject = msgspec.field(default_factory=dict)
-    logical_date: datetime
-    data_interval_start: datetime
-    data_interval_end: datetime
+    #: None, with the interval, for an Airflow 3 manual run given no logical date.
+    logical_date: datetime | None
+    data_interval_start: datetime | None
+    data_interval_end: datetime | None
+    #: When the run could start (Airflow 3's `dag_run.run_after`); None from a controller older than it.
+    run_after: datetime | None = None
     timezone: str = "UTC"
     conf: JsonObject = msgspec.field(default_factory=dict)
     params: JsonObject = msgspec.field(default_factory=dict)

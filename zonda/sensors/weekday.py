@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from zonda.context import Context
+from zonda.context import Context, logical_date_or_run_after
 from zonda.sensors.base import BaseSensorOperator, utcnow
 from zonda.utils.weekday import WeekDay
 
@@ -36,5 +36,5 @@ class DayOfWeekSensor(BaseSensorOperator):
             "Poking until weekday is in %s, Today is %s", self.week_day, WeekDay(today.isoweekday()).name
         )
         if self.use_task_logical_date:
-            return context["logical_date"].isoweekday() in self._week_day_num
+            return logical_date_or_run_after(context).isoweekday() in self._week_day_num
         return today.isoweekday() in self._week_day_num

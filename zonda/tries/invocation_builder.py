@@ -54,7 +54,6 @@ def task_invocation(
     `run_xcoms`: `RunXComs.of(status)`, when the caller builds several tries of one status.
     """
     ti = status.task_instances[mapping.ti_key(task.task_id, map_index)]
-    assert status.logical_date and status.data_interval_start and status.data_interval_end
     shared = run_xcoms if run_xcoms is not None else RunXComs.of(status)
     returned, keyed, counts = dict(shared.returned), dict(shared.keyed), dict(shared.counts)
     if task.map_peers and map_index >= 0:  # a mapped group's task pulls its peers' same index
@@ -77,6 +76,7 @@ def task_invocation(
         logical_date=status.logical_date,
         data_interval_start=status.data_interval_start,
         data_interval_end=status.data_interval_end,
+        run_after=status.run_after,
         timezone=dag_spec.timezone,
         conf=dict(spec.conf),
         outlets=[o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in task.outlets],

@@ -82,7 +82,7 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
         raise RenderingUnavailable(f"the run's record cannot be read: {error}") from error
     if task.operator is None:
         raise RenderingUnavailable("a container task has no template fields")
-    if not (status.logical_date and status.data_interval_start and status.data_interval_end):
+    if status.dag_spec is None:
         raise RenderingUnavailable("the run has not started")
     fields = template_fields_of(task.operator)
     invocation = invocation_builder.task_invocation(

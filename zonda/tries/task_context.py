@@ -98,18 +98,19 @@ class ContextDagRun:
     run_id: str
     run_type: str
     conf: dict[str, Any]
-    logical_date: DateTime
-    data_interval_start: DateTime
-    data_interval_end: DateTime
+    #: None, with the data interval, in an Airflow 3 manual run given no logical date.
+    logical_date: DateTime | None
+    data_interval_start: DateTime | None
+    data_interval_end: DateTime | None
     #: Zonda's addition: the run's namespace, where operators acting on other runs look for them.
     namespace: str | None = None
     #: Airflow 3's: when the run could start (a scheduled run's data interval end, a manual run's
-    #: logical date); None for an Airflow 2 DAG, which has no such attribute.
+    #: trigger time); None for an Airflow 2 DAG, which has no such attribute.
     run_after: DateTime | None = None
     airflow_version: str | None = None
 
     @property
-    def execution_date(self) -> DateTime:
+    def execution_date(self) -> DateTime | None:
         """Airflow 2's deprecated name of `logical_date` (removed in Airflow 3)."""
         if self.airflow_version == "3":
             raise AttributeError("'DagRun' has no attribute 'execution_date' in Airflow 3: use logical_date")
@@ -129,7 +130,7 @@ class ContextTaskInstance:
     run_id: str
     try_number: int
     max_tries: int
-    logical_date: DateTime
+    logical_date: DateTime | None
     xcom_reader: XComReader = field(repr=False)
     map_index: int = -1
     #: What this try pushed with `xcom_push`, by key (the runner returns it with the result).
@@ -139,7 +140,7 @@ class ContextTaskInstance:
     airflow_version: str | None = None
 
     @property
-    def execution_date(self) -> DateTime:
+    def execution_date(self) -> DateTime | None:
         """Airflow 2's deprecated name of `logical_date` (removed in Airflow 3)."""
         if self.airflow_version == "3":
             raise AttributeError(
@@ -299,9 +300,7 @@ def build_context(
     the DAG's earlier runs for `include_prior_dates` (none: such a pull is refused).
     """
     reader = folding_mapped(xcom_reader or read_invocation_xcoms(invocation), invocation.mapped_counts)
-    logical_date = _utc(invocation.logical_date)
-    ds = logical_date.strftime("%Y-%m-%d")
-    ts = logical_date.isoformat()
+    logical_date = _utc_or_none(invocation.logical_date)
     run_id = invocation.run_name
     conf = copy.deepcopy(invocation.conf)
     params = {**copy.deepcopy(invocation.params), **copy.deepcopy(dict(task_params or {})), **conf}
@@ -312,8 +311,8 @@ def build_context(
         run_type=invocation.run_type.value,
         conf=copy.deepcopy(conf),
         logical_date=logical_date,
-        data_interval_start=_utc(invocation.data_interval_start),
-        data_interval_end=_utc(invocation.data_interval_end),
+        data_interval_start=_utc_or_none(invocation.data_interval_start),
+        data_interval_end=_utc_or_none(invocation.data_interval_end),
         namespace=invocation.namespace,
         run_after=_run_after(invocation) if invocation.airflow_version == "3" else None,
         airflow_version=invocation.airflow_version,
@@ -335,34 +334,26 @@ def build_context(
         "conf": AirflowConfig(configuration or {}),
         "dag": dag,
         "dag_run": dag_run,
-        "data_interval_start": dag_run.data_interval_start,
-        "data_interval_end": dag_run.data_interval_end,
-        "ds": ds,
-        "ds_nodash": ds.replace("-", ""),
-        "execution_date": logical_date,
         "inlets": [],
         "inlet_events": asset_events.InletEventsAccessor(triggering),
-        "logical_date": logical_date,
         "macros": MACROS,
         "outlets": asset_events.outlet_records(invocation.outlets),
         "outlet_events": asset_events.OutletEventAccessors(),
         "triggering_asset_events": triggering,
         "triggering_dataset_events": triggering,
         "params": params,
-        "prev_data_interval_start_success": _utc_or_none(invocation.prev_data_interval_start_success),
-        "prev_data_interval_end_success": _utc_or_none(invocation.prev_data_interval_end_success),
         "run_id": run_id,
         "task": ContextTask(task_id=invocation.task_id, dag_id=invocation.dag_name),
         "task_instance": task_instance,
-        "task_instance_key_str": f"{invocation.dag_name}__{invocation.task_id}__{ds.replace('-', '')}",
+        # Airflow 3's, replaced by the logical-date form below when there is a logical date
+        "task_instance_key_str": f"{invocation.dag_name}__{invocation.task_id}__{run_id}",
         "templates_dict": None,
         "test_mode": False,
         "ti": task_instance,
-        "ts": ts,
-        "ts_nodash": logical_date.strftime("%Y%m%dT%H%M%S"),
-        "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
         **variables.template_variables(),  # var, conn: read from the try's environment
     }
+    if logical_date is not None:
+        context.update(_logical_date_keys(invocation, logical_date, dag_run))
     if invocation.airflow_version == "3":
         _as_airflow3(context, invocation)
     elif invocation.airflow_version == "2":
@@ -381,15 +372,46 @@ def _as_airflow3(context: dict[str, Any], invocation: TaskInvocation) -> None:
     context["try_number"] = invocation.try_number
 
 
-def _run_after(invocation: TaskInvocation) -> DateTime:
+def _logical_date_keys(
+    invocation: TaskInvocation, logical_date: DateTime, dag_run: ContextDagRun
+) -> dict[str, Any]:
+    """The keys that derive from the logical date and the data interval: a run without a logical date
+    (an Airflow 3 manual one) has none of them, as in Airflow 3.1's `RuntimeTaskInstance.
+    get_template_context` (task-sdk `execution_time/task_runner.py`), where they "either coexist or be
+    None together"."""
+    ds = logical_date.strftime("%Y-%m-%d")
+    ts = logical_date.isoformat()
+    return {
+        "data_interval_start": dag_run.data_interval_start,
+        "data_interval_end": dag_run.data_interval_end,
+        "ds": ds,
+        "ds_nodash": ds.replace("-", ""),
+        "execution_date": logical_date,
+        "logical_date": logical_date,
+        "prev_data_interval_start_success": _utc_or_none(invocation.prev_data_interval_start_success),
+        "prev_data_interval_end_success": _utc_or_none(invocation.prev_data_interval_end_success),
+        "task_instance_key_str": f"{invocation.dag_name}__{invocation.task_id}__{ds.replace('-', '')}",
+        "ts": ts,
+        "ts_nodash": logical_date.strftime("%Y%m%dT%H%M%S"),
+        "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
+    }
+
+
+def _run_after(invocation: TaskInvocation) -> DateTime | None:
+    """The run's `run_after` as the controller recorded it; for an invocation without it, a manual
+    run's logical date, else its data interval's end."""
+    if invocation.run_after is not None:
+        return _utc(invocation.run_after)
     if invocation.run_type.value == "manual":
-        return _utc(invocation.logical_date)
-    return _utc(invocation.data_interval_end)
+        return _utc_or_none(invocation.logical_date)
+    return _utc_or_none(invocation.data_interval_end)
 
 
 def _as_airflow2(context: dict[str, Any], invocation: TaskInvocation) -> None:
     """Airflow 2's deprecated date keys, as 2.10's `get_template_context` computes them: `next_*` is the
     logical date in a manual run, else the data interval's end (the following schedule)."""
+    if "logical_date" not in context:
+        return
     logical_date: DateTime = context["logical_date"]
     manual = invocation.run_type.value == "manual"
     following = logical_date if manual else context["data_interval_end"]

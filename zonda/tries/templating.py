@@ -48,7 +48,16 @@ _MISSING_VARIABLE_HINTS = {
     "prev_execution_date": "use data_interval_start or prev_data_interval_start_success",
     "execution_date": "removed in Airflow 3 (this DAG is read as Airflow 3): use logical_date",
     "conf": "removed from the context in Airflow 3: use `from airflow.configuration import conf`",
-}
+    **dict.fromkeys(
+        (
+            "ds", "ds_nodash", "ts", "ts_nodash", "ts_nodash_with_tz", "logical_date",
+            "data_interval_start", "data_interval_end",
+            "prev_data_interval_start_success", "prev_data_interval_end_success",
+        ),
+        "this run has no logical date (an Airflow 3 manual run triggered without one), so no key "
+        "derived from it: use dag_run.run_after, or trigger it with a logical date",
+    ),
+}  # fmt: skip
 
 
 class TemplateError(ValueError):

@@ -118,6 +118,8 @@ class EarlierRun:
     """A run of the same DAG as `include_prior_dates` sees it: when it is, and its status."""
 
     name: str
+    #: Its logical date, or for a run without one (Airflow 3 manual) its run_after: Airflow 3.1's
+    #: `XComModel.get_many` compares `coalesce(logical_date, run_after)`.
     logical_date: datetime
     created: str  # the object's creationTimestamp (RFC 3339, sorts as text): breaks logical-date ties
     status: DagRunStatus
@@ -136,7 +138,10 @@ def earlier_xcoms(
     runs: Iterable[EarlierRun], ti_key: str, key: str, *, at: datetime, this_run: str
 ) -> list[Any]:
     """Airflow's `include_prior_dates` beyond this run: the XCom in every other run whose logical date
-    is at or before `at`, latest first (Airflow orders by execution date, then by when it was written)."""
+    is at or before `at`, latest first (Airflow orders by execution date, then by when it was written).
+    Airflow 3 takes a run without a logical date at its run_after (`EarlierRun.logical_date`, `at`) and
+    orders by logical date, whose NULLs the database places (first on PostgreSQL): Zonda orders by the
+    same coalesced date."""
     candidates = [run for run in runs if run.name != this_run and run.logical_date <= at]
     candidates.sort(key=lambda run: (run.logical_date, run.created), reverse=True)
     values = (xcom_of(run.status, ti_key, key) for run in candidates)

@@ -19,7 +19,7 @@ from typing import Any
 from controller.kube import DAGRUNS, DAGS, Kube
 from controller.providers.kubernetes.dagrun_triggers import WorkflowTrigger
 from controller.providers.kubernetes.sensors import run_namespace
-from zonda.context import Context
+from zonda.context import Context, logical_date_or_run_after
 from zonda.exceptions import AirflowException, AirflowSkipException
 from zonda.operators.python import resolve_python_callable
 from zonda.resources.wire import parse_time
@@ -123,7 +123,7 @@ class ExternalTaskSensor(BaseSensorOperator):
 
     def _logical_dates(self, context: Context) -> list[datetime]:
         """Airflow's `_get_dttm_filter`: the external logical dates this try waits for."""
-        logical_date: datetime = context["logical_date"]
+        logical_date: datetime = logical_date_or_run_after(context, "ExternalTaskSensor")
         if self.execution_delta is not None:
             return [logical_date - self.execution_delta]
         if self.execution_date_fn is None:
