@@ -47,13 +47,17 @@ def dag_rows(dags: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def run_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    """Newest logical date first, as Airflow's `dags list-runs`."""
+    """Newest first, as Airflow's `dags list-runs`: by logical date, or by run_after for a run without
+    one (an Airflow 3 manual run), as Airflow 3 orders runs."""
 
     def logical(run: dict[str, Any]) -> str:
         return str((run.get("status") or {}).get("logicalDate") or run["spec"].get("logicalDate") or "")
 
+    def run_after(run: dict[str, Any]) -> str:
+        return str((run.get("status") or {}).get("runAfter") or run["spec"].get("runAfter") or "")
+
     rows = []
-    for run in sorted(runs, key=logical, reverse=True):
+    for run in sorted(runs, key=lambda r: logical(r) or run_after(r), reverse=True):
         status = run.get("status") or {}
         rows.append(
             [
@@ -61,6 +65,7 @@ def run_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
                 status.get("state") or "queued",
                 run["spec"].get("runType", "manual"),
                 logical(run) or "-",
+                run_after(run) or "-",
                 str(status.get("startDate") or "-"),
                 str(status.get("endDate") or "-"),
                 _triggered_by(run),
@@ -221,7 +226,7 @@ def list_runs(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
             ]
 
     rows = run_rows(run_kube(read()))
-    header = ["RUN", "STATE", "RUN TYPE", "LOGICAL DATE", "STARTED", "ENDED", "TRIGGERED BY"]
+    header = ["RUN", "STATE", "RUN TYPE", "LOGICAL DATE", "RUN AFTER", "STARTED", "ENDED", "TRIGGERED BY"]
     click.echo(table(header, rows) if rows else f"No runs of {dag} in namespace {ns}.")
 
 

@@ -24,7 +24,7 @@ from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from controller.operations import run_actions
 from zonda.actions import across_dags, clear_and_mark
 from zonda.actions.clear_and_mark import ActionResult
-from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus, manual_dagrun
+from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.resources.models import TaskInstanceState
 from zonda.specs import params
 from zonda.specs.dags import ResolvedDag
@@ -36,7 +36,11 @@ _namespace, _run = namespace_or_default, run_kube
 @click.argument("dag")
 @click.option("--namespace", "-n", default=None)
 @click.option("--conf", default="{}", help="JSON object passed as dag_run.conf.")
-@click.option("--logical-date", default=None, help="ISO 8601 (default: now).")
+@click.option(
+    "--logical-date",
+    default=None,
+    help="ISO 8601 (default: now; an Airflow 3 DAG's run then has no logical date, as in Airflow 3).",
+)
 @kubeconfig_option
 @click.option(
     "--wait", is_flag=True, help="Follow the run with a progress bar until it ends; exit 1 if it fails."
@@ -46,15 +50,16 @@ def trigger(
 ) -> None:
     """Create a manual DagRun of DAG (Airflow's `dags trigger`)."""
     conf_obj = parse_conf(conf)
-    when = datetime.fromisoformat(logical_date) if logical_date else datetime.now(UTC)
-    if when.tzinfo is None:
+    given = datetime.fromisoformat(logical_date) if logical_date else None
+    if given is not None and given.tzinfo is None:
         raise click.BadParameter(
             "needs a timezone, e.g. 2026-01-01T00:00:00+00:00", param_hint="--logical-date"
         )
+    now = datetime.now(UTC)  # once: a retried create of this request has the same name
     ns = _namespace(namespace)
 
     async def create() -> str:
-        from zonda.schedules.scheduling import dagrun_name
+        from zonda.schedules.manual_runs import manual_run
 
         async with await connect(kubeconfig) as kube:
             dag_object = await kube.get_custom(DAGS, ns, dag)
@@ -64,15 +69,14 @@ def trigger(
             errors = params.run_conf_errors(spec, conf_obj)
             if errors:
                 raise click.ClickException("conf does not match the DAG's params: " + "; ".join(errors))
-            name = dagrun_name(dag, when, "manual")
-            body = manual_dagrun(name, ns, dag, when, conf_obj)
+            run = manual_run(dag, spec, ns, logical_date=given, conf=conf_obj, now=now)
             try:
-                await kube.create_custom(DAGRUNS, ns, body)
+                await kube.create_custom(DAGRUNS, ns, run.body)
             except AlreadyExists as exc:
                 raise click.ClickException(
-                    f"a run for {dag} at {when.isoformat()} exists already: {name}"
+                    f"a run for {dag} {run.describe()} exists already: {run.name}"
                 ) from exc
-            return name
+            return run.name
 
     name = _run(create())
     click.echo(f"dagrun.zonda.dev/{name} created")

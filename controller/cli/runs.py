@@ -91,7 +91,8 @@ def describe_text(run: dict[str, Any], events: list[dict[str, Any]]) -> str:
             (status.get("state") or "not started")
             + (f": {status['message']}" if status.get("message") else ""),
         ),
-        ("Logical date", status.get("logicalDate") or spec.get("logicalDate") or "-"),
+        ("Logical date", _logical_date(spec, status)),
+        ("Run after", status.get("runAfter") or spec.get("runAfter") or "-"),
         ("Data interval", f"{status.get('dataIntervalStart', '-')} .. {status.get('dataIntervalEnd', '-')}"),
         (
             "Times",
@@ -154,3 +155,11 @@ def describe(run_name: str, namespace: str | None, kubeconfig: str | None) -> No
 
     run, events = run_kube(fetch())
     click.echo(describe_text(run, events))
+
+
+def _logical_date(spec: dict[str, Any], status: dict[str, Any]) -> str:
+    """The run's logical date; a started run without one says so (an Airflow 3 manual run)."""
+    given = status.get("logicalDate") or spec.get("logicalDate")
+    if given:
+        return str(given)
+    return "none (an Airflow 3 manual run)" if status.get("dagSpec") is not None else "-"

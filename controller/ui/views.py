@@ -92,6 +92,8 @@ def run_sort_key(run: Body) -> str:
     return str(
         status.get("logicalDate")
         or (run.get("spec") or {}).get("logicalDate")
+        or status.get("runAfter")  # an Airflow 3 manual run without a logical date: when it was due
+        or (run.get("spec") or {}).get("runAfter")
         or run["metadata"].get("creationTimestamp", "")
     )
 
