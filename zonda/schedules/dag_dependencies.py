@@ -75,16 +75,20 @@ def triggered_dagrun(
     name: str,
     namespace: str,
     dag_name: str,
-    logical_date: datetime,
+    logical_date: datetime | None,
     conf: JsonObject,
     parent: Parent,
+    run_after: datetime | None = None,
 ) -> JsonObject:
-    """The DagRun a `TriggerDagRunOperator` creates: a manual run (Airflow's run type), linked to `parent`.
+    """The DagRun a `TriggerDagRunOperator` creates: a manual run (Airflow's run type), linked to `parent`
+    (no `logical_date`: an Airflow 3 DAG's run without one, due at `run_after`).
 
     The labels let ``kubectl get dagruns -l zonda.dev/triggered-by-run=RUN`` list a run's children; the
     annotations hold the full names, which a label value may have had to shorten.
     """
-    spec = DagRunSpec(dag_name=dag_name, run_type=RunType.MANUAL, logical_date=logical_date, conf=conf)
+    spec = DagRunSpec(
+        dag_name=dag_name, run_type=RunType.MANUAL, logical_date=logical_date, run_after=run_after, conf=conf
+    )
     return {
         "apiVersion": API_VERSION,
         "kind": "DagRun",

@@ -36,6 +36,28 @@ XCOM_RUN_ID = "trigger_run_id"
 XCOM_LOGICAL_DATE_ISO = "trigger_logical_date_iso"
 
 
+class _NotSet:
+    """An argument not passed (Airflow's `ArgNotSet`): Airflow 3's operator tells it from None."""
+
+    def __repr__(self) -> str:
+        return "NOTSET"
+
+
+NOTSET: Any = _NotSet()
+
+
+def _moment(name: str, value: Any) -> datetime | None:
+    """A datetime or ISO 8601 argument, None when not set or None."""
+    if value is NOTSET or value is None:
+        return None
+    if isinstance(value, datetime):
+        return parse_time(value)
+    try:
+        return parse_time(str(value))
+    except ValueError as exc:
+        raise AirflowException(f"{name}: {exc}") from None
+
+
 class DagRunAlreadyExists(AirflowException):
     """Airflow's error when the run to trigger exists already and was made by someone else."""
 
@@ -52,6 +74,9 @@ class TriggerDagRunOperator(BaseOperator):
         retry finds the run an earlier try created. (templated)
     :param conf: the run's conf. (templated)
     :param logical_date: the run's logical date (datetime or ISO string); now by default. (templated)
+        In an Airflow 3 DAG, ``logical_date=None`` (or `run_after` without `logical_date`) makes a run
+        with no logical date, as the standard provider's operator does on Airflow 3.
+    :param run_after: Airflow 3's: when the triggered run may start (now by default).
     :param reset_dag_run: if the run exists, clear it so it runs again (Airflow's backfill-friendly
         option) instead of failing with `DagRunAlreadyExists`.
     :param wait_for_completion: wait until the run is in `allowed_states` or `failed_states`.
@@ -72,7 +97,8 @@ class TriggerDagRunOperator(BaseOperator):
         trigger_dag_id: str,
         trigger_run_id: str | None = None,
         conf: dict[str, Any] | None = None,
-        logical_date: str | datetime | None = None,
+        logical_date: str | datetime | _NotSet | None = NOTSET,
+        run_after: str | datetime | _NotSet | None = NOTSET,
         execution_date: str | datetime | None = None,
         reset_dag_run: bool = False,
         wait_for_completion: bool = False,
@@ -84,12 +110,13 @@ class TriggerDagRunOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if logical_date is not None and execution_date is not None:
+        if logical_date not in (None, NOTSET) and execution_date is not None:
             raise ValueError("Pass `logical_date` or its deprecated name `execution_date`, not both")
         self.trigger_dag_id = trigger_dag_id
         self.trigger_run_id = trigger_run_id
         self.conf = conf or {}
-        self.logical_date = logical_date if logical_date is not None else execution_date
+        self.logical_date = logical_date if execution_date is None else execution_date
+        self.run_after = run_after
         self.reset_dag_run = reset_dag_run
         self.wait_for_completion = wait_for_completion
         self.poke_interval = float(poke_interval)
@@ -111,13 +138,19 @@ class TriggerDagRunOperator(BaseOperator):
         namespace = run_namespace(context)
         dag_name = dag_dependencies.external_dag_name(str(self.trigger_dag_id))
         parent = Parent(dag_name=context["dag"].dag_id, run_name=context["run_id"], task_id=str(self.task_id))
-        logical_date = self._logical_date()
+        now = sensor_base.utcnow()
+        airflow3 = getattr(context["dag_run"], "airflow_version", None) == "3"
+        logical_date = self._logical_date(now, airflow3=airflow3)
+        run_after = _moment("run_after", self.run_after) if airflow3 else None
         map_index = int(getattr(context["ti"], "map_index", -1))
-        run = asyncio.run(self._trigger(namespace, dag_name, parent, logical_date, map_index))
+        run = asyncio.run(
+            self._trigger(namespace, dag_name, parent, logical_date, map_index, run_after=run_after or now)
+        )
         run_name = run["metadata"]["name"]
-        logical = run["spec"].get("logicalDate") or logical_date.isoformat()
+        logical = run["spec"].get("logicalDate") or (logical_date.isoformat() if logical_date else None)
         context["ti"].xcom_push(key=XCOM_RUN_ID, value=run_name)
-        context["ti"].xcom_push(key=XCOM_LOGICAL_DATE_ISO, value=logical)
+        if logical is not None:  # a run without a logical date has none to push
+            context["ti"].xcom_push(key=XCOM_LOGICAL_DATE_ISO, value=logical)
         if not self.wait_for_completion:
             return None
         if self.deferrable:
@@ -157,24 +190,30 @@ class TriggerDagRunOperator(BaseOperator):
             return True
         return False
 
-    def _logical_date(self) -> datetime:
-        if isinstance(self.logical_date, datetime):
-            moment = parse_time(self.logical_date)
-        elif self.logical_date:
-            try:
-                moment = parse_time(str(self.logical_date))
-            except ValueError as exc:
-                raise AirflowException(f"logical_date: {exc}") from None
-        else:
-            moment = sensor_base.utcnow()  # Airflow's default: the time of triggering
-        assert moment is not None
-        return moment
+    def _logical_date(self, now: datetime, *, airflow3: bool) -> datetime | None:
+        """The triggered run's logical date. Airflow 2.10 (`TriggerDagRunOperator.execute`): the one
+        given, else the time of triggering. The standard provider on Airflow 3 (1.21's `execute`): not
+        given, the time of triggering unless `run_after` is; given as None, none."""
+        if self.logical_date is NOTSET:
+            return None if airflow3 and self.run_after is not NOTSET else now
+        if self.logical_date is None:
+            return None if airflow3 else now
+        return _moment("logical_date", self.logical_date) or now
 
     async def _trigger(
-        self, namespace: str, dag_name: str, parent: Parent, logical_date: datetime, map_index: int
+        self,
+        namespace: str,
+        dag_name: str,
+        parent: Parent,
+        logical_date: datetime | None,
+        map_index: int,
+        *,
+        run_after: datetime | None = None,
     ) -> dict[str, Any]:
         async with await Kube.connect(component="zonda-task") as kube:
-            return await self.create_or_adopt(kube, namespace, dag_name, parent, logical_date, map_index)
+            return await self.create_or_adopt(
+                kube, namespace, dag_name, parent, logical_date, map_index, run_after=run_after
+            )
 
     async def create_or_adopt(
         self,
@@ -182,11 +221,15 @@ class TriggerDagRunOperator(BaseOperator):
         namespace: str,
         dag_name: str,
         parent: Parent,
-        logical_date: datetime,
+        logical_date: datetime | None,
         map_index: int = -1,
+        *,
+        run_after: datetime | None = None,
     ) -> dict[str, Any]:
         """Create the child run, or take the one an earlier try created (or reset, skip, refuse).
 
+        Without `logical_date` the run has none if its DAG is an Airflow 3 one (`zonda.passes.plans.
+        run_dates`); a retry of the try finds it by its name, which does not depend on the time.
         Returns the run's body as it was before any reset.
         """
         name = str(self.trigger_run_id or "") or names.triggered_run_name(
@@ -199,12 +242,14 @@ class TriggerDagRunOperator(BaseOperator):
             logical_date=logical_date,
             conf=dict(self.conf),
             parent=parent,
+            run_after=run_after,
         )
         if await kube.get_custom(DAGS, namespace, dag_name) is None:
             raise DagNotFound(f"Dag id {self.trigger_dag_id} not found: no DAG {dag_name} in {namespace}")
         try:
             created = await kube.create_custom(DAGRUNS, namespace, body)
-            self.log.info("Triggered DagRun %s of %s at %s", name, dag_name, logical_date.isoformat())
+            when = logical_date.isoformat() if logical_date else "no logical date"
+            self.log.info("Triggered DagRun %s of %s at %s", name, dag_name, when)
             return created
         except AlreadyExists:
             existing = await kube.get_custom(DAGRUNS, namespace, name)
