@@ -37,9 +37,19 @@ XCOM_LOGICAL_DATE_ISO = "trigger_logical_date_iso"
 
 
 class _NotSet:
-    """An argument not passed (Airflow's `ArgNotSet`): Airflow 3's operator tells it from None."""
+    """An argument not passed (Airflow's `ArgNotSet`): Airflow 3's operator tells it from None. One
+    instance, kept by copies and pickles (a rendered or mapped operator is a copy)."""
 
     def __repr__(self) -> str:
+        return "NOTSET"
+
+    def __copy__(self) -> _NotSet:
+        return self
+
+    def __deepcopy__(self, memo: object) -> _NotSet:
+        return self
+
+    def __reduce__(self) -> str:
         return "NOTSET"
 
 

@@ -7,6 +7,8 @@ Expected values: apache-airflow-providers-standard 1.21.0 `operators/trigger_dag
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -82,3 +84,10 @@ def test_an_external_task_sensor_in_a_run_without_a_logical_date_looks_at_its_ru
     assert sensor._logical_dates(context) == [NOW - timedelta(hours=1)]
     with pytest.raises(ValueError, match="neither"):
         sensor._logical_dates({"dag_run": SimpleNamespace(run_after=None)})
+
+
+def test_an_operator_copied_as_rendering_and_mapping_copy_it_still_knows_logical_date_was_not_given() -> None:
+    operator = TriggerDagRunOperator(task_id="trigger", trigger_dag_id="child")
+    copied = copy.deepcopy(operator)
+    assert copied._logical_date(NOW, airflow3=True) == NOW
+    assert pickle.loads(pickle.dumps(copied.logical_date)) is copied.logical_date
