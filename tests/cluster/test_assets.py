@@ -198,3 +198,33 @@ def test_a_controller_killed_after_recording_the_event_or_creating_the_run_makes
         wait_run_finished(cluster, namespace, run["metadata"]["name"])
     assert len(asset_events(cluster, namespace)) == 1, "the restarted producer pass wrote no second event"
     assert len(runs_of(cluster, namespace, "asset-consumer")) == 1
+
+
+def test_an_event_recorded_late_with_an_old_timestamp_is_consumed_once(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Airflow queues a consumer when an event is recorded, whatever its time: an event created after
+    the consumer's cursor moved on, with a timestamp older than that (and than the DAG), still runs it."""
+    apply(cluster, namespace, consumer())
+
+    def create(name: str, **spec: Any) -> None:
+        body = {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "AssetEvent",
+            "metadata": {"name": name},
+            "spec": {"uri": URI, **spec},
+        }
+        cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(body))
+
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        create("first")
+        wait_for(lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "first"), "first consumed")
+        create("late", timestamp="2020-01-01T00:00:00Z", extra={"late": True})
+        wait_for(lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "late"), "late consumed")
+        create("after")  # the pass that consumes it sees both earlier events again: a positive control
+        wait_for(lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "after"), "after consumed")
+        runs = runs_of(cluster, namespace, "asset-consumer")
+    consumed = sorted([e["name"] for e in r["spec"]["triggeringAssetEvents"]] for r in runs)
+    assert consumed == [["after"], ["first"], ["late"]], "each event in exactly one run"
+    late_run = next(r for r in runs if r["spec"]["triggeringAssetEvents"][0]["name"] == "late")
+    assert late_run["spec"]["logicalDate"].startswith("2020-01-01"), "the run's dates are its events'"

@@ -118,6 +118,11 @@ class TriggeringEvent(CrdModel):
     source_task: str | None = None
     source_map_index: int = -1
     aliases: list[str] = Field(default_factory=list)
+    recorded: datetime | None = Field(
+        default=None,
+        description="When the apiserver recorded the AssetEvent (its creationTimestamp): consumers take "
+        "events in this order, whatever their timestamp says.",
+    )
 
 
 def event_from_body(body: dict[str, Any]) -> TriggeringEvent | None:
@@ -126,7 +131,8 @@ def event_from_body(body: dict[str, Any]) -> TriggeringEvent | None:
         spec = AssetEventSpec.model_validate(body.get("spec") or {})
     except ValueError:
         return None
-    timestamp = spec.timestamp or parse_time(body["metadata"].get("creationTimestamp"))
+    recorded = parse_time(body["metadata"].get("creationTimestamp"))
+    timestamp = spec.timestamp or recorded
     if timestamp is None:
         return None
     return TriggeringEvent(
@@ -139,6 +145,7 @@ def event_from_body(body: dict[str, Any]) -> TriggeringEvent | None:
         source_task=spec.source_task,
         source_map_index=spec.source_map_index,
         aliases=spec.aliases,
+        recorded=recorded,
     )
 
 

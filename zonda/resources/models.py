@@ -384,10 +384,12 @@ class DagStatus(CrdModel):
     last_automated_data_interval_start: datetime | None = None
     last_automated_data_interval_end: datetime | None = None
     asset_cursor_time: datetime | None = Field(
-        default=None, description="Time of the newest asset event an asset-triggered run consumed."
+        default=None,
+        description="Every asset event recorded (creationTimestamp) before this was consumed, or came "
+        "before the DAG: five minutes before the newest consumed one's arrival.",
     )
     asset_cursor_events: list[str] | None = Field(
-        default=None, description="The consumed events at exactly assetCursorTime."
+        default=None, description="The consumed asset events recorded since assetCursorTime."
     )
     awaited_assets: list[str] | None = Field(
         default=None, description="Assets of the asset schedule with no event since the last asset run."

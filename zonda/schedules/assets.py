@@ -6,9 +6,10 @@ assets, and when it holds creates one run whose consumed events are all the DAG'
 since the previous asset-triggered run, up to the newest queued one; its logical date is that
 newest time and its data interval spans the events. Then the queue is emptied.
 
-Here the queue is computed, not stored: the pending events of a DAG are those of its assets newer
-than its cursor (`DagStatus.assetCursor*`, the newest events a run consumed) that no existing
-asset-triggered run names. The run's name is a hash of the names of the events it consumes, so a
+Here the queue is computed, not stored: the pending events of a DAG are those of its assets past
+its cursor (`DagStatus.assetCursor*`: by arrival, the apiserver's creationTimestamp, not the event's
+own timestamp, as Airflow queues a DAG when an event is recorded) that no existing asset-triggered
+run names. The run's name is a hash of the names of the events it consumes, so a
 restarted controller, or a second one, computes the same name and gets 409: each satisfying set of
 events makes exactly one run. Events that arrive while the DAG is at `maxActiveRuns` wait and go,
 all together, into the next run (as Airflow's queue rows wait for the next scheduler loop).
@@ -19,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pydantic
@@ -107,30 +108,50 @@ def event_keys(event: TriggeringEvent) -> frozenset[str]:
     return frozenset({event.uri, *(f"alias:{alias}" for alias in event.aliases)})
 
 
+#: How long after the apiserver stamped an AssetEvent's creationTimestamp it may still first become
+#: visible (an admission webhook, a slow etcd commit: a create's request times out after 60 s). The
+#: cursor keeps the names of the events it consumed this far back, so an event recorded earlier but
+#: seen later than one already consumed is still pending.
+ARRIVAL_GRACE = timedelta(minutes=5)
+
+
+def recorded_at(event: TriggeringEvent) -> datetime:
+    """When the event arrived (the apiserver's creationTimestamp); its own time when unknown."""
+    return coerce_utc(event.recorded or event.timestamp)
+
+
 @dataclass(frozen=True)
 class Cursor:
-    """The newest events consumed: their time, and the names of those at exactly that time."""
+    """What a consumer DAG consumed, by arrival: Airflow queues a DAG when an event is *recorded*,
+    whatever the event's timestamp, so an event created with an old `timestamp`, or a producer's write
+    that landed after a newer event, is consumed too.
+
+    `time` is a horizon of arrival: every event of the DAG's assets recorded before it is consumed
+    (or was recorded before the DAG). `names` are the consumed events recorded since; the horizon
+    trails the newest consumed event's arrival by `ARRIVAL_GRACE`, which bounds them.
+    """
 
     time: datetime | None
     names: frozenset[str] = frozenset()
 
-    def is_before(self, event: TriggeringEvent) -> bool:
-        if self.time is None:
-            return True
-        moment = coerce_utc(event.timestamp)
-        return moment > coerce_utc(self.time) or (
-            moment == coerce_utc(self.time) and event.name not in self.names
-        )
+    def is_past(self, event: TriggeringEvent) -> bool:
+        """Whether the event is past the cursor (not consumed, not before the horizon)."""
+        if event.name in self.names:
+            return False
+        return self.time is None or recorded_at(event) >= coerce_utc(self.time)
 
-    def advanced(self, events: Iterable[TriggeringEvent]) -> Cursor:
-        cursor = self
-        for event in events:
-            moment = coerce_utc(event.timestamp)
-            if cursor.time is None or moment > coerce_utc(cursor.time):
-                cursor = Cursor(moment, frozenset({event.name}))
-            elif moment == coerce_utc(cursor.time):
-                cursor = Cursor(cursor.time, cursor.names | {event.name})
-        return cursor
+    def advanced(self, consumed: Iterable[TriggeringEvent], known: Iterable[TriggeringEvent] = ()) -> Cursor:
+        """The cursor once `consumed` are consumed too. `known`: the DAG's assets' events now; a kept
+        name whose event is neither is forgotten (deleted: nothing can bring it back under that name)."""
+        consumed = list(consumed)
+        names = self.names | {e.name for e in consumed}
+        recorded = {e.name: recorded_at(e) for e in (*known, *consumed)}
+        newest = max((recorded[n] for n in names if n in recorded), default=None)
+        horizon: datetime | None = None if self.time is None else coerce_utc(self.time)
+        if newest is not None and (horizon is None or newest - ARRIVAL_GRACE > horizon):
+            horizon = newest - ARRIVAL_GRACE
+        kept = {n for n in names if n in recorded and (horizon is None or recorded[n] >= horizon)}
+        return Cursor(horizon, frozenset(kept))
 
 
 @dataclass(frozen=True)
@@ -152,7 +173,7 @@ def pending_events(
 ) -> list[TriggeringEvent]:
     """The DAG's queue: events of its assets after the cursor that no existing run consumed."""
     keys = condition_keys(condition)
-    found = [e for e in events if e.name not in consumed and cursor.is_before(e) and event_keys(e) & keys]
+    found = [e for e in events if e.name not in consumed and cursor.is_past(e) and event_keys(e) & keys]
     return sorted(found, key=lambda e: (coerce_utc(e.timestamp), e.name))
 
 
@@ -246,12 +267,14 @@ def _same_uri(written: Any, uri: str) -> bool:
 
 
 def events_beyond_limit(events: Sequence[TriggeringEvent], limit: int) -> list[str]:
-    """The oldest events past the asset's history limit: their names, to delete."""
-    ordered = sorted(events, key=lambda e: (coerce_utc(e.timestamp), e.name))
+    """The events recorded first past the asset's history limit: their names, to delete. By arrival,
+    as consumers take them: a late event with an old timestamp is not deleted before it is consumed."""
+    ordered = sorted(events, key=lambda e: (recorded_at(e), e.name))
     return [e.name for e in ordered[: max(len(ordered) - limit, 0)]]
 
 
 __all__ = [
+    "ARRIVAL_GRACE",
     "OUTLET_EVENTS_KEY",
     "AllOf",
     "AnyOf",
@@ -274,4 +297,5 @@ __all__ = [
     "outlet_events",
     "parse_condition",
     "pending_events",
+    "recorded_at",
 ]

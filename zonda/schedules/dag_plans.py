@@ -123,13 +123,15 @@ def plan_dag(
             status.asset_cursor_time or created_at, frozenset(status.asset_cursor_events or ())
         )
         # a run made by a pass whose status write never happened (a crash) moves the cursor too
-        cursor = cursor.advanced(e for e in asset_events if e.name in consumed and cursor.is_before(e))
+        cursor = cursor.advanced(
+            [e for e in asset_events if e.name in consumed and cursor.is_past(e)], asset_events
+        )
         pending = assets.pending_events(condition, asset_events, consumed=consumed, cursor=cursor)
         if room > len(due):
             asset_run = assets.decide_asset_run(name, condition, pending)
         if asset_run is not None:
             active += 1
-            cursor = cursor.advanced(asset_run.events)
+            cursor = cursor.advanced(asset_run.events, asset_events)
             pending = []
         asset_update = {
             "asset_cursor_time": cursor.time,

@@ -13,9 +13,16 @@ from zonda.schedules import assets, dag_plans
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def event(name: str, uri: str, seconds: int = 0, aliases: tuple[str, ...] = ()) -> TriggeringEvent:
+def event(
+    name: str, uri: str, seconds: int = 0, aliases: tuple[str, ...] = (), recorded: int | None = None
+) -> TriggeringEvent:
+    """An event at T0+seconds; `recorded`: when the apiserver recorded it (unset: at its timestamp)."""
     return TriggeringEvent(
-        name=name, uri=uri, timestamp=T0 + timedelta(seconds=seconds), aliases=list(aliases)
+        name=name,
+        uri=uri,
+        timestamp=T0 + timedelta(seconds=seconds),
+        aliases=list(aliases),
+        recorded=None if recorded is None else T0 + timedelta(seconds=recorded),
     )
 
 
@@ -89,6 +96,39 @@ def test_an_event_at_the_cursors_time_that_was_not_consumed_is_still_pending() -
     assert [e.name for e in pending] == ["e0"]
 
 
+def test_a_late_event_with_an_old_timestamp_is_pending_by_arrival_and_consumed_once() -> None:
+    # Airflow queues the DAG when an event is recorded (AssetDagRunQueue), whatever its timestamp
+    condition = assets.parse_condition({"uri": "a"})
+    first = event("e1", "a", 100, recorded=100)
+    cursor = assets.Cursor(T0).advanced([first], [first])
+    late = event("late", "a", 10, recorded=200)  # kubectl with an old timestamp, or a delayed write
+    events = [first, late]
+    pending = assets.pending_events(condition, events, consumed=frozenset(), cursor=cursor)
+    assert [e.name for e in pending] == ["late"]
+    due = assets.decide_asset_run("d", condition, pending)
+    assert due is not None and [e.name for e in due.events] == ["late"]
+    after = cursor.advanced(due.events, events)
+    assert assets.pending_events(condition, events, consumed=frozenset(), cursor=after) == []
+    # a write that became visible after a newer one was consumed, recorded a moment before it
+    behind = event("behind", "a", 150, recorded=199)
+    assert [
+        e.name
+        for e in assets.pending_events(condition, [*events, behind], consumed=frozenset(), cursor=after)
+    ] == ["behind"]
+
+
+def test_the_cursor_keeps_only_the_names_recorded_within_the_grace_of_the_newest() -> None:
+    grace = int(assets.ARRIVAL_GRACE.total_seconds())
+    old, mid, new = (event(n, "a", t, recorded=t) for n, t in (("old", 0), ("mid", 10), ("new", grace + 5)))
+    cursor = assets.Cursor(T0 - timedelta(days=1)).advanced([old, mid], [old, mid])
+    assert cursor.names == {"old", "mid"} and cursor.time == T0 + timedelta(seconds=10) - assets.ARRIVAL_GRACE
+    cursor = cursor.advanced([new], [old, mid, new])
+    assert cursor.names == {"mid", "new"} and cursor.time == T0 + timedelta(seconds=5)
+    assert not cursor.is_past(old) and not cursor.is_past(mid) and not cursor.is_past(new)
+    # a consumed event deleted since (history limit): its name is forgotten, it cannot come back
+    assert cursor.advanced([], [new]).names == {"new"}
+
+
 def test_alias_consumers_match_events_emitted_through_the_alias() -> None:
     condition = assets.parse_condition({"alias": "x"})
     pending = assets.pending_events(
@@ -153,6 +193,39 @@ def test_a_run_whose_cursor_was_never_written_moves_the_cursor_and_is_not_made_a
         asset_events=[event("new", "a", 10)],
     )  # fmt: skip
     assert plan.asset_run is None and plan.status.asset_cursor_events == ["new"]
+
+
+def test_plan_dag_consumes_a_late_event_once_across_a_lost_status_write() -> None:
+    first = event("e1", "a", 100, recorded=100)
+    plan = dag_plans.plan_dag(
+        "d", SPEC, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0, asset_events=[first],
+    )  # fmt: skip
+    assert plan.asset_run is not None
+    late = event("late", "a", -50, recorded=300)  # older than the DAG by its timestamp, recorded after
+    events = [first, late]
+    again = dag_plans.plan_dag(
+        "d", SPEC, status=plan.status, generation=1, created_at=T0, runs=[], now=T0, asset_events=events,
+    )  # fmt: skip
+    assert again.asset_run is not None and [e.name for e in again.asset_run.events] == ["late"]
+    run = dag_plans.RunRef(
+        name=again.asset_run.run_name, created_at=T0, run_type=None, state=None, data_interval=None,
+        consumed_events=frozenset({"late"}),
+    )  # fmt: skip
+    # the status write after creating the run was lost (a crash): the run is found, not made again
+    restarted = dag_plans.plan_dag(
+        "d", SPEC, status=plan.status, generation=1, created_at=T0, runs=[run], now=T0, asset_events=events,
+    )  # fmt: skip
+    assert restarted.asset_run is None and set(restarted.status.asset_cursor_events or ()) == {"e1", "late"}
+    # and once that run is deleted (history limits), the cursor alone still says so
+    later = dag_plans.plan_dag(
+        "d", SPEC, status=restarted.status, generation=1, created_at=T0, runs=[], now=T0, asset_events=events,
+    )  # fmt: skip
+    assert later.asset_run is None
+
+
+def test_the_history_limit_deletes_the_events_recorded_first() -> None:
+    events = [event("late", "a", -100, recorded=50), event("e1", "a", 10, recorded=10)]
+    assert assets.events_beyond_limit(events, 1) == ["e1"]
 
 
 def test_an_invalid_asset_schedule_is_an_invalid_dag() -> None:
