@@ -192,6 +192,20 @@ def restart(component: str) -> Callable[[Target], bool]:
     return inject
 
 
+def restart_etcd(target: Target) -> bool:
+    """etcd SIGKILLed and restarted, then kwok restarted as the kubelets' status resync it lacks.
+
+    While etcd is away the apiserver answers kwok's pod status patches 500 ("rpc error: code =
+    Unavailable ... EOF"), and kwok v0.8.0 drops a stage whose patch failed so (its `shouldRetry`,
+    pkg/kwok/controllers/utils.go, retries only refused connections, 429, 503, 504 and timeouts): the
+    pod stays Running (or Pending) until something else changes it, and its try until the pending
+    timeout (300 s). A kubelet writes a pod's status again at its next sync; a restarted kwok lists its
+    pods and plays their stages again, which is that sync."""
+    target.cluster.restart("etcd", signal.SIGKILL)
+    target.cluster.restart("kwok", signal.SIGTERM)
+    return True
+
+
 def kill_controller_then_restart_apiserver(target: Target) -> bool:
     """The controller SIGKILLed and started again while the apiserver restarts: its start (kopf
     resolving its resources, once) meets an apiserver not serving the CRDs yet."""
@@ -296,7 +310,7 @@ FAULTS = [
         1,
         kill_controller_then_restart_apiserver,
     ),
-    Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart("etcd")),
+    Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart_etcd),
     Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=3000),
     Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=3000),
     Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
@@ -346,8 +360,44 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         if proxy is not None:
             proxy.clear()
             print(f"\nrequests the proxy hurt: {dict(proxy.injected)} of {len(proxy.requests)}")
-        runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=300)
+        try:
+            runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=300)
+        except AssertionError:
+            print(unfinished_pods(cluster, namespace))
+            raise
     audit(fault, pods, target, runs, recoveries, start, due)
+
+
+def unfinished_pods(cluster: Cluster, namespace: str) -> str:
+    """What a stuck run's pods look like (phase, node, conditions) and what the scheduler and kwok
+    logged last: whether the pod was never scheduled, scheduled but not run, or run but not seen."""
+    lines = ["--- task pods not Succeeded"]
+    for pod in quietly(lambda: get_pods(cluster, namespace), []):
+        status = pod.get("status") or {}
+        if status.get("phase") == "Succeeded":
+            continue
+        conditions = [
+            f"{c['type']}={c['status']}({c.get('reason', '')}: {c.get('message', '')})"
+            for c in status.get("conditions") or []
+        ]
+        lines.append(
+            f"{pod['metadata']['name']} rv={pod['metadata']['resourceVersion']} phase={status.get('phase')}"
+            f" node={pod['spec'].get('nodeName')} created={pod['metadata']['creationTimestamp']}"
+            f" {' '.join(conditions)}"
+        )
+    for component in ("kube-scheduler", "kwok"):
+        log = (cluster.workdir / f"{component}.log") if cluster.workdir else None
+        if log is not None and log.exists():
+            tail = log.read_text(errors="replace").splitlines()[-40:]
+            lines += [f"--- {component} log (last 40 lines)", *tail]
+    return "\n".join(lines)
+
+
+def get_pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = json.loads(
+        cluster.kubectl("get", "pods", "-n", namespace, "-l", LABEL_TASK, "-o", "json").stdout
+    )["items"]
+    return pods
 
 
 def audit(
