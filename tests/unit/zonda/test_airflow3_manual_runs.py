@@ -16,7 +16,9 @@ from zonda.operators.weekday import BranchDayOfWeekOperator
 from zonda.passes import plans
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus, TaskInstanceStatus
 from zonda.resources.invocations import TaskInvocation
+from zonda.resources.models import DagStatus
 from zonda.resources.run_types import RunType
+from zonda.schedules import dag_plans
 from zonda.sensors.weekday import DayOfWeekSensor
 from zonda.specs.dags import parse_dag_spec, resolve_dag
 from zonda.tries import xcoms
@@ -203,3 +205,23 @@ def test_operators_comparing_the_logical_date_take_run_after_in_a_run_without_on
         target_lower=datetime(2026, 3, 4, 5, tzinfo=UTC), target_upper=datetime(2026, 3, 4, 6, tzinfo=UTC),
     )  # fmt: skip
     assert window.choose_branch(context) == "in"
+
+
+def test_the_schedule_never_continues_from_such_a_run_but_counts_it_active() -> None:
+    """Airflow 3.1.8 `models/dag.py` schedules from the last automated run's data interval (manual runs
+    are not automated); `SchedulerJobRunner._should_update_dag_next_dagruns` holds the next one back at
+    `max_active_runs` counted by `DagRun.active_runs_of_dags` (queued and running runs of any type but
+    backfill, a manual one among them)."""
+    manual = dag_plans.RunRef(
+        name="d-manual", created_at=CREATED, run_type=RunType.MANUAL, state=None, data_interval=None
+    )
+    assert dag_plans.last_automated_interval(DagStatus(), [manual]) is None
+    spec = dag_spec("3", schedule="@daily", startDate="2026-03-01T00:00:00Z", maxActiveRuns=1, catchup=True)
+    plan = dag_plans.plan_dag(
+        "d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=(manual,), now=CREATED
+    )
+    assert plan.runs_to_create == ()  # held back by the manual run, which is active
+    free = dag_plans.plan_dag(
+        "d", spec, status=DagStatus(), generation=1, created_at=CREATED, runs=(), now=CREATED
+    )
+    assert [due.logical_date.day for due in free.runs_to_create] == [1]
