@@ -302,7 +302,10 @@ document.addEventListener("submit", async (event) => {
   error.textContent = "";
   try {
     const conf = triggerConf(form);
-    const result = await post(`/api/dags/${encodeURIComponent(form.dataset.ns)}/${encodeURIComponent(form.dataset.dag)}/trigger`, { conf });
+    const body = { conf };
+    const logicalDate = form.querySelector("#logical-date").value.trim();
+    if (logicalDate) body.logicalDate = logicalDate;  // none: now, or no logical date for an Airflow 3 DAG
+    const result = await post(`/api/dags/${encodeURIComponent(form.dataset.ns)}/${encodeURIComponent(form.dataset.dag)}/trigger`, body);
     location.href = `/dags/${encodeURIComponent(form.dataset.ns)}/${encodeURIComponent(form.dataset.dag)}?triggered=${encodeURIComponent(result.run)}`;
   } catch (e) {
     error.textContent = e.message;
