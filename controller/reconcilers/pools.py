@@ -7,6 +7,9 @@ reconcile several runs at once: a run whose pass would launch anything decides a
 8-57 ms under the lock) and what every other run holds from the `RunIndex`, and reserves what it
 admits in the index (`RunIndex.reserve`) before the lock is released; its pods are created and its
 status written outside the lock. Only the leader's work queue runs, so one process holds the lock.
+With `--shards`, several replicas admit at once, each for its own shards' runs: a replica counts the
+other shards' slots from the slot ledger and the watch (`Sharding`, `controller.coordination.slot_ledger`)
+and declares its own shards' slots, launches included, in the ledger before it launches (`declare`).
 After a restart nothing is taken from memory: the first admission in a namespace lists its DagRuns
 into the index (their statuses say what is queued, running or deferred; a live attempt the status
 does not name is a stray the run's pass kills), so a restart neither over-admits nor forgets a
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from controller.coordination.shards import dag_shard
+from controller.coordination.slot_ledger import SlotLedger
 from controller.kube import DAGRUNS, POOLS, KubeApi
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter
@@ -36,6 +41,18 @@ __all__ = ["POOLS", "PoolAdmission", "PoolReconciler", "runs_to_wake"]
 
 
 @dataclass
+class Sharding:
+    """What admission needs of `--shards`: how many, which this replica serves now, the ledger."""
+
+    shard_count: int
+    served: Callable[[], frozenset[int]]
+    ledger: SlotLedger
+
+    def shard_of(self, namespace: str, summary: RunSummary) -> int:
+        return dag_shard(namespace, summary.dag_name, self.shard_count)
+
+
+@dataclass
 class PoolAdmission:
     """The critical section and the namespaces whose runs were listed into the index since start."""
 
@@ -43,6 +60,7 @@ class PoolAdmission:
     index: RunIndex
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     seeded: set[str] = field(default_factory=set)
+    sharding: Sharding | None = None
 
     async def seed(self, namespace: str) -> None:
         """List the namespace's DagRuns into the index once: the watch may not have delivered them all."""
@@ -64,14 +82,75 @@ class PoolAdmission:
         return limits
 
     async def concurrency(self, namespace: str, run_name: str) -> Concurrency:
-        """Pools, and what every other run in the namespace holds and waits for. Call under `lock`."""
+        """Pools, and what every other run in the namespace holds and waits for. Call under `lock`.
+
+        Sharded, the runs of the shards served here count as holders and waiting (exact: only this
+        replica launches for them), the other shards as slots `elsewhere` (ledger and watch, the
+        larger); their waiting task instances are not ranked against ours (priority order holds
+        within a replica's shards, not across them).
+        """
         await self.seed(namespace)
-        others = [s for name, s in self.index.in_namespace(namespace).items() if name != run_name]
-        return Concurrency(
-            pools=await self.limits(namespace),
-            holders=tuple(h for s in others for h in s.holders),
-            waiting=tuple(c for s in others for c in s.waiting),
+        pool_limits = await self.limits(namespace)
+        runs = self.index.in_namespace(namespace)
+        sharding = self.sharding
+        if sharding is None:
+            others = [s for name, s in runs.items() if name != run_name]
+            return Concurrency(
+                pools=pool_limits,
+                holders=tuple(h for s in others for h in s.holders),
+                waiting=tuple(c for s in others for c in s.waiting),
+            )
+        served = sharding.served()
+        mine = [
+            s for name, s in runs.items() if name != run_name and sharding.shard_of(namespace, s) in served
+        ]
+        elsewhere = pools.slots_elsewhere(
+            await sharding.ledger.entries(namespace), self.shard_slots(namespace, pool_limits, None), served
         )
+        return Concurrency(
+            pools=pool_limits,
+            holders=tuple(h for s in mine for h in s.holders),
+            waiting=tuple(c for s in mine for c in s.waiting),
+            elsewhere=elsewhere,
+        )
+
+    def shard_slots(
+        self, namespace: str, pool_limits: Mapping[str, PoolLimit], shards: frozenset[int] | None
+    ) -> dict[int, dict[str, int]]:
+        """The slots each shard's runs hold by the index (`shards`: only those; None: all)."""
+        assert self.sharding is not None
+        by_shard: dict[int, list[pools.SlotHolder]] = {}
+        for summary in self.index.in_namespace(namespace).values():
+            shard = self.sharding.shard_of(namespace, summary)
+            if shards is None or shard in shards:
+                by_shard.setdefault(shard, []).extend(summary.holders)
+        return {shard: pools.slots_held(holders, pool_limits) for shard, holders in by_shard.items()}
+
+    async def declare(self, namespace: str, run_shard_of: str | None = None) -> bool:
+        """Sharded: write the slots our shards hold (the index, reservations included) into the
+        ledger, conditional on the version admission decided with. Call under `lock`, after
+        `RunIndex.reserve`. False: do not launch (the ledger moved, or the run's shard is not ours
+        any more); True unsharded."""
+        sharding = self.sharding
+        if sharding is None:
+            return True
+        served = sharding.served()
+        if run_shard_of is not None:
+            summary = self.index.runs.get((namespace, run_shard_of))
+            if summary is None or sharding.shard_of(namespace, summary) not in served:
+                return False
+        ours = self.shard_slots(namespace, await self.limits(namespace), served)
+        return await sharding.ledger.declare(namespace, ours, served)
+
+    async def release(self) -> None:
+        """Sharded: declare again in every namespace with a ledger, so slots our shards no longer
+        hold (tries that ended, shards handed over) are given back to the other replicas; a write
+        only where our entries changed. The lease loop calls it once per cycle."""
+        if self.sharding is None:
+            return
+        for namespace in self.sharding.ledger.namespaces():
+            async with self.lock:
+                await self.declare(namespace)
 
 
 def runs_to_wake(

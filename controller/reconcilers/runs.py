@@ -46,6 +46,9 @@ DAG_NOT_FOUND_RETRY = timedelta(seconds=5)
 #: When a run whose status the apiserver refused as too large is looked at again (its pods' changes
 #: also wake it); every pass until it fits is refused the same way.
 STATUS_REFUSED_RETRY = timedelta(minutes=5)
+#: `--shards`: admissions decided again when the slot ledger moved under them, then a retry this soon.
+LEDGER_ATTEMPTS = 3
+LEDGER_RETRY = timedelta(milliseconds=200)
 
 
 class StatusRefused(Exception):
@@ -107,10 +110,19 @@ class RunReconciler:
         before_pass = None
         if plan.launches:
             async with self.admission.lock:  # the critical section: see controller.reconcilers.pools
-                concurrency = await self.admission.concurrency(namespace, name)
-                plan = compose.compose_pass(dataclasses.replace(gathered, concurrency=concurrency))
-                if plan.launches:  # what it admits counts as held before the lock is released
+                for _ in range(LEDGER_ATTEMPTS):
+                    concurrency = await self.admission.concurrency(namespace, name)
+                    plan = compose.compose_pass(dataclasses.replace(gathered, concurrency=concurrency))
+                    if not plan.launches:
+                        break
+                    # what it admits counts as held before the lock is released
                     before_pass = self.index.reserve({**run, "status": plan.status.to_wire()})
+                    if await self.admission.declare(namespace, name):  # --shards: the slot ledger
+                        break
+                    self.index.record(run, None)  # not declared: not launched, nothing reserved
+                    before_pass = None
+                else:
+                    return now + LEDGER_RETRY  # the ledger kept moving, or the shard is not ours
         try:
             written = await self._launch_and_write(run, plan, old_wire, before_pass, now)
         except StatusRefused:  # nothing of this pass is recorded: no kills, deletions nor its Events

@@ -97,11 +97,14 @@ class Concurrency:
     """What every *other* run the controller serves in this namespace holds and waits for, and the pools.
 
     `pools` maps Pool resource names to their limits; `default-pool` missing means 128 slots.
+    `elsewhere` is the pool slots held by runs another controller replica serves (`--shards`), by
+    pool: they count against open slots like holders (see `slots_elsewhere`).
     """
 
     pools: Mapping[str, PoolLimit] = field(default_factory=dict)
     holders: tuple[SlotHolder, ...] = ()
     waiting: tuple[Candidate, ...] = ()
+    elsewhere: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -130,16 +133,23 @@ def holds_slot(holder: SlotHolder, limit: PoolLimit | None) -> bool:
 
 
 def admit(
-    candidates: Iterable[Candidate], holders: Iterable[SlotHolder], pools: Mapping[str, PoolLimit]
+    candidates: Iterable[Candidate],
+    holders: Iterable[SlotHolder],
+    pools: Mapping[str, PoolLimit],
+    elsewhere: Mapping[str, int] | None = None,
 ) -> Admission:
     """Which waiting task instances start now, and why the others wait. Pure.
 
     `candidates` are every scheduled task instance (of all runs), `holders` every task instance
-    queued, running or deferred, `pools` the pools by resource name (see `pool_limits`).
+    queued, running or deferred, `pools` the pools by resource name (see `pool_limits`), `elsewhere`
+    the slots of each pool held by task instances another replica admitted (`Concurrency.elsewhere`).
     """
     limits = pool_limits(pools)
     holders = list(holders)
     open_slots = {name: _open(limit, holders, name) for name, limit in limits.items()}
+    for name, used in (elsewhere or {}).items():
+        if open_slots.get(name, UNLIMITED) != UNLIMITED:
+            open_slots[name] -= used
     active = [h for h in holders if h.state in ACTIVE_STATES]
     dag_active = Counter(h.dag for h in active)
     task_active = Counter((h.dag, h.task) for h in active)
@@ -215,6 +225,39 @@ def _why_not(
             f"(max_active_tis_per_dagrun={per_run})"
         )
     return None
+
+
+def slots_held(holders: Iterable[SlotHolder], pools: Mapping[str, PoolLimit]) -> dict[str, int]:
+    """Slots each pool's limit counts as held by `holders` (deferred only in include_deferred pools);
+    pools with nothing held are left out. What a replica declares in the slot ledger for one shard."""
+    limits = pool_limits(pools)
+    held: Counter[str] = Counter()
+    for holder in holders:
+        if holds_slot(holder, limits.get(holder.pool)):
+            held[holder.pool] += holder.slots
+    return {pool: slots for pool, slots in sorted(held.items()) if slots > 0}
+
+
+def slots_elsewhere(
+    declared: Mapping[int, Mapping[str, int]],
+    observed: Mapping[int, Mapping[str, int]],
+    served: Iterable[int],
+) -> dict[str, int]:
+    """The slots, by pool, held by the shards this replica does not serve. Pure.
+
+    `declared` is the slot ledger: what each shard's holder wrote it holds, *before* launching (so it
+    is never less than what it launched); `observed` the same counted from the runs' statuses as the
+    watch delivered them (behind the launches, but right after a holder died before writing the
+    ledger). The larger of the two, per shard and pool, can only over-count: slots are never given
+    out twice, at worst a released slot waits for its holder's next ledger write.
+    """
+    mine = set(served)
+    total: Counter[str] = Counter()
+    for shard in (declared.keys() | observed.keys()) - mine:
+        pools_of_shard = declared.get(shard, {}).keys() | observed.get(shard, {}).keys()
+        for pool in pools_of_shard:
+            total[pool] += max(declared.get(shard, {}).get(pool, 0), observed.get(shard, {}).get(pool, 0))
+    return {pool: slots for pool, slots in sorted(total.items()) if slots > 0}
 
 
 # -------------------------------------------------------------------------------------- status

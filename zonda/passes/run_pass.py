@@ -283,7 +283,12 @@ class RunPass:
             )
             unlimited = {candidate.pool: pools.PoolLimit(pool_models.UNLIMITED) for candidate in mine}
             return pools.admit(mine, [*own, *[elsewhere] * self.state.observed.running_in_dag], unlimited)
-        return pools.admit([*mine, *concurrency.waiting], [*own, *concurrency.holders], concurrency.pools)
+        return pools.admit(
+            [*mine, *concurrency.waiting],
+            [*own, *concurrency.holders],
+            concurrency.pools,
+            concurrency.elsewhere,
+        )
 
     def _launch(self, task_id: str) -> None:
         ti = self.state.tis[task_id]

@@ -291,3 +291,54 @@ def test_a_python_dag_file_keeps_airflows_pool_arguments() -> None:
     }
     resolved = resolve_dag("pooled", parse_dag_spec(spec)).tasks["t"]
     assert (resolved.pool, resolved.pool_slots, resolved.max_active_tis_per_dag) == ("etl_pool", 2, 1)
+
+
+# ----------------------------------------------------------------- slots held by other shards
+
+
+def test_slots_held_elsewhere_count_against_the_pool() -> None:
+    waiting = [candidate("r1", "a"), candidate("r1", "b"), candidate("r1", "c")]
+    limits = {"p": PoolLimit(3)}
+    assert admitted(admit(waiting, [], limits, {"p": 2})) == [("r1", "a")]
+    assert admitted(admit(waiting, [holder("r0", "x")], limits, {"p": 2})) == []
+    assert admitted(admit(waiting, [], {"p": PoolLimit(pool_models.UNLIMITED)}, {"p": 50})) == [
+        ("r1", "a"),
+        ("r1", "b"),
+        ("r1", "c"),
+    ]
+    assert admitted(admit(waiting, [], limits, {"other": 9})) == admitted(admit(waiting, [], limits))
+
+
+def test_slots_held_per_pool_follow_the_pools_deferred_rule() -> None:
+    holders = [
+        holder("r", "a", slots=2),
+        holder("r", "b", state=S.QUEUED),
+        holder("r", "c", state=S.DEFERRED),
+        holder("r", "d", state=S.DEFERRED, pool="q"),
+    ]
+    assert pools.slots_held(holders, {"q": PoolLimit(4, include_deferred=True)}) == {"p": 3, "q": 1}
+
+
+@pytest.mark.parametrize(
+    ("declared", "observed", "served", "expected"),
+    [
+        pytest.param({1: {"p": 2}}, {}, [0], {"p": 2}, id="a shard's declared slots count"),
+        pytest.param({0: {"p": 5}, 1: {"p": 2}}, {}, [0], {"p": 2}, id="the shards served are left out"),
+        pytest.param(
+            {1: {"p": 1}}, {1: {"p": 3}}, [0], {"p": 3}, id="a holder that died before declaring: observed"
+        ),
+        pytest.param(
+            {1: {"p": 4}}, {1: {"p": 3}}, [0], {"p": 4}, id="declared before launching: ahead of the watch"
+        ),
+        pytest.param(
+            {1: {"p": 1}, 2: {"p": 1, "q": 2}}, {3: {"q": 1}}, [0], {"p": 2, "q": 3}, id="summed over shards"
+        ),
+    ],
+)
+def test_slots_elsewhere_is_the_larger_of_declared_and_observed_per_shard(
+    declared: dict[int, dict[str, int]],
+    observed: dict[int, dict[str, int]],
+    served: list[int],
+    expected: dict[str, int],
+) -> None:
+    assert pools.slots_elsewhere(declared, observed, served) == expected
