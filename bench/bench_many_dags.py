@@ -1,7 +1,7 @@
 """Benchmark: many DAGs on `* * * * *` on one controller.
 
     python bench/bench_many_dags.py [--dags 1000] [--minutes 10] [--trees base=/tmp/base,new=.]
-                                    [--workers N] [--profile DIR]
+                                    [--workers N] [--profile DIR] [--replicas 1,2]
 
 One local control plane and, for each tree in turn (back to back, each in a namespace of its own),
 `zonda controller` of that tree (Kubernetes executor; the DAGs' one task is an
@@ -21,6 +21,10 @@ minute (catchup off), then watches DagRuns for `--minutes` minute boundaries and
 `DIR/many-dags-<tree>.txt`, idle samples included: where a pass waits matters as much as where it computes)
 and prints the frames with the most samples.
 
+`--replicas 1,2` runs each tree once per count: N > 1 starts N controllers with `--shards N` (each
+acting for the DAGs of the shards it holds, `controller.manager.shards`); CPU and RSS are then the
+replicas' sum, with each replica's CPU beside it.
+
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import signal
 import statistics
@@ -81,8 +86,12 @@ def parse(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str, tree: Path) -> None:
-    print(f"\n=== {label}: {tree} ({args.dags} DAGs, {args.minutes} minutes)", flush=True)
+async def run(
+    args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str, tree: Path, replicas: int = 1
+) -> None:
+    print(
+        f"\n=== {label}: {tree} ({args.dags} DAGs, {args.minutes} minutes, {replicas} replicas)", flush=True
+    )
     api = Api(cluster)
     namespace = f"many-{label}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
@@ -100,12 +109,20 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str,
         api.watch(f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", on_event, ready)
     )
     await ready.wait()
-    port = free_port()
+    ports = [free_port() for _ in range(replicas)]
     (tmp / "state").mkdir(exist_ok=True)
-    log = tmp / f"controller-{label}.log"
-    with controller(cluster, tree, namespace, log, port, args.workers) as pid:
-        await asyncio.sleep(2)
-        rss_empty = rss_bytes(pid)
+    extra = ["--shards", str(replicas), "--peering-lease-duration", "6"] if replicas > 1 else []
+    with contextlib.ExitStack() as stack:
+        pids = [
+            stack.enter_context(
+                controller(
+                    cluster, tree, namespace, tmp / f"controller-{label}-{n}.log", port, args.workers, extra
+                )
+            )
+            for n, port in enumerate(ports)
+        ]
+        await asyncio.sleep(2 if replicas == 1 else 6)  # sharded: the replicas have split the shards
+        rss_empty = sum(rss_bytes(pid) for pid in pids)
         load = __import__("os").getloadavg()[0]
         gate = asyncio.Semaphore(16)
 
@@ -118,11 +135,11 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str,
         print(f"{args.dags} DAGs applied in {time.time() - applied_at:.1f} s (load {load:.1f})", flush=True)
         # Idle: every DAG reconciled once and waiting for its next minute (a pass per DAG done).
         for _ in range(1200):
-            if controller_counters(port).get('zonda_reconciles_total{kind="dag"}', 0) >= args.dags:
+            if dag_passes_of(ports) >= args.dags:
                 break
             await asyncio.sleep(0.5)
         await asyncio.sleep(2)
-        rss_idle = rss_bytes(pid)
+        rss_idle = sum(rss_bytes(pid) for pid in pids)
         print(
             f"RSS: no DAG {rss_empty / 2**20:.1f} MiB, {args.dags} idle DAGs {rss_idle / 2**20:.1f} MiB: "
             f"{(rss_idle - rss_empty) / args.dags / 1024:.1f} KiB per idle DAG",
@@ -130,18 +147,19 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str,
         )
         first_boundary = (int(time.time()) // 60 + 1) * 60
         load_start = __import__("os").getloadavg()
-        cpu_start, passes_start = cpu_seconds(pid), controller_counters(port)
+        cpu_starts, passes_start = [cpu_seconds(pid) for pid in pids], summed_counters(ports)
         spy = None
         if args.profile:
-            spy = start_py_spy(pid, args.profile / f"many-dags-{label}.txt")
+            spy = start_py_spy(pids[0], args.profile / f"many-dags-{label}.txt")
         end = first_boundary + 60 * (args.minutes - 1) + 20
         await asyncio.sleep(end - time.time())
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=60)
-        cpu = cpu_seconds(pid) - cpu_start
-        counters = controller_counters(port)
-        rss_end = rss_bytes(pid)
+        cpus = [cpu_seconds(pid) - start for pid, start in zip(pids, cpu_starts, strict=True)]
+        cpu = sum(cpus)
+        counters = summed_counters(ports)
+        rss_end = sum(rss_bytes(pid) for pid in pids)
         load_end = __import__("os").getloadavg()
     watcher.cancel()
     listing = (await api.request("GET", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"))["items"]
@@ -193,6 +211,8 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str,
         'zonda_reconciles_total{kind="run"}', 0
     )
     per_pass = cpu * 1000 / max(1.0, dag_passes + run_passes)
+    if replicas > 1:
+        print("per replica CPU s per minute: " + ", ".join(f"{c / minutes:.1f}" for c in cpus))
     print(
         f"controller: CPU {cpu / minutes:.1f} s per minute; {dag_passes:.0f} DAG passes, "
         f"{run_passes:.0f} run passes; CPU per pass (DAG and run) {per_pass:.1f} ms; "
@@ -201,6 +221,17 @@ async def run(args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str,
     print(f"load average (1/5/15 min) at the first boundary {load_start}, at the end {load_end}")
     if args.profile:
         top_frames(args.profile / f"many-dags-{label}.txt", limit=45)
+
+
+def summed_counters(ports: list[int]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for port in ports:
+        total.update(controller_counters(port))
+    return total
+
+
+def dag_passes_of(ports: list[int]) -> float:
+    return summed_counters(ports).get('zonda_reconciles_total{kind="dag"}', 0)
 
 
 def main() -> int:
@@ -216,6 +247,7 @@ def main() -> int:
         "--workers", type=int, default=None, help="the controllers' --workers (default: each tree's)"
     )
     parser.add_argument("--profile", default=None, help="record the controller with py-spy into DIR")
+    parser.add_argument("--replicas", default="1", help="controller replicas, e.g. 1,2 (N > 1: --shards N)")
     args = parser.parse_args()
     if args.profile:
         args.profile = Path(args.profile).resolve()
@@ -223,7 +255,8 @@ def main() -> int:
     trees = [(part.split("=", 1)[0], Path(part.split("=", 1)[1]).resolve()) for part in args.trees.split(",")]
     with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
         for label, tree in trees:
-            asyncio.run(run(args, cluster, Path(tmp), label, tree))
+            for replicas in (int(n) for n in args.replicas.split(",")):
+                asyncio.run(run(args, cluster, Path(tmp), f"{label}-{replicas}", tree, replicas))
     return 0
 
 

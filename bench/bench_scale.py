@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -217,9 +217,15 @@ def rss_bytes(pid: int) -> int:
 
 @contextlib.contextmanager
 def controller(
-    cluster: Cluster, tree: Path, namespace: str, log: Path, metrics_port: int, workers: int | None = None
+    cluster: Cluster,
+    tree: Path,
+    namespace: str,
+    log: Path,
+    metrics_port: int,
+    workers: int | None = None,
+    extra: Sequence[str] = (),
 ) -> Iterator[int]:
-    """`zonda controller` of `tree`; `workers` None: that tree's default."""
+    """`zonda controller` of `tree`; `workers` None: that tree's default; `extra` more arguments."""
     env = {**cluster.env(), "PYTHONPATH": str(tree)}
     args = [
         sys.executable, "-m", "controller.cli", "controller", "--namespace", namespace,
@@ -228,6 +234,7 @@ def controller(
     ]  # fmt: skip
     if workers is not None:
         args += ["--workers", str(workers)]
+    args += list(extra)
     with log.open("ab") as out:
         process = subprocess.Popen(
             args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tree, start_new_session=True

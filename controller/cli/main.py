@@ -122,6 +122,15 @@ def main() -> None:
 @click.option("--metrics-port", type=int, default=DEFAULTS.metrics_port)
 @click.option("--health-port", type=int, default=DEFAULTS.health_port)
 @click.option(
+    "--shards",
+    type=click.IntRange(min=1),
+    envvar="ZONDA_CONTROLLER_SHARDS",
+    default=DEFAULTS.shards,
+    show_default=True,
+    help="Split DAGs (with their runs and Backfills) over this many shard Leases, each held by one "
+    "replica: every replica acts, for its shards (above 1, --peering is not used).",
+)
+@click.option(
     "--peering",
     "leader_lease",
     default=None,
@@ -133,7 +142,8 @@ def main() -> None:
     type=float,
     default=DEFAULTS.leader_lease_duration,
     show_default=True,
-    help="Seconds a standby replica waits after the leader's last renewal before it takes over.",
+    help="Seconds a standby replica waits after the leader's last renewal before it takes over (with "
+    "--shards: a shard's Lease, before another replica takes the shard).",
 )
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=DEFAULTS.kubeconfig)
 @click.option("--log-format", type=click.Choice(["text", "json"]), envvar="ZONDA_LOG_FORMAT", default="text")
@@ -155,6 +165,7 @@ def controller(
     task_node_selector: str | None,
     metrics_port: int | None,
     health_port: int | None,
+    shards: int,
     leader_lease: str | None,
     leader_lease_duration: float,
     kubeconfig: str | None,
@@ -187,6 +198,7 @@ def controller(
         ),
         metrics_port=metrics_port,
         health_port=health_port,
+        shards=shards,
         leader_election=leader_lease is not None,
         leader_lease=leader_lease or DEFAULTS.leader_lease,
         leader_lease_duration=leader_lease_duration,

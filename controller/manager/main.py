@@ -8,7 +8,9 @@ waits for a controller that is down. The handlers are coroutines: kopf runs a pl
 thread pool, a hop per watch event that cost more than the handler (and the work queue is not
 thread-safe), and no diff-base is built (`NoDiffBase`): only change handlers read one.
 
-One replica acts at a time: with `--leader-election`, the work queue is gated by a Lease.
+One replica acts at a time: with `--peering`, the work queue is gated by a Lease. With `--shards N`
+(N > 1) replicas act at once instead, each for the DAGs (with their runs and Backfills) of the shards
+whose Leases it holds (`controller.manager.shards`); the peering Lease is then not used.
 
 The process is one object, `ControllerProcess`: its settings, and what it builds at start (the API
 client, the executor, the reconcilers, the work queue, the leader elector) in one `Services`. Its
@@ -31,6 +33,7 @@ import kopf
 from aiohttp import web
 from prometheus_client import start_http_server
 
+from controller.coordination.shards import dag_shard, object_shard
 from controller.executors import references
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
@@ -40,13 +43,14 @@ from controller.kube.cache import LabelledObjects, ObjectCache
 from controller.kube.client import in_cluster_server
 from controller.manager import leader, served
 from controller.manager.settings import ControllerSettings
+from controller.manager.shards import ControllerShards
 from controller.manager.workqueue import WorkQueue
 from controller.processes.health import serve_http
 from controller.reconcilers import metrics
 from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex, asset_keys_of
 from controller.reconcilers.dags import DagRunRefs
 from controller.reconcilers.index import RunSummary
-from controller.reconcilers.pools import POOLS, runs_to_wake
+from controller.reconcilers.pools import POOLS, Sharding, runs_to_wake
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
 from zonda.resources.asset_models import ASSETEVENTS, ASSETS, event_from_body, sanitize_uri
 from zonda.resources.models import GROUP, VERSION
@@ -90,6 +94,7 @@ class Services:
     reconcilers: Reconcilers
     queue: WorkQueue
     elector: leader.LeaderElector | None = None
+    shards: ControllerShards | None = None
 
 
 class ControllerProcess:
@@ -108,6 +113,8 @@ class ControllerProcess:
         self.asset_consumers: dict[tuple[str, str], frozenset[str]] = {}
         #: (namespace, DAG) -> every asset key its spec names (schedule and outlets), as last seen.
         self.dag_assets: dict[tuple[str, str], frozenset[str]] = {}
+        #: (namespace, Backfill) -> its DAG, from the Backfill watch: the Backfill's shard is its DAG's.
+        self.backfill_dags: dict[tuple[str, str], str] = {}
 
     def registry(self) -> kopf.OperatorRegistry:
         """kopf's handlers: this object's methods. Only `on.event`, so kopf stores nothing on objects."""
@@ -138,9 +145,37 @@ class ControllerProcess:
         """DAG passes first: they create the runs due now, and each is one short pass per DAG."""
         return 0 if isinstance(key, tuple) and key[0] == "dag" else 1
 
+    def shard_of(self, kind: str, namespace: str, name: str) -> int | None:
+        """The controller shard of a work-queue key (None: not known yet; its watch event will tell).
+
+        A DAG's runs and Backfills are in the DAG's shard; Pools and Assets, which no DAG owns, are
+        spread by their own names.
+        """
+        assert self.services is not None and self.services.shards is not None
+        count = self.services.shards.shard_count
+        if kind == "dag":
+            return dag_shard(namespace, name, count)
+        if kind == "run":
+            summary = self.services.reconcilers.index.runs.get((namespace, name))
+            return None if summary is None else dag_shard(namespace, summary.dag_name, count)
+        if kind == "backfill":
+            dag = self.backfill_dags.get((namespace, name))
+            return None if dag is None else dag_shard(namespace, dag, count)
+        return object_shard(kind, namespace, name, count)
+
+    def serves(self, kind: str, namespace: str, name: str) -> bool:
+        """Whether this replica reconciles the key now (always, unsharded)."""
+        shards = self.services.shards if self.services is not None else None
+        if shards is None:
+            return True
+        shard = self.shard_of(kind, namespace, name)
+        return shard is not None and shards.owns(shard)
+
     async def reconcile(self, key: Hashable) -> datetime | None:
         assert isinstance(key, tuple) and self.services is not None
         kind, namespace, name = key
+        if not self.serves(kind, namespace, name):
+            return None  # another replica's shard (or none's: whoever takes it enqueues all of it)
         reconcilers = self.services.reconcilers
         metrics.RECONCILES.labels(kind).inc()
         try:
@@ -210,7 +245,20 @@ class ControllerProcess:
             priority=self.priority,
         )
         elector = None
-        if ours.leader_election:
+        shards = None
+        if ours.shards > 1:
+            shards = ControllerShards(
+                kube,
+                namespace=ours.leader_namespace or (ours.namespaces or ["default"])[0],
+                identity=ours.identity,
+                shard_count=ours.shards,
+                lease_duration=ours.leader_lease_duration,
+                on_acquired=self.shards_acquired,
+                on_lost=lambda shard, reason: logger.info("controller shard %d lost: %s", shard, reason),
+            )
+            reconcilers.runs.admission.sharding = Sharding(ours.shards, shards.served, shards.ledger)
+            self.tasks.append(asyncio.create_task(shards.run(self.after_shard_cycle), name="shards"))
+        elif ours.leader_election:
             queue.pause()
             elector = leader.LeaderElector(
                 kube,
@@ -224,7 +272,7 @@ class ControllerProcess:
             )
             self.tasks.append(asyncio.create_task(elector.run(), name="leader-election"))
         self.services = Services(
-            kube=kube, executor=executor, reconcilers=reconcilers, queue=queue, elector=elector
+            kube=kube, executor=executor, reconcilers=reconcilers, queue=queue, elector=elector, shards=shards
         )
         queue.start()
         if ours.health_port:
@@ -246,13 +294,52 @@ class ControllerProcess:
         A standby's watch may lag behind what the old leader created just before it stopped (a run it
         made from some events): the first passes read a list made after the takeover, never older.
         """
+        self.relist_indexes()
+        queue.resume()
+
+    def relist_indexes(self) -> None:
+        """The indexes the watches fed are listed again before the next pass uses them (a standby's
+        or another shard's holder's writes may not have reached our watch yet)."""
         if self.services is not None:
             reconcilers = self.services.reconcilers
             indexes = (reconcilers.dags.runs, reconcilers.dags.asset_events, reconcilers.assets.dags)
             for index in (*indexes, reconcilers.assets.aliases):
                 if index is not None:
                     index.relist()
-        queue.resume()
+            reconcilers.runs.admission.seeded.clear()
+
+    def shards_acquired(self, shards: frozenset[int]) -> None:
+        """Shards taken (at start, from a replica that died or left): everything in them is looked at
+        now, on indexes listed again, as a new leader does; later changes come from the watches."""
+        if self.services is None:
+            return
+        logger.info("controller shards acquired: %s", ",".join(str(s) for s in sorted(shards)))
+        self.relist_indexes()
+        cache = self.services.kube.cache
+        keys: set[tuple[str, str, str]] = set()
+        for plural, kind in ((DAGS, "dag"), (POOLS, "pool")):
+            for cached_plural, namespace, name in list(cache.objects) if cache is not None else ():
+                if cached_plural == plural:
+                    keys.add((kind, namespace, name))
+        keys |= {("run", namespace, name) for namespace, name in self.services.reconcilers.index.runs}
+        keys |= {("backfill", namespace, name) for namespace, name in self.backfill_dags}
+        for (namespace, _dag), uris in self.dag_assets.items():
+            keys |= {("asset", namespace, uri) for uri in uris if not uri.startswith("alias:")}
+        for kind, namespace, name in sorted(keys):
+            if self.shard_of(kind, namespace, name) in shards:
+                self.enqueue(kind, namespace, name)
+
+    async def after_shard_cycle(self, changed: list[str]) -> None:
+        """After each shard Lease cycle: runs waiting for slots another replica gave back look again,
+        and the slots our own shards no longer hold are given back (`PoolAdmission.release`)."""
+        if self.services is None:
+            return
+        reconcilers = self.services.reconcilers
+        for namespace in changed:
+            for name, summary in reconcilers.index.in_namespace(namespace).items():
+                if summary.waiting:
+                    self.enqueue("run", namespace, name)
+        await reconcilers.runs.admission.release()
 
     async def healthz(self, request: web.Request) -> web.Response:
         """Liveness: the event loop answers (this handler runs) and every reconcile worker is alive."""
@@ -266,7 +353,9 @@ class ControllerProcess:
         """Readiness: started and connected. A standby replica is ready too (it takes over on failover)."""
         if self.services is None:
             return web.Response(status=503, text="starting\n")
-        elector = self.services.elector
+        elector, shards = self.services.elector, self.services.shards
+        if shards is not None:
+            return web.Response(text=f"ok: shards {shards.describe()} of {shards.shard_count}\n")
         return web.Response(text="ok: leading\n" if elector is None or elector.leading else "ok: standby\n")
 
     async def cleanup(self, **_: Any) -> None:
@@ -286,6 +375,9 @@ class ControllerProcess:
             return
         if services.elector is not None:
             await services.elector.release()
+        if services.shards is not None:
+            released = await services.shards.release()
+            logger.info("controller shards released: %s", ",".join(str(s) for s in released) or "none")
         if isinstance(services.executor, LocalExecutor):
             await services.executor.close()
         await services.kube.close()
@@ -339,8 +431,10 @@ class ControllerProcess:
         dag = (event["body"].get("spec") or {}).get("dagName", "")
         for names in self.backfills.values():
             names.discard(event["name"])  # the DAG may have changed
-        if event["type"] == "DELETED":
-            return  # deleting a backfill cancels what has not started: nothing more is created
+        if event["type"] == "DELETED":  # deleting a backfill cancels what has not started
+            self.backfill_dags.pop((event["namespace"], event["name"]), None)
+            return
+        self.backfill_dags[(event["namespace"], event["name"])] = dag
         self.backfills.setdefault((event["namespace"], dag), set()).add(event["name"])
         version = event["body"].get("metadata", {}).get("resourceVersion")
         if not self.services.reconcilers.is_own_write(BACKFILLS, event["namespace"], event["name"], version):

@@ -64,6 +64,9 @@ class ControllerSettings:
     event_fold_seconds: float = 2.0
     metrics_port: int | None = None
     health_port: int | None = None
+    #: `--shards`: DAGs (with their runs and Backfills) split over this many shard Leases, each
+    #: held by one replica (`controller.manager.shards`); 1: one replica acts (leader election).
+    shards: int = 1
     leader_election: bool = False
     leader_lease: str = "zonda-controller-leader"
     #: Seconds a standby waits after the leader's last renewal before taking over (client-go's 15).

@@ -19,6 +19,7 @@ waiting task instance.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,13 +30,15 @@ from pydantic import ValidationError
 
 from controller.coordination.shards import dag_shard
 from controller.coordination.slot_ledger import SlotLedger
-from controller.kube import DAGRUNS, POOLS, KubeApi
+from controller.kube import DAGRUNS, POOLS, KubeApi, KubeError
 from controller.reconcilers import metrics
 from controller.reconcilers.common import StatusWriter
 from controller.reconcilers.index import RunIndex, RunSummary
 from zonda.passes import pools
 from zonda.passes.pools import Concurrency, PoolLimit
 from zonda.resources.pool_models import PoolSpec
+
+log = logging.getLogger(__name__)
 
 __all__ = ["POOLS", "PoolAdmission", "PoolReconciler", "runs_to_wake"]
 
@@ -61,6 +64,8 @@ class PoolAdmission:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     seeded: set[str] = field(default_factory=set)
     sharding: Sharding | None = None
+    #: Namespaces with a `release_soon` pending, and its tasks (kept: the loop holds tasks weakly).
+    _releasing: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
     async def seed(self, namespace: str) -> None:
         """List the namespace's DagRuns into the index once: the watch may not have delivered them all."""
@@ -101,12 +106,14 @@ class PoolAdmission:
                 waiting=tuple(c for s in others for c in s.waiting),
             )
         served = sharding.served()
+        declared = await sharding.ledger.entries(namespace)
+        observed = self.shard_slots(namespace, pool_limits, None)
+        if _ahead(declared, observed, served):  # another replica may have given slots back since
+            declared = await sharding.ledger.refresh(namespace)
         mine = [
             s for name, s in runs.items() if name != run_name and sharding.shard_of(namespace, s) in served
         ]
-        elsewhere = pools.slots_elsewhere(
-            await sharding.ledger.entries(namespace), self.shard_slots(namespace, pool_limits, None), served
-        )
+        elsewhere = pools.slots_elsewhere(declared, observed, served)
         return Concurrency(
             pools=pool_limits,
             holders=tuple(h for s in mine for h in s.holders),
@@ -142,6 +149,23 @@ class PoolAdmission:
         ours = self.shard_slots(namespace, await self.limits(namespace), served)
         return await sharding.ledger.declare(namespace, ours, served)
 
+    def release_soon(self, namespace: str, delay: float = 0.05) -> None:
+        """Sharded: declare again shortly (a pass freed slots): one write for a burst of passes."""
+        if self.sharding is None or namespace in self._releasing:
+            return
+
+        async def later() -> None:
+            try:
+                await asyncio.sleep(delay)
+                async with self.lock:
+                    await self.declare(namespace)
+            except (KubeError, OSError, TimeoutError) as error:
+                log.warning("slot ledger of %s not written (the lease loop retries): %s", namespace, error)
+            finally:
+                self._releasing.pop(namespace, None)
+
+        self._releasing[namespace] = asyncio.get_running_loop().create_task(later())
+
     async def release(self) -> None:
         """Sharded: declare again in every namespace with a ledger, so slots our shards no longer
         hold (tries that ended, shards handed over) are given back to the other replicas; a write
@@ -151,6 +175,20 @@ class PoolAdmission:
         for namespace in self.sharding.ledger.namespaces():
             async with self.lock:
                 await self.declare(namespace)
+
+
+def _ahead(
+    declared: Mapping[int, Mapping[str, int]],
+    observed: Mapping[int, Mapping[str, int]],
+    served: frozenset[int],
+) -> bool:
+    """Whether another shard declared more than its runs show: its replica may have released since."""
+    return any(
+        slots > observed.get(shard, {}).get(pool, 0)
+        for shard, by_pool in declared.items()
+        if shard not in served
+        for pool, slots in by_pool.items()
+    )
 
 
 def runs_to_wake(

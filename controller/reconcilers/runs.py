@@ -254,6 +254,8 @@ class RunReconciler:
             self.enqueue("run", namespace, other)
         for pool in sorted(touched_pools):
             self.enqueue("pool", namespace, pool)
+        if runs or touched_pools:  # --shards: slots given back reach the other replicas' admissions
+            self.admission.release_soon(namespace)
 
     async def _start(
         self, run: Mapping[str, Any], spec: DagRunSpec, status: DagRunStatus, now: datetime

@@ -370,6 +370,15 @@ NAMESPACED_CASES = [
     ),
     pytest.param(
         "controller",
+        "delete",
+        "leases.coordination.k8s.io",
+        None,
+        None,
+        True,
+        id="the sharded controller deletes a long-gone replica's member Lease",
+    ),
+    pytest.param(
+        "controller",
         "list",
         "customresourcedefinitions.apiextensions.k8s.io",
         None,

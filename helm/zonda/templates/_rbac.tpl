@@ -94,11 +94,12 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 {{- end }}
 {{- end }}
 
-{{/* Leases in the release namespace: the controller's leader election. */}}
+{{/* Leases in the release namespace: the controller's leader election, or with --shards its shard,
+member and slot ledger Leases (a long-gone replica's member Lease is deleted). */}}
 {{- define "zonda.controllerLeaseRules" -}}
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "list", "watch", "create", "update", "patch"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 {{- end }}
 
 {{/* Leases in the release namespace: the triggerer's shard ownership (released by deleting). */}}

@@ -169,7 +169,7 @@ CONTROLLER_RULES = {
     ("", "events"): "create patch",
     ("events.k8s.io", "events"): "create patch",
 }
-CONTROLLER_LEASES = {("coordination.k8s.io", "leases"): "get list watch create update patch"}
+CONTROLLER_LEASES = {("coordination.k8s.io", "leases"): "get list watch create update patch delete"}
 CRD_READ = {("apiextensions.k8s.io", "customresourcedefinitions"): "get list watch"}
 NAMESPACE_READ = {("", "namespaces"): "get list watch"}
 TASK_POD_RULES = {
@@ -460,6 +460,16 @@ def test_replicas_and_triggerer_sharding(
     assert [a for a in args if a.startswith(("--shards", "--capacity"))] == triggerer_args
 
 
+@pytest.mark.parametrize(
+    ("values", "arg"), [({}, "--shards=1"), ({"controller": {"shards": 4}}, "--shards=4")]
+)
+def test_controller_shards_reach_the_controller(
+    helm: Path, tmp_path: Path, values: dict[str, Any], arg: str
+) -> None:
+    args = container(render(helm, tmp_path, values), "controller")["args"]
+    assert [a for a in args if a.startswith("--shards")] == [arg]
+
+
 DEFAULT_TASK_RESOURCES = '{"limits":{"memory":"512Mi"},"requests":{"cpu":"100m","memory":"128Mi"}}'
 
 
@@ -710,6 +720,7 @@ def test_service_monitor_selects_both_metrics_services(helm: Path, tmp_path: Pat
             {"controller": {"executor": "celery"}}, "executor", id="the executor is kubernetes or local"
         ),
         pytest.param({"triggerer": {"shards": 0}}, "shards", id="there is at least one shard"),
+        pytest.param({"controller": {"shards": 0}}, "shards", id="the controller has at least one shard"),
         pytest.param({"watch": {"namespaces": ["Team_A"]}}, "namespaces", id="namespaces are DNS labels"),
         pytest.param(
             {"securityContext": {"allowPrivilegeEscalation": True, "capabilities": {"drop": ["ALL"]}}},

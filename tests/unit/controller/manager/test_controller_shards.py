@@ -1,0 +1,120 @@
+"""`zonda controller --shards`: which replica reconciles which work-queue key, against FakeKube.
+
+Two `ControllerProcess`es share one fake API: their shard Leases split the shards, each key (a DAG, its
+runs and Backfills by the DAG's shard; Pools by their own name) is served by exactly one of them, a
+takeover enqueues everything of the shards taken, and the work queue's gate refuses the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from controller.coordination.shards import dag_shard
+from controller.kube import DAGRUNS
+from controller.kube import DAGS as DAGS_PLURAL
+from controller.kube.cache import ObjectCache
+from controller.kube.fake import FakeKube
+from controller.manager.main import ControllerProcess, Services
+from controller.manager.settings import DEFAULTS
+from controller.manager.shards import ControllerShards
+from controller.manager.workqueue import WorkQueue
+from controller.reconcilers.pools import POOLS, Sharding
+from controller.reconcilers.reconcilers import Reconcilers
+from tests.unit.controller.reconcilers.test_pool_reconcilers import SlowExecutor
+from tests.unit.fake_world import run_body
+
+NS = "team"
+DAGS = [f"dag-{i}" for i in range(12)]
+
+
+class Clock:
+    now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def process(kube: FakeKube, identity: str, clock: Clock) -> ControllerProcess:
+    proc = ControllerProcess(replace(DEFAULTS, shards=2, identity=identity))
+    reconcilers = Reconcilers(kube, SlowExecutor())
+    shards = ControllerShards(
+        kube,
+        namespace="zonda",
+        identity=identity,
+        shard_count=2,
+        lease_duration=3.0,
+        on_acquired=proc.shards_acquired,
+        monotonic=clock,
+    )
+    reconcilers.runs.admission.sharding = Sharding(2, shards.served, shards.ledger)
+    proc.services = Services(
+        kube=kube,  # type: ignore[arg-type]
+        executor=SlowExecutor(),
+        reconcilers=reconcilers,
+        queue=WorkQueue(proc.reconcile),
+        shards=shards,
+    )
+    return proc
+
+
+def queued(proc: ControllerProcess) -> set[Any]:
+    assert proc.services is not None
+    return set(proc.services.queue._waiting)
+
+
+async def step(proc: ControllerProcess) -> None:
+    """One shard Lease cycle of `proc` (its lease loop, without the sleeping)."""
+    assert proc.services is not None and proc.services.shards is not None
+    await proc.services.shards.step()
+
+
+def know(proc: ControllerProcess) -> None:
+    """What the watches would have delivered: the runs, one per DAG, and a Backfill of dag-0."""
+    assert proc.services is not None
+    for name in DAGS:
+        body = run_body(f"{name}-run", name)
+        body["metadata"]["namespace"] = NS
+        proc.services.reconcilers.index.update(body)
+    proc.backfill_dags[(NS, "fill-0")] = "dag-0"
+
+
+async def test_two_replicas_serve_every_key_exactly_once_and_a_takeover_enqueues_the_shard() -> None:
+    kube, clock = FakeKube(), Clock()
+    cache = kube.cache = ObjectCache(frozenset({DAGS_PLURAL, DAGRUNS, POOLS}))  # type: ignore[attr-defined]
+    for name in DAGS:  # what the DAG watch delivered
+        cache.observed(DAGS_PLURAL, {"metadata": {"namespace": NS, "name": name, "resourceVersion": "1"}})
+    a, b = process(kube, "a", clock), process(kube, "b", clock)
+    know(a)
+    know(b)
+    await step(a)
+    assert all(a.serves("dag", NS, name) for name in DAGS), "alone, a serves every shard"
+    await step(b)
+    await step(a)
+    await step(b)
+    for kind, name, dag in [
+        *(("dag", name, name) for name in DAGS),
+        *(("run", f"{name}-run", name) for name in DAGS),
+        ("backfill", "fill-0", "dag-0"),
+    ]:
+        served = [proc for proc in (a, b) if proc.serves(kind, NS, name)]
+        assert len(served) == 1, (kind, name)
+        assert served[0] is (a if dag_shard(NS, dag, 2) == 0 else b), (kind, name)
+    assert [a.serves("pool", NS, "p"), b.serves("pool", NS, "p")].count(True) == 1
+    assert not a.serves("run", NS, "unknown-run"), "a run no watch delivered yet waits for its event"
+    # b took shard 1 from a: everything of shard 1 that b knows is queued on b
+    shard_1 = {name for name in DAGS if dag_shard(NS, name, 2) == 1}
+    assert {("run", NS, f"{name}-run") for name in shard_1} <= queued(b)
+    assert not {key for key in queued(b) if key[0] == "run" and key[2].removesuffix("-run") not in shard_1}
+
+    # a dies: after a lease duration of silence b serves everything, and enqueued shard 0's keys
+    for _ in range(4):
+        clock.now += 1.0
+        await step(b)
+    assert all(b.serves("run", NS, f"{name}-run") for name in DAGS)
+    assert {("run", NS, f"{name}-run") for name in DAGS} <= queued(b)
+    assert {("dag", NS, name) for name in DAGS} <= queued(b)
+    assert ("backfill", NS, "fill-0") in queued(b)
+    # and a, by its own clock, no longer serves anything: its passes stop before b's start
+    assert not any(a.serves("dag", NS, name) for name in DAGS)
+    assert await a.reconcile(("dag", NS, "dag-0")) is None
