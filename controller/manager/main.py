@@ -52,7 +52,13 @@ from controller.reconcilers.dags import DagRunRefs
 from controller.reconcilers.index import RunSummary
 from controller.reconcilers.pools import POOLS, Sharding, runs_to_wake
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
-from zonda.resources.asset_models import ASSETEVENTS, ASSETS, event_from_body, sanitize_uri
+from zonda.resources.asset_models import (
+    ASSETEVENTS,
+    ASSETS,
+    event_from_body,
+    sanitize_uri,
+    watcher_trigger_name,
+)
 from zonda.resources.models import GROUP, VERSION
 from zonda.resources.run_events import RunEvent
 from zonda.resources.wire import LABEL_DAGRUN_UID
@@ -115,6 +121,8 @@ class ControllerProcess:
         self.dag_assets: dict[tuple[str, str], frozenset[str]] = {}
         #: (namespace, Backfill) -> its DAG, from the Backfill watch: the Backfill's shard is its DAG's.
         self.backfill_dags: dict[tuple[str, str], str] = {}
+        #: (namespace, DAG) -> (URI, watcher Trigger name) of the AssetWatchers its schedule names.
+        self.dag_watchers: dict[tuple[str, str], frozenset[tuple[str, str]]] = {}
 
     def registry(self) -> kopf.OperatorRegistry:
         """kopf's handlers: this object's methods. Only `on.event`, so kopf stores nothing on objects."""
@@ -410,6 +418,16 @@ class ControllerProcess:
         before = self.dag_assets.pop(key, None)
         if keys:
             self.dag_assets[key] = keys
+        # watchers added, removed or changed on the assets of its schedule: those assets' Triggers
+        watched = frozenset(
+            (uri, watcher_trigger_name(uri, w))
+            for uri, w in assets.schedule_watchers(spec.get("assetSchedule"))
+        )
+        watched_before = self.dag_watchers.pop(key, frozenset())
+        if watched and event["type"] != "DELETED":
+            self.dag_watchers[key] = watched
+        for uri in sorted({uri for uri, _ in watched ^ watched_before}):
+            self.enqueue("asset", namespace, uri)
         if keys != before:  # the assets' producers and consumers changed (not on our status writes)
             changed = keys ^ (before or frozenset())
             for uri in sorted(k for k in keys | (before or frozenset()) if not k.startswith("alias:")):

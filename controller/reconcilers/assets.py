@@ -22,9 +22,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.kube import DAGS, AlreadyExists, KubeApi
+from controller.kube import DAGS, TRIGGERS, AlreadyExists, KubeApi
 from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex
 from controller.reconcilers.common import StatusWriter, parse_status
+from controller.reconcilers.trigger_resources import watcher_trigger_body
 from zonda.passes.produced_assets import ProducedAssetEvent
 from zonda.resources.asset_models import (
     ASSETEVENTS,
@@ -33,6 +34,7 @@ from zonda.resources.asset_models import (
     LABEL_ASSET,
     AssetSpec,
     AssetStatus,
+    AssetWatcherRef,
     TriggeringEvent,
     asset_name,
     event_from_body,
@@ -118,6 +120,7 @@ class AssetReconciler:
     events: AssetEventIndex | None = None
     dags: AssetDagIndex | None = None
     aliases: AliasResolutions | None = None
+    trigger_shards: int = 16
 
     async def reconcile(self, namespace: str, uri: str) -> datetime | None:
         asset = await ensure_asset(self.kube, namespace, uri)
@@ -126,7 +129,12 @@ class AssetReconciler:
         except ValidationError as exc:
             await self.kube.emit_event(asset, reason="InvalidSpec", message=str(exc), warning=True)
             return None
-        producing, consuming = assets.asset_dags(spec.uri, await self._dags(namespace, spec.uri))
+        dags = await self._dags(namespace, spec.uri)
+        producing, consuming = assets.asset_dags(spec.uri, dags)
+        old = parse_status(AssetStatus, asset.get("status"))
+        watchers = assets.asset_watchers(spec.uri, dags)
+        if watchers or old.watchers:
+            await self._sync_watchers(asset, spec.uri, watchers)
         events = [e for e in await self._events(namespace, spec.uri) if e.uri == spec.uri]
         doomed = assets.events_beyond_limit(events, spec.events_history_limit or DEFAULT_EVENTS_HISTORY_LIMIT)
         for name in doomed:
@@ -134,7 +142,6 @@ class AssetReconciler:
             if self.events is not None:
                 self.events.forget(namespace, name)
         kept = sorted((e for e in events if e.name not in set(doomed)), key=lambda e: (e.timestamp, e.name))
-        old = parse_status(AssetStatus, asset.get("status"))
         # an alias, once resolved to this asset, stays resolved (Airflow's alias -> dataset rows)
         aliases = sorted({*old.aliases, *(a for e in events for a in e.aliases)})
         if self.aliases is not None:
@@ -148,10 +155,33 @@ class AssetReconciler:
             consuming_dags=consuming,
             producing=",".join(producing) or None,
             consuming=",".join(consuming) or None,
+            watchers=sorted(w.name for w in watchers.values()),
         )
         new_wire = AssetStatus.model_validate(new.model_dump()).to_wire()
         await self.writer.write_status(ASSETS, asset, old.to_wire(), new_wire)
         return None
+
+    async def _sync_watchers(
+        self, asset: Mapping[str, Any], uri: str, wanted: Mapping[str, AssetWatcherRef]
+    ) -> None:
+        """One Trigger per watcher the consuming DAGs give the asset (Airflow's asset-trigger rows),
+        owned by the Asset; a watcher no schedule names any more has its Trigger deleted (cancelled)."""
+        meta = asset["metadata"]
+        namespace = meta["namespace"]
+        selector = f"{LABEL_ASSET}={meta['name']}"
+        have = {t["metadata"]["name"] for t in await self.kube.list_custom(TRIGGERS, namespace, selector)}
+        for name, watcher in sorted(wanted.items()):
+            if name in have:
+                continue
+            try:
+                await self.kube.create_custom(
+                    TRIGGERS, namespace, watcher_trigger_body(asset, uri, watcher, self.trigger_shards)
+                )
+            except AlreadyExists:
+                continue
+            logger.info("asset %s: watcher %s runs as Trigger %s", uri, watcher.name, name)
+        for name in sorted(have - set(wanted)):
+            await self.kube.delete_custom(TRIGGERS, namespace, name)
 
     async def _dags(self, namespace: str, uri: str) -> Mapping[str, Mapping[str, Any]]:
         if self.dags is None:

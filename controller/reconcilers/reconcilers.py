@@ -66,7 +66,7 @@ class Reconcilers:
             enqueue=enqueue,
         )
         self.pools = PoolReconciler(kube, self.writer, self.runs.admission)
-        self.assets = AssetReconciler(kube, self.writer)
+        self.assets = AssetReconciler(kube, self.writer, trigger_shards=trigger_shards)
 
         #: What the work queue's kinds are reconciled by: one get-or-gone head for the four object
         #: reconcilers (`controller.reconcilers.protocol.AsReconciler`); assets are keyed by URI.

@@ -14,8 +14,9 @@ from typing import Any
 from controller.coordination.shards import shard_for
 from zonda.passes import decisions
 from zonda.passes.decisions import ObservedTrigger
+from zonda.resources.asset_models import LABEL_ASSET, AssetWatcherRef, watcher_trigger_name
 from zonda.resources.models import API_VERSION
-from zonda.resources.trigger_models import TriggerSpec
+from zonda.resources.trigger_models import TriggerSpec, WatchedAsset
 from zonda.resources.wire import LABEL_DAGRUN, LABEL_DAGRUN_UID, LABEL_SHARD, label_value
 
 
@@ -51,6 +52,34 @@ def trigger_body(meta: Mapping[str, Any], request: decisions.TriggerRequest, sha
                     "uid": meta["uid"],
                     "controller": True,
                 }
+            ],
+        },
+        "spec": spec.to_wire(),
+    }
+
+
+def watcher_trigger_body(
+    asset: Mapping[str, Any], uri: str, watcher: AssetWatcherRef, shards: int
+) -> dict[str, Any]:
+    """The Trigger that runs an asset's watcher, in its shard, owned by the Asset (labelled with it)."""
+    meta = asset["metadata"]
+    name = watcher_trigger_name(uri, watcher)
+    shard = shard_for(name, shards)
+    spec = TriggerSpec(
+        classpath=watcher.classpath,
+        kwargs=dict(watcher.kwargs),
+        asset=WatchedAsset(uri=uri, watcher=watcher.name),
+        shard=shard,
+    )
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Trigger",
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": {LABEL_SHARD: str(shard), LABEL_ASSET: meta["name"]},
+            "ownerReferences": [
+                {"apiVersion": API_VERSION, "kind": "Asset", "name": meta["name"], "uid": meta["uid"]}
             ],
         },
         "spec": spec.to_wire(),

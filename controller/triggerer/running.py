@@ -93,3 +93,54 @@ async def drive_trigger(
             await trigger.cleanup()
         except Exception:  # Airflow ignores cleanup errors; at least log them
             log.exception("cleanup() of trigger %s failed", name or trigger)
+
+
+#: Seconds before a watcher whose `run()` returned, or failed, is started again (Airflow's triggerer
+#: starts an asset's trigger again at its next loop).
+WATCHER_RESTART_SECONDS = 5.0
+
+
+async def each_event(trigger: BaseTrigger, deliver: Callable[[TriggerEvent], None]) -> None:
+    """Run `trigger` to its end, handing every event it yields to `deliver`, then close `run()`."""
+    events = trigger.run()
+    if not inspect.isasyncgen(events):
+        if inspect.iscoroutine(events):
+            events.close()
+        raise TypeError(
+            f"{type(trigger).__name__}.run() must be an async generator that yields TriggerEvents"
+        )
+    try:
+        async for event in events:
+            if not isinstance(event, TriggerEvent):
+                raise TypeError(f"run() yielded {event!r}, not a TriggerEvent")
+            deliver(event)
+    finally:
+        await events.aclose()
+
+
+async def drive_watcher(
+    make: Callable[[], BaseTrigger],
+    *,
+    deliver: Callable[[TriggerEvent], None],
+    report_step: Callable[[float], None] = lambda seconds: None,
+    name: str = "",
+    restart_after: float = WATCHER_RESTART_SECONDS,
+) -> None:
+    """Run an asset watcher's trigger for good: every event to `deliver`; when `run()` returns or
+    raises, `cleanup()`, then a fresh trigger from `make` after `restart_after` seconds. Only
+    cancellation (the Trigger deleted, the shard lost, shutdown) ends it."""
+    while True:
+        trigger = make()
+        try:
+            await TimedSteps(each_event(trigger, deliver), report_step)
+            log.info("Asset watcher %s returned; starting it again in %.0fs", name, restart_after)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Asset watcher %s failed; starting it again in %.0fs", name, restart_after)
+        finally:
+            try:
+                await trigger.cleanup()
+            except Exception:
+                log.exception("cleanup() of trigger %s failed", name)
+        await asyncio.sleep(restart_after)

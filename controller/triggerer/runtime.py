@@ -45,9 +45,16 @@ from controller.processes.health import (
 from controller.providers.kubernetes.triggers import current_kube
 from controller.triggerer.leases import LeaseKeeper
 from controller.triggerer.metrics import CONTENT_TYPE_LATEST, TriggererMetrics
-from controller.triggerer.running import RunningTrigger, TriggerResult, drive_trigger
+from controller.triggerer.running import RunningTrigger, TriggerResult, drive_trigger, drive_watcher
 from controller.triggerer.settings import TriggererSettings
-from controller.triggerer.writes import FINISHED_STATES, Outcome, WriteResult, write_outcome
+from controller.triggerer.writes import (
+    FINISHED_STATES,
+    Outcome,
+    WriteResult,
+    asset_event_body,
+    record_asset_event,
+    write_outcome,
+)
 from zonda.resources.trigger_models import TriggerState, TriggerStatus
 from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
 
@@ -313,7 +320,7 @@ class Triggerer:
             return
         if name in self.finished or name in self.awaiting_write:
             return
-        self._start(name, shard, obj.get("spec") or {}, version)
+        self._start(name, shard, obj, version)
 
     def _forget(self, name: str) -> None:
         """The Trigger was deleted (its task instance no longer waits): cancel it, forget it."""
@@ -325,8 +332,9 @@ class Triggerer:
         if trigger is not None and trigger.task is not None:
             trigger.task.cancel()
 
-    def _start(self, name: str, shard: int, spec: Mapping[str, Any], version: str | None) -> None:
+    def _start(self, name: str, shard: int, obj: Mapping[str, Any], version: str | None) -> None:
         record = RunningTrigger(name=name, shard=shard, resource_version=version)
+        spec = obj.get("spec") or {}
         try:
             trigger = load_trigger(spec["classpath"], spec.get("kwargs") or {})
         except Exception as error:  # a bad classpath or kwargs fails the trigger, as in Airflow
@@ -334,9 +342,48 @@ class Triggerer:
             self._enqueue(record, self._failed(shard, f"Trigger could not be loaded: {error}"))
             return
         trigger.trigger_id = name
-        record.task = asyncio.create_task(self._run_trigger(record, trigger), name=f"trigger {name}")
+        if isinstance(spec.get("asset"), Mapping):
+            record.task = asyncio.create_task(self._run_watcher(record, obj), name=f"watcher {name}")
+        else:
+            record.task = asyncio.create_task(self._run_trigger(record, trigger), name=f"trigger {name}")
         self.running[name] = record
         self.metrics.running_triggers.labels(shard=str(shard)).inc()
+
+    async def _run_watcher(self, record: RunningTrigger, obj: Mapping[str, Any]) -> None:
+        """An asset's watcher: every event it yields becomes an AssetEvent (a fenced create)."""
+        spec = obj.get("spec") or {}
+
+        def make() -> BaseTrigger:
+            trigger = load_trigger(spec["classpath"], spec.get("kwargs") or {})
+            trigger.trigger_id = record.name
+            return trigger
+
+        def deliver(event: TriggerEvent) -> None:
+            try:
+                body = asset_event_body(obj, event.payload)
+            except TypeError as error:
+                log.error("Asset watcher %s: event payload cannot be stored: %s", record.name, error)
+                return
+            self.outcomes.put_nowait(
+                Outcome(
+                    name=record.name,
+                    shard=record.shard,
+                    status={},
+                    resource_version=None,
+                    produced_at=time.monotonic(),
+                    asset_event=body,
+                )
+            )
+
+        log.info("Asset watcher %s started for %s", record.name, (spec.get("asset") or {}).get("uri"))
+        try:
+            await drive_watcher(
+                make, deliver=deliver, report_step=self.slow_steps.reporter(record.name), name=record.name
+            )
+        finally:
+            if self.running.get(record.name) is record:
+                del self.running[record.name]
+                self.metrics.running_triggers.labels(shard=str(record.shard)).dec()
 
     async def _run_trigger(self, record: RunningTrigger, trigger: BaseTrigger) -> None:
         def deliver(result: TriggerResult) -> None:
@@ -406,6 +453,9 @@ class Triggerer:
             await asyncio.gather(*in_flight, return_exceptions=True)
 
     async def _write_one(self, outcome: Outcome) -> None:
+        if outcome.asset_event is not None:
+            await self._write_asset_event(outcome, outcome.asset_event)
+            return
         try:
             if not await self._lease_held_since(outcome.shard, outcome.produced_at):
                 self.awaiting_write.discard(outcome.name)  # the shard's new holder runs it again
@@ -434,6 +484,34 @@ class Triggerer:
             self.fire_latencies.append(time.monotonic() - outcome.produced_at)
         else:
             self.metrics.triggers_failed.inc()
+
+    async def _write_asset_event(self, outcome: Outcome, body: dict[str, Any]) -> None:
+        """Record a watcher's event, if the shard's Lease is still ours (else its new holder's copy of
+        the watcher reports it); a 409 is the same event recorded before."""
+        event = body["metadata"]["name"]
+        try:
+            if not await self._lease_held_since(outcome.shard, outcome.produced_at):
+                self.metrics.fenced_writes.inc()
+                log.warning(
+                    "Not recording asset event %s: shard %d's Lease is no longer ours", event, outcome.shard
+                )
+                return
+            result = await record_asset_event(self.kube, body["metadata"]["namespace"], body)
+        except (KubeError, OSError, TimeoutError) as error:
+            log.warning("Recording asset event %s failed, retrying: %s", event, error)
+            await asyncio.sleep(1.0)
+            self.outcomes.put_nowait(outcome)
+            return
+        finally:
+            self.outcomes.task_done()
+            self._write_slots.release()
+        if result is WriteResult.ALREADY_FINISHED:
+            self.metrics.duplicate_events.inc()
+            log.info("Asset event %s of watcher %s was already recorded", event, outcome.name)
+        else:
+            self.metrics.events_fired.inc()
+            self.fire_latencies.append(time.monotonic() - outcome.produced_at)
+            log.info("Recorded asset event %s of watcher %s", event, outcome.name)
 
     async def _lease_held_since(self, shard: int, since: float) -> bool:
         """The fencing check: shard `shard`'s Lease, read from the API after `since`, is still ours.

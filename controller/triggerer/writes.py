@@ -12,8 +12,11 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from controller.kube import TRIGGERS, Conflict, Kube, NotFound
+from controller.kube import TRIGGERS, AlreadyExists, Conflict, Kube, NotFound
+from zonda.resources.asset_models import ASSETEVENTS, LABEL_ASSET, AssetEventSpec, watcher_event_name
+from zonda.resources.models import API_VERSION
 from zonda.resources.trigger_models import TriggerState
+from zonda.triggers import to_json_safe
 
 FINISHED_STATES = frozenset({TriggerState.FIRED.value, TriggerState.FAILED.value})
 
@@ -34,6 +37,46 @@ class Outcome:
     resource_version: str | None
     #: Monotonic time the event was yielded (for the fire-latency benchmark).
     produced_at: float
+    #: An asset watcher's event: the AssetEvent to create (instead of a status to write).
+    asset_event: dict[str, Any] | None = None
+
+
+def asset_event_body(trigger: Mapping[str, Any], payload: Any) -> dict[str, Any]:
+    """The AssetEvent an asset watcher's event records: named from the Trigger and the payload (the same
+    event yielded again, by another replica after a failover or by this one restarted, has the same
+    name and gets 409), owned by the Asset that owns the Trigger, extra as Airflow's
+    `Trigger.submit_event` gives it (`{"from_trigger": true, "payload": ...}`). Raises TypeError when
+    the payload cannot be stored as JSON."""
+    meta, spec = trigger["metadata"], trigger.get("spec") or {}
+    safe = to_json_safe(payload, path="event")
+    owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Asset"]
+    event_meta: dict[str, Any] = {
+        "name": watcher_event_name(meta["name"], safe),
+        "namespace": meta["namespace"],
+    }
+    if owners:
+        event_meta["labels"] = {LABEL_ASSET: owners[0]["name"]}
+        event_meta["ownerReferences"] = [{k: owners[0][k] for k in ("apiVersion", "kind", "name", "uid")}]
+    event_spec = AssetEventSpec(
+        uri=spec["asset"]["uri"],
+        extra={"from_trigger": True, "payload": safe},
+        source_watcher=meta["name"],
+    )
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AssetEvent",
+        "metadata": event_meta,
+        "spec": event_spec.to_wire(),
+    }
+
+
+async def record_asset_event(kube: Kube, namespace: str, body: dict[str, Any]) -> WriteResult:
+    """Create a watcher's AssetEvent; ALREADY_FINISHED when it exists (recorded before: a duplicate)."""
+    try:
+        await kube.create_custom(ASSETEVENTS, namespace, dict(body))
+    except AlreadyExists:
+        return WriteResult.ALREADY_FINISHED
+    return WriteResult.WRITTEN
 
 
 async def write_outcome(

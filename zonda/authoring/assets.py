@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from zonda.resources.asset_refs import sanitize_uri
+from zonda.resources.json_values import to_json_safe
 from zonda.resources.run_types import RunType
 
 
@@ -37,6 +38,32 @@ class BaseAsset:
         return iter(())
 
 
+class AssetWatcher:
+    """Airflow 3's `AssetWatcher(name, trigger)`: the triggerer runs `trigger` (a `BaseEventTrigger`)
+    and every event it yields is an AssetEvent of the asset the watcher is on."""
+
+    def __init__(self, name: str, trigger: Any) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("AssetWatcher name cannot be empty")
+        if getattr(trigger, "event_trigger", None) is not True or not callable(
+            getattr(trigger, "serialize", None)
+        ):
+            raise ValueError("The trigger used to watch an asset must inherit ``BaseEventTrigger``")
+        self.name = name
+        self.trigger = trigger
+
+    def __repr__(self) -> str:
+        return f"AssetWatcher(name={self.name!r}, trigger={self.trigger!r})"
+
+    def to_manifest(self) -> dict[str, Any]:
+        classpath, kwargs = self.trigger.serialize()
+        return {
+            "name": self.name,
+            "classpath": classpath,
+            "kwargs": to_json_safe(dict(kwargs), path="kwargs"),
+        }
+
+
 class Asset(BaseAsset):
     """Airflow 3's `Asset(name=None, uri=None, *, group="asset", extra=None)`: either of name and uri
     stands for the other when only one is given."""
@@ -48,7 +75,7 @@ class Asset(BaseAsset):
         *,
         group: str = "asset",
         extra: dict[str, Any] | None = None,
-        watchers: Any = None,
+        watchers: Sequence[AssetWatcher] | None = None,
     ) -> None:
         if name is None and uri is None:
             raise TypeError("Asset() requires either 'name' or 'uri'")
@@ -58,10 +85,10 @@ class Asset(BaseAsset):
         self.uri = sanitize_uri(uri if uri is not None else self.name)
         self.group = group
         self.extra = dict(extra or {})
-        if watchers:
-            raise ValueError(
-                "AssetWatcher is not supported by Zonda: create AssetEvent resources (kubectl) instead"
-            )
+        self.watchers = list(watchers or [])
+        for watcher in self.watchers:
+            if not isinstance(watcher, AssetWatcher):
+                raise TypeError(f"Asset watchers must be AssetWatcher instances, not {watcher!r}")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Asset) and (self.uri, self.name) == (other.uri, other.name)
@@ -83,6 +110,8 @@ class Asset(BaseAsset):
             ref["group"] = self.group
         if self.extra:
             ref["extra"] = self.extra
+        if self.watchers:
+            ref["watchers"] = [w.to_manifest() for w in self.watchers]
         return ref
 
     def iter_assets(self) -> Iterator[Asset]:
@@ -328,6 +357,7 @@ __all__ = [
     "AssetAll",
     "AssetAny",
     "AssetOrTimeSchedule",
+    "AssetWatcher",
     "BaseAsset",
     "Dataset",
     "DatasetAlias",

@@ -174,6 +174,7 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "AssetAlias": ("airflow.datasets", "AssetAlias"),
     "AssetAll": ("airflow.datasets", "AssetAll"),
     "AssetAny": ("airflow.datasets", "AssetAny"),
+    "AssetWatcher": ("airflow.datasets", "AssetWatcher"),
     "Metadata": ("airflow.datasets.metadata", "Metadata"),
     "asset": ("airflow.datasets", "asset"),
     "timezone": ("airflow.utils.timezone", ""),  # a module: "" names the module itself
@@ -200,7 +201,7 @@ def provider_modules() -> dict[str, str]:
 ASSET_NAMES: dict[str, tuple[str, str]] = {
     name: ("zonda.authoring.assets", name)
     for name in (
-        "Asset", "AssetAlias", "AssetAll", "AssetAny", "Metadata", "asset", "BaseAsset",
+        "Asset", "AssetAlias", "AssetAll", "AssetAny", "AssetWatcher", "Metadata", "asset", "BaseAsset",
         "Dataset", "DatasetAlias", "DatasetAll", "DatasetAny",
     )
 }  # fmt: skip
@@ -268,8 +269,6 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.sdk names Zonda maps)",
     "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
     "docs/authoring.md for those it maps)",
-    "airflow.sdk.AssetWatcher": "AssetWatcher is not supported: create AssetEvent resources (kubectl, "
-    "zonda assets create-event) from whatever watches",
     **{
         f"airflow.sdk.{name}": "retry policies are not supported: use retries, retry_delay and "
         "retry_exponential_backoff"

@@ -15,13 +15,15 @@ URIs are checked and normalised as Airflow's `_sanitize_uri` does (`sanitize_uri
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from zonda.resources.asset_refs import AssetRef, sanitize_uri
+from zonda.resources.asset_refs import AssetRef, AssetWatcherRef, sanitize_uri
+from zonda.resources.json_values import to_json_safe
 from zonda.resources.models import CrdModel, JsonObject
 from zonda.resources.wire import parse_time
 
@@ -53,6 +55,21 @@ def asset_event_name(run: str, task_id: str, map_index: int, try_number: int, ur
     return f"{_slug(run, 30)}-{_slug(task_id, 16)}-{_digest(run, task_id, map_index, try_number, uri)}"
 
 
+def watcher_trigger_name(uri: str, watcher: AssetWatcherRef) -> str:
+    """The `Trigger` resource that runs an asset's watcher: from the URI, the watcher's name and its
+    trigger, so every controller makes the same one, and a changed trigger is a new one."""
+    kwargs = json.dumps(watcher.kwargs, sort_keys=True, default=str)
+    return f"watch-{_slug(watcher.name, 30)}-{_digest(uri, watcher.name, watcher.classpath, kwargs)}"
+
+
+def watcher_event_name(trigger: str, payload: Any) -> str:
+    """The AssetEvent a watcher's event records: from its Trigger and the event's payload. Airflow asks
+    a trigger for events "the same wherever the trigger is run" so that duplicates from two triggerers
+    can be dropped: the same event, yielded again after a failover, has this name again and gets 409."""
+    canonical = json.dumps(to_json_safe(payload, path="event"), sort_keys=True, separators=(",", ":"))
+    return f"{trigger[:40].rstrip('-')}-{_digest(trigger, canonical)}"
+
+
 class AssetSpec(CrdModel):
     uri: str = Field(min_length=1, description="The asset's URI.")
     name: str | None = None
@@ -81,6 +98,9 @@ class AssetStatus(CrdModel):
         description="AssetAliases an event of this asset was ever emitted through: a DAG scheduled on one "
         "of them is also triggered by this asset's later events (Airflow's alias resolution).",
     )
+    watchers: list[str] = Field(
+        default_factory=list, description="AssetWatchers the schedules of its consuming DAGs give it."
+    )
 
 
 class AssetEventSpec(CrdModel):
@@ -96,6 +116,9 @@ class AssetEventSpec(CrdModel):
     source_task: str | None = None
     source_map_index: int = -1
     source_try: int | None = None
+    source_watcher: str | None = Field(
+        default=None, description="The AssetWatcher whose trigger fired the event (its Trigger's name)."
+    )
     aliases: list[str] = Field(
         default_factory=list, description="AssetAliases (DatasetAliases) the event was emitted through."
     )
@@ -158,9 +181,12 @@ __all__ = [
     "AssetRef",
     "AssetSpec",
     "AssetStatus",
+    "AssetWatcherRef",
     "TriggeringEvent",
     "asset_event_name",
     "asset_name",
     "event_from_body",
     "sanitize_uri",
+    "watcher_event_name",
+    "watcher_trigger_name",
 ]

@@ -44,6 +44,16 @@ def sanitize_uri(uri: str) -> str:
     return urllib.parse.urlunsplit((scheme, netloc, parsed.path.rstrip("/") or "/", query, ""))
 
 
+class AssetWatcherRef(BaseModel):
+    """Airflow 3's `AssetWatcher(name, trigger)`: a trigger whose every event updates the asset."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="The watcher's name (Airflow's AssetWatcher.name).")
+    classpath: str = Field(min_length=1, description="The trigger's class (a BaseEventTrigger).")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="The trigger's serialize() kwargs.")
+
+
 class AssetRef(BaseModel):
     """An asset as a DAG spec names it: by URI (and name, group, extra), or an alias resolved at run time."""
 
@@ -56,6 +66,11 @@ class AssetRef(BaseModel):
     alias: str | None = Field(
         default=None, description="An AssetAlias (DatasetAlias): the task says at run time which assets."
     )
+    watchers: list[AssetWatcherRef] | None = Field(
+        default=None,
+        description="AssetWatchers (Airflow 3): in a schedule, the triggerer runs each one's trigger and "
+        "records an AssetEvent each time it fires.",
+    )
 
     @field_validator("uri")
     @classmethod
@@ -66,6 +81,11 @@ class AssetRef(BaseModel):
     def _one_kind(self) -> AssetRef:
         if (self.uri is None) == (self.alias is None):
             raise ValueError("an asset reference names either a uri or an alias")
+        if self.watchers and self.uri is None:
+            raise ValueError("watchers belong to an asset (a uri), not an alias")
+        names = [w.name for w in self.watchers or []]
+        if len(names) != len(set(names)):
+            raise ValueError(f"watcher names must be unique: {sorted(names)}")
         return self
 
     def key(self) -> str:

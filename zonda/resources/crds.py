@@ -312,6 +312,7 @@ def generate() -> dict[str, Schema]:
             _column("Producing DAGs", ".status.producing"),
             _column("Consuming DAGs", ".status.consuming"),
             _column("Last Event Name", ".status.lastEvent", priority=1),
+            _column("Watchers", ".status.watchers", priority=1),
         ],
         "Airflow's Asset (Dataset): data DAGs produce and are scheduled on; named from its URI.",
     )
@@ -328,6 +329,7 @@ def generate() -> dict[str, Schema]:
             _column("Time", ".spec.timestamp"),
             _column("Extra", ".spec.extra", priority=1),
             _column("Source DAG", ".spec.sourceDag", priority=1),
+            _column("Source Watcher", ".spec.sourceWatcher", priority=1),
         ],
         "One update of an asset (Airflow's AssetEvent): recorded by a producing task's success, or "
         "created by hand or by another system (Airflow 3's POST /assets/events).",

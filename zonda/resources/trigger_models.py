@@ -15,12 +15,23 @@ from pydantic import Field
 from zonda.resources.models import CrdModel, JsonObject
 
 
+class WatchedAsset(CrdModel):
+    """The asset a watcher Trigger updates: each event it fires is recorded as an AssetEvent."""
+
+    uri: str = Field(min_length=1)
+    watcher: str = Field(min_length=1, description="The AssetWatcher's name.")
+
+
 class TriggerSpec(CrdModel):
+    """A deferred task instance's trigger (`dagRun`, `taskId`, `tryNumber`), run to its first event, or
+    an asset's watcher (`asset`), run for good: every event is an AssetEvent."""
+
     classpath: str
     kwargs: JsonObject = Field(default_factory=dict)
-    dag_run: str = Field(description="Name of the DagRun whose task instance deferred.")
-    task_id: str
-    try_number: int = Field(ge=1)
+    dag_run: str | None = Field(default=None, description="Name of the DagRun whose task instance deferred.")
+    task_id: str | None = None
+    try_number: int | None = Field(default=None, ge=1)
+    asset: WatchedAsset | None = Field(default=None, description="The asset this watcher's events update.")
     deferral_count: int = Field(default=1, ge=1)
     timeout_at: datetime | None = None
     shard: int = Field(ge=0, description="Which triggerer shard (and Lease) owns this trigger.")

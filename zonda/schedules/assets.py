@@ -25,7 +25,13 @@ from typing import Any
 
 import pydantic
 
-from zonda.resources.asset_models import AssetRef, TriggeringEvent, sanitize_uri
+from zonda.resources.asset_models import (
+    AssetRef,
+    AssetWatcherRef,
+    TriggeringEvent,
+    sanitize_uri,
+    watcher_trigger_name,
+)
 from zonda.schedules.scheduling import MAX_NAME_LENGTH
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
@@ -259,6 +265,33 @@ def asset_dags(uri: str, dags: Mapping[str, Mapping[str, Any]]) -> tuple[list[st
     return producing, consuming
 
 
+def schedule_watchers(raw: Any) -> list[tuple[str, AssetWatcherRef]]:
+    """(URI, watcher) of every AssetWatcher on an asset of a schedule as stored (camelCase), nested
+    in `all`/`any`; an invalid leaf gives none (the DAG is invalid, and says so)."""
+    if not isinstance(raw, Mapping):
+        return []
+    for kind in ("all", "any"):
+        if isinstance(raw.get(kind), list):
+            return [found for item in raw[kind] for found in schedule_watchers(item)]
+    try:
+        ref = AssetRef.model_validate(raw)
+    except pydantic.ValidationError:
+        return []
+    return [(ref.uri, watcher) for watcher in ref.watchers or [] if ref.uri is not None]
+
+
+def asset_watchers(uri: str, dags: Mapping[str, Mapping[str, Any]]) -> dict[str, AssetWatcherRef]:
+    """The watchers an asset runs: those its consuming DAGs' schedules put on it (Airflow registers
+    the watchers of the assets in DAG schedules), by their Trigger's name: two DAGs giving the same
+    watcher share it."""
+    found: dict[str, AssetWatcherRef] = {}
+    for _, spec in sorted(dags.items()):
+        for where, watcher in schedule_watchers(spec.get("assetSchedule")):
+            if where == uri:
+                found.setdefault(watcher_trigger_name(uri, watcher), watcher)
+    return found
+
+
 def _same_uri(written: Any, uri: str) -> bool:
     try:
         return isinstance(written, str) and sanitize_uri(written) == uri
@@ -287,6 +320,7 @@ __all__ = [
     "aliases_in",
     "asset_dags",
     "asset_run_name",
+    "asset_watchers",
     "awaited",
     "condition_keys",
     "decide_asset_run",
@@ -298,4 +332,5 @@ __all__ = [
     "parse_condition",
     "pending_events",
     "recorded_at",
+    "schedule_watchers",
 ]

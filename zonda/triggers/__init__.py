@@ -7,6 +7,7 @@ rebuilds it with `load_trigger` from a `Trigger` resource and runs it until its 
 from zonda.resources.json_values import from_json_safe, to_json_safe
 from zonda.triggers import timezone
 from zonda.triggers.base import (
+    BaseEventTrigger,
     BaseTaskEndEvent,
     BaseTrigger,
     TaskFailedEvent,
@@ -21,6 +22,7 @@ from zonda.triggers.file import FileTrigger
 from zonda.triggers.temporal import DateTimeTrigger, TimeDeltaTrigger
 
 __all__ = [
+    "BaseEventTrigger",
     "BaseTaskEndEvent",
     "BaseTrigger",
     "DateTimeTrigger",

@@ -30,6 +30,9 @@ class BaseTrigger(abc.ABC):
     or the replica lost the trigger's shard) or an error.
     """
 
+    #: Whether it may watch an asset (`BaseEventTrigger`).
+    event_trigger: ClassVar[bool] = False
+
     def __init__(self, **kwargs: Any) -> None:
         #: Name of the `Trigger` resource this instance runs for; set by the triggerer.
         self.trigger_id: str | None = None
@@ -62,6 +65,21 @@ class BaseTrigger(abc.ABC):
         classpath, kwargs = self.serialize()
         arguments = ", ".join(f"{key}={value}" for key, value in kwargs.items())
         return f"<{classpath} {arguments}>"
+
+
+class BaseEventTrigger(BaseTrigger):
+    """A trigger that can watch an asset (Airflow 3's `airflow.triggers.base.BaseEventTrigger`).
+
+    Given to `AssetWatcher(name, trigger)` on an `Asset` in a DAG's schedule, it runs in the triggerer
+    for as long as a DAG is scheduled on the asset: every event it yields records an AssetEvent
+    (extra `{"from_trigger": true, "payload": ...}`, as Airflow's), and when `run()` returns it is
+    started again. The event's payload names it: the same payload twice is one event (Airflow's rule
+    that events be "the same wherever the trigger is run"), so a watcher replayed after a failover,
+    or restarted, does not update the asset again for what it already reported.
+    """
+
+    #: What `AssetWatcher` checks, as Airflow's `isinstance(trigger, BaseEventTrigger)`.
+    event_trigger: ClassVar[bool] = True
 
 
 class TriggerEvent:

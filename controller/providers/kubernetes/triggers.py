@@ -19,7 +19,7 @@ from typing import Any
 
 from controller.kube import Kube, KubeError
 from zonda.resources import wire
-from zonda.triggers import BaseTrigger, TriggerEvent
+from zonda.triggers import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 #: The triggerer's API connection; triggers started by it inherit it. Outside a triggerer (a test, a
 #: script) `ObjectConditionTrigger` connects by itself and closes the connection in `cleanup()`.
@@ -230,4 +230,60 @@ class ObjectConditionTrigger(KubeTrigger):
                     }
                 )
                 return
+            await asyncio.sleep(self.poll_interval)
+
+
+def transition_of(obj: Mapping[str, Any], condition: str) -> Any:
+    """The `lastTransitionTime` of condition `condition`: when it last became what it is now."""
+    for entry in field_value(obj, "status.conditions") or []:
+        if isinstance(entry, Mapping) and entry.get("type") == condition:
+            return entry.get("lastTransitionTime")
+    return None
+
+
+class ObjectConditionEventTrigger(ObjectConditionTrigger, BaseEventTrigger):
+    """`ObjectConditionTrigger` as an asset's watcher (`AssetWatcher(trigger=...)`): it polls for good
+    and yields an event each time the object *comes to* satisfy the wait — a Job completes, a custom
+    resource becomes Ready, a ConfigMap's field gets a value (with `value=None`, every new value of
+    the field: a ConfigMap's ``data`` changing).
+
+    The payload names that state and nothing else (the object's uid, and the condition's
+    `lastTransitionTime` or the field's value), so another replica, or this one restarted, yields the
+    same event for it and the asset is updated once. A condition that turns False and True again has a
+    new `lastTransitionTime`, so it is a new event; a field that returns to a value it had before is not.
+    """
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        _, kwargs = super().serialize()
+        return ("controller.providers.kubernetes.triggers.ObjectConditionEventTrigger", kwargs)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        kube = await self.kube()
+        last: Any = None
+        while True:
+            try:
+                obj = await get_object(kube, self.api_version, self.kind, self.namespace, self.name)
+            except KubeError as error:
+                if not self.transient(error, f"{self.kind} {self.name}"):
+                    raise
+                obj = None
+            matched = (
+                None
+                if obj is None
+                else match_object(obj, condition=self.condition, field_path=self.field_path, value=self.value)
+            )
+            if obj is not None and matched is not None:
+                if self.condition is not None:
+                    matched["lastTransitionTime"] = transition_of(obj, self.condition)
+                payload = {
+                    "apiVersion": self.api_version,
+                    "kind": self.kind,
+                    "namespace": self.namespace,
+                    "name": self.name,
+                    "uid": (obj.get("metadata") or {}).get("uid"),
+                    **matched,
+                }
+                if payload != last:
+                    last = payload
+                    yield TriggerEvent(payload)
             await asyncio.sleep(self.poll_interval)

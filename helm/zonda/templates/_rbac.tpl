@@ -83,6 +83,10 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 - apiGroups: ["zonda.dev"]
   resources: ["triggers/status"]
   verbs: ["patch", "update"]
+{{- /* an asset watcher's events are AssetEvents */}}
+- apiGroups: ["zonda.dev"]
+  resources: ["assetevents"]
+  verbs: ["create"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

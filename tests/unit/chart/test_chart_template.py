@@ -179,6 +179,7 @@ TASK_POD_RULES = {
 TRIGGERER_RULES = {
     ("zonda.dev", "triggers"): "get list watch",
     ("zonda.dev", "triggers/status"): "patch update",
+    ("zonda.dev", "assetevents"): "create",
     ("", "events"): "create",
     ("events.k8s.io", "events"): "create",
 }

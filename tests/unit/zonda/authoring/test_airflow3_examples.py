@@ -33,7 +33,7 @@ STRUCTURE_DIFFERENCES: dict[str, str] = {
         for dag_id, entry in REFERENCE["dags"].items()
         if entry["file"] == "core/example_asset_partition.py"
     },
-    "example_asset_with_watchers": "AssetWatcher (FileDeleteTrigger): not supported",
+    "example_asset_with_watchers": "FileDeleteTrigger, DirectoryFileDeleteTrigger: not provided",
     "example_custom_weight": "a plugin priority-weight strategy: not supported",
     "example_dag_decorator": "imports httpx, not installed with Zonda",
     "example_hitl_operator": "notifiers and human-in-the-loop operators: not supported",

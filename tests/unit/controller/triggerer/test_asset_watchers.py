@@ -1,0 +1,277 @@
+"""Asset watchers (Airflow 3's `AssetWatcher`): the manifest, the Trigger per watcher, the object-condition
+event trigger, the triggerer's loop and the AssetEvent each event records.
+
+Real: the authoring loader, the asset reconciler, the pure core, asyncio on virtual time (`FakeClock`).
+Fake: the API (`FakeKube`; a stub answering discovery and one object for the trigger). The cluster
+tier (tests/cluster/test_asset_watchers.py) runs the triggerer and controller on a real apiserver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import textwrap
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.kube import TRIGGERS
+from controller.kube.fake import FakeKube
+from controller.providers.kubernetes.triggers import (
+    ObjectConditionEventTrigger,
+    ObjectConditionTrigger,
+    current_kube,
+)
+from controller.reconcilers.assets import AssetReconciler
+from controller.reconcilers.common import StatusWriter
+from controller.triggerer.running import drive_watcher
+from controller.triggerer.writes import asset_event_body
+from zonda.authoring import rendering
+from zonda.authoring.assets import Asset, AssetWatcher
+from zonda.resources.asset_models import AssetWatcherRef, asset_name, watcher_trigger_name
+from zonda.schedules import assets
+from zonda.triggers import BaseEventTrigger, BaseTrigger, TriggerEvent, load_trigger
+from zonda.triggers.testing import FakeClock
+
+START = datetime(2026, 3, 1, tzinfo=UTC)
+NS = "ns"
+URI = "s3://b/flags"
+WATCHER = {
+    "name": "flag",
+    "classpath": "controller.providers.kubernetes.triggers.ObjectConditionEventTrigger",
+    "kwargs": {
+        "api_version": "v1",
+        "kind": "ConfigMap",
+        "name": "flag",
+        "namespace": NS,
+        "field_path": "data",
+    },
+}
+
+
+# ------------------------------------------------------------------------------------------ authoring
+
+
+def test_an_asset_with_watchers_renders_them_into_the_schedule(tmp_path: Path) -> None:
+    (tmp_path / "watched.py").write_text(
+        textwrap.dedent(
+            """
+            from airflow.providers.standard.operators.empty import EmptyOperator
+            from airflow.sdk import DAG, Asset, AssetWatcher
+            from controller.providers.kubernetes.triggers import ObjectConditionEventTrigger
+
+            done = ObjectConditionEventTrigger("batch/v1", "Job", "etl", "ns", condition="Complete")
+            etl = Asset("etl-output", watchers=[AssetWatcher(name="etl_done", trigger=done)])
+            with DAG("on_etl", schedule=[etl]):
+                EmptyOperator(task_id="report")
+            """
+        )
+    )
+    report = rendering.render_paths([tmp_path], airflow_compat=True)
+    assert report.file_errors == {}
+    [watcher] = report.manifests[0]["spec"]["assetSchedule"]["watchers"]
+    assert watcher["name"] == "etl_done"
+    assert watcher["classpath"] == "controller.providers.kubernetes.triggers.ObjectConditionEventTrigger"
+    assert watcher["kwargs"]["condition"] == "Complete" and watcher["kwargs"]["kind"] == "Job"
+    rebuilt = load_trigger(watcher["classpath"], watcher["kwargs"])
+    assert isinstance(rebuilt, ObjectConditionEventTrigger)
+
+
+def test_a_trigger_that_is_not_an_event_trigger_is_refused_as_airflow_does() -> None:
+    plain = ObjectConditionTrigger("batch/v1", "Job", "etl", "ns", condition="Complete")
+    with pytest.raises(ValueError, match="must inherit ``BaseEventTrigger``"):
+        AssetWatcher(name="w", trigger=plain)
+    assert not isinstance(plain, BaseEventTrigger)
+    event = ObjectConditionEventTrigger("batch/v1", "Job", "etl", "ns", condition="Complete")
+    assert Asset("a", watchers=[AssetWatcher("w", event)]).to_manifest()["watchers"][0]["name"] == "w"
+
+
+def test_the_watchers_of_an_asset_come_from_its_consumers_schedules_shared_by_trigger() -> None:
+    nested = {"all": [{"uri": "s3://b/other"}, {"any": [{"uri": URI, "watchers": [WATCHER]}]}]}
+    dags = {"one": {"assetSchedule": nested}, "two": {"assetSchedule": {"uri": URI, "watchers": [WATCHER]}}}
+    found = assets.asset_watchers(URI, dags)
+    assert list(found) == [watcher_trigger_name(URI, AssetWatcherRef.model_validate(WATCHER))]
+    assert assets.asset_watchers("s3://b/other", dags) == {}
+    changed = {**WATCHER, "kwargs": {**WATCHER["kwargs"], "name": "other"}}
+    assert set(
+        assets.asset_watchers(URI, {"three": {"assetSchedule": {"uri": URI, "watchers": [changed]}}})
+    ) != set(found), "a changed trigger is a new Trigger"
+
+
+# ------------------------------------------------------------------------------- the asset's Triggers
+
+
+def reconcile_asset(kube: FakeKube) -> None:
+    asyncio.run(AssetReconciler(kube, StatusWriter(kube), trigger_shards=4).reconcile(NS, URI))
+
+
+def watcher_triggers(kube: FakeKube) -> list[dict[str, Any]]:
+    return [body for (kind, _, _), body in sorted(kube.objects.items()) if kind == TRIGGERS]
+
+
+def test_the_asset_runs_one_trigger_per_watcher_owned_by_it_and_drops_it_with_the_watcher() -> None:
+    kube = FakeKube()
+    dag = {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "consumer"},
+        "spec": {"assetSchedule": {"uri": URI, "watchers": [WATCHER]}, "tasks": []},
+    }
+    asyncio.run(kube.create_custom("dags", NS, copy.deepcopy(dag)))
+    reconcile_asset(kube)
+    reconcile_asset(kube)  # again: nothing more
+    [trigger] = watcher_triggers(kube)
+    asset = kube.objects[("assets", NS, asset_name(URI))]
+    assert trigger["spec"]["asset"] == {"uri": URI, "watcher": "flag"}
+    assert trigger["spec"]["classpath"] == WATCHER["classpath"]
+    assert trigger["metadata"]["ownerReferences"][0]["uid"] == asset["metadata"]["uid"]
+    assert trigger["metadata"]["labels"]["zonda.dev/shard"] == str(trigger["spec"]["shard"])
+    assert asset["status"]["watchers"] == ["flag"]
+    kube.objects[("dags", NS, "consumer")]["spec"]["assetSchedule"] = {"uri": URI}
+    reconcile_asset(kube)
+    assert watcher_triggers(kube) == []
+    assert kube.objects[("assets", NS, asset_name(URI))]["status"].get("watchers", []) == []
+
+
+# ---------------------------------------------------------------------- the object-condition trigger
+
+
+class OneObject:
+    """Answers API discovery for v1 and GETs of one ConfigMap, whose body the test changes."""
+
+    def __init__(self) -> None:
+        self.body: dict[str, Any] | None = None
+
+    async def get_path(self, path: str) -> Any:
+        if path == "/api/v1":
+            return {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True}]}
+        return copy.deepcopy(self.body)
+
+
+def configmap(data: dict[str, str], uid: str = "u1", version: str = "1") -> dict[str, Any]:
+    return {"metadata": {"name": "flag", "uid": uid, "resourceVersion": version}, "data": data}
+
+
+def job(transition: str, status: str = "True") -> dict[str, Any]:
+    condition = {"type": "Complete", "status": status, "lastTransitionTime": transition}
+    return {"metadata": {"name": "etl", "uid": "j1"}, "status": {"conditions": [condition]}}
+
+
+def events_over(trigger: BaseTrigger, api: OneObject, states: list[dict[str, Any] | None]) -> list[Any]:
+    """The payloads the trigger yields while the object goes through `states`, one per poll."""
+    found: list[Any] = []
+
+    async def scenario() -> None:
+        token = current_kube.set(api)  # type: ignore[arg-type]
+        try:
+            run = trigger.run()
+            task = asyncio.ensure_future(_collect(run, found))
+            for state in states:
+                api.body = state
+                await asyncio.sleep(1.0)  # the trigger polls every second
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        finally:
+            current_kube.reset(token)
+
+    with FakeClock(START) as clock:
+        clock.run(scenario())
+    return found
+
+
+async def _collect(run: Any, found: list[Any]) -> None:
+    async for event in run:
+        found.append(event.payload)
+
+
+def test_a_field_watcher_fires_once_per_new_value_not_per_unrelated_update() -> None:
+    trigger = ObjectConditionEventTrigger("v1", "ConfigMap", "flag", NS, field_path="data", poll_interval=1.0)
+    states = [
+        None,  # not created yet
+        configmap({"v": "1"}),
+        configmap({"v": "1"}, version="2"),  # a label changed: same data
+        configmap({"v": "2"}, version="3"),
+        configmap({"v": "2"}, version="4"),
+    ]
+    payloads = events_over(trigger, OneObject(), states)
+    assert [p["value"] for p in payloads] == [{"v": "1"}, {"v": "2"}]
+    assert payloads[0] | {"value": None} == {
+        "apiVersion": "v1", "kind": "ConfigMap", "namespace": NS, "name": "flag", "uid": "u1",
+        "fieldPath": "data", "value": None,
+    }  # fmt: skip
+
+
+def test_a_condition_watcher_fires_on_each_transition_to_true() -> None:
+    trigger = ObjectConditionEventTrigger(
+        "v1", "ConfigMap", "flag", NS, condition="Complete", poll_interval=1.0
+    )
+    states = [job("t0", "False"), job("t1"), job("t1"), job("t2", "False"), job("t3"), job("t3")]
+    payloads = events_over(trigger, OneObject(), states)
+    assert [p["lastTransitionTime"] for p in payloads] == ["t1", "t3"]
+
+
+def test_the_same_state_seen_by_another_replica_is_the_same_event_name() -> None:
+    """Airflow: events must be "the same wherever the trigger is run" — a replay after a failover."""
+    trigger = ObjectConditionEventTrigger("v1", "ConfigMap", "flag", NS, field_path="data", poll_interval=1.0)
+    first = events_over(trigger, OneObject(), [configmap({"v": "1"})])
+    replay = events_over(trigger, OneObject(), [configmap({"v": "1"}, version="9")])
+    body = {
+        "metadata": {
+            "name": "watch-flag-abc",
+            "namespace": NS,
+            "ownerReferences": [
+                {"apiVersion": "zonda.dev/v1alpha1", "kind": "Asset", "name": "a", "uid": "x"}
+            ],
+        },
+        "spec": {"asset": {"uri": URI, "watcher": "flag"}},
+    }
+    one, two = asset_event_body(body, first[0]), asset_event_body(body, dict(reversed(replay[0].items())))
+    assert one["metadata"]["name"] == two["metadata"]["name"]
+    assert one["spec"]["extra"] == {"from_trigger": True, "payload": first[0]}  # Airflow's submit_event
+    assert one["spec"]["sourceWatcher"] == "watch-flag-abc" and one["spec"]["uri"] == URI
+    assert one["metadata"]["labels"] == {"zonda.dev/asset": "a"}
+    other = events_over(trigger, OneObject(), [configmap({"v": "2"})])
+    assert asset_event_body(body, other[0])["metadata"]["name"] != one["metadata"]["name"]
+
+
+# ------------------------------------------------------------------------------ the triggerer's loop
+
+
+class Finite(BaseEventTrigger):
+    """Yields two events, then returns; counts its starts and cleanups."""
+
+    starts = 0
+    cleanups = 0
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return ("tests.Finite", {})
+
+    async def run(self) -> Iterator[TriggerEvent]:  # type: ignore[override]
+        Finite.starts += 1
+        yield TriggerEvent({"n": 1})
+        await asyncio.sleep(1)
+        yield TriggerEvent({"n": 2})
+
+    async def cleanup(self) -> None:
+        Finite.cleanups += 1
+
+
+def test_a_watcher_delivers_every_event_and_is_started_again_when_it_returns() -> None:
+    delivered: list[Any] = []
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(
+            drive_watcher(Finite, deliver=lambda e: delivered.append(e.payload), restart_after=5.0)
+        )
+        await asyncio.sleep(8.0)  # one run (1 s), the pause (5 s), a second run
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    Finite.starts = Finite.cleanups = 0
+    with FakeClock(START) as clock:
+        clock.run(scenario())
+    assert delivered == [{"n": 1}, {"n": 2}, {"n": 1}, {"n": 2}]
+    assert Finite.starts == 2 and Finite.cleanups == 2
