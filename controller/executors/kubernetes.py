@@ -1,24 +1,38 @@
 """The Kubernetes executor: one Pod per try, named deterministically, owned by the DagRun.
 
 The manifest comes from the pure builder `controller.executors.pods`; this module only submits,
-lists and deletes (409 AlreadyExists counts as launched, so a launch is idempotent). A pod gets the
+lists and deletes. A 409 AlreadyExists is that try's pod when it is this run's (same uid label): it is
+adopted (kept for the next pass to observe), so a launch is idempotent and never makes a second try;
+a pod of that name left by another run (deleted and made again under the same name) is an error
+until the garbage collector removes it (`AttemptNameTaken`). A pod gets the
 variables and connections its task names as references (`zonda.tries.secret_refs`), never their values.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
 from controller.executors import pods, references
-from controller.kube import AlreadyExists, Kube
+from controller.kube import AlreadyExists, Kube, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources.invocations import TaskInvocation
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 from zonda.specs.dags import ResolvedTask
 from zonda.tries import secret_refs
+
+
+class AttemptNameTaken(KubeError):
+    """The pod name of a try is held by a pod that is not this run's."""
+
+    def __init__(self, namespace: str, name: str, owner_uid: str | None, run_uid: str) -> None:
+        super().__init__(
+            409,
+            f"pod {namespace}/{name} exists but belongs to run uid {owner_uid or '(none)'}, not {run_uid}: "
+            "the try is launched once it is gone (a run deleted and created again under the same name "
+            "waits for the garbage collector)",
+        )
 
 
 def _observe(pod: Mapping[str, Any]) -> ObservedAttempt:
@@ -91,10 +105,24 @@ class KubernetesExecutor:
         )
         manifest["metadata"]["labels"][LABEL_DAGRUN_UID] = meta["uid"]
         secret_refs.apply_references(manifest, await self.references(meta["namespace"], task))
-        with contextlib.suppress(AlreadyExists):
+        try:
             created = await self.kube.create_pod(meta["namespace"], manifest)
-            if self.pods is not None:
-                self.pods.observed(copy_body(created))
+        except AlreadyExists:
+            created = await self._adopt(meta["namespace"], meta["uid"], attempt_name)
+        if self.pods is not None:
+            self.pods.observed(copy_body(created))
+
+    async def _adopt(self, namespace: str, run_uid: str, name: str) -> dict[str, Any]:
+        """The pod a create met (409): this run's try, created before (by a pass whose status write
+        never happened, or seen late by the watch), to adopt; anyone else's is an error."""
+        ours = await self.kube.list_pods(namespace, f"{LABEL_DAGRUN_UID}={run_uid}")
+        found = next((pod for pod in ours if pod["metadata"]["name"] == name), None)
+        if found is None:
+            every = await self.kube.list_pods(namespace, LABEL_DAGRUN_UID)
+            other = next((pod for pod in every if pod["metadata"]["name"] == name), None)
+            labels = (other or {}).get("metadata", {}).get("labels") or {}
+            raise AttemptNameTaken(namespace, name, labels.get(LABEL_DAGRUN_UID), run_uid)
+        return found
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
         await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name, grace_period_seconds=5)

@@ -4,10 +4,13 @@
 Acting is: create triggers, launch attempts and callback tries, write the status (one optimistic
 write, resourceVersion-checked), then kill attempts, delete triggers and finished pods, and post
 Events. Launches come before the write so a crash in between leaves a pod the next pass adopts by its
-deterministic name, never a status that claims a launch that did not happen. A pass that would launch
-is composed again inside the pool admission lock, with the pools' occupancy read there
-(`controller.reconcilers.pools`). A write the apiserver refuses as too large keeps the status last
-written and says so (`zonda.passes.status_budget.refused_write`), instead of failing every pass.
+deterministic name (`PassPlan.adoptions`: recorded, not created again) or stops with an Event if it
+no longer launches that try, never a status that claims a launch that did not happen
+(`ZONDA_FAULT_EXIT_AT=try-launched` exits right after a launch: the cluster tests' crash there).
+A pass that would launch (or adopt) is composed again inside the pool admission lock, with the
+pools' occupancy read there (`controller.reconcilers.pools`). A write the apiserver refuses as too
+large keeps the status last written and says so (`zonda.passes.status_budget.refused_write`),
+instead of failing every pass.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics
-from controller.reconcilers.assets import record_events
+from controller.reconcilers.assets import fault_point, record_events
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
@@ -108,14 +111,14 @@ class RunReconciler:
         gathered = await self._gather(run, spec, status, dag, dag_spec, now)
         plan = compose.compose_pass(gathered)  # no pool limits: only to learn whether it would launch
         before_pass = None
-        if plan.launches:
+        if plan.launches or plan.adoptions:
             async with self.admission.lock:  # the critical section: see controller.reconcilers.pools
                 for _ in range(LEDGER_ATTEMPTS):
                     concurrency = await self.admission.concurrency(namespace, name)
                     plan = compose.compose_pass(dataclasses.replace(gathered, concurrency=concurrency))
-                    if not plan.launches:
+                    if not plan.launches and not plan.adoptions:
                         break
-                    # what it admits counts as held before the lock is released
+                    # what it admits (or adopts) counts as held before the lock is released
                     before_pass = self.index.reserve({**run, "status": plan.status.to_wire()})
                     if await self.admission.declare(namespace, name):  # --shards: the slot ledger
                         break
@@ -294,6 +297,7 @@ class RunReconciler:
         await self.executor.launch(
             run, task=launch.task, invocation=launch.invocation, attempt_name=launch.launch.attempt_name
         )
+        fault_point("try-launched")
         metrics.PODS_CREATED.inc()
         if launch.upstream_done_at is not None:  # after the launch: what a watch sees
             gap = (utcnow() - launch.upstream_done_at).total_seconds()

@@ -83,14 +83,21 @@ class Attempts:
         """Reports of the current attempts move their task instances; strays were sorted out by
         `zonda.passes.plans.observe` (the one place that decides them) and are only carried out here."""
         for task_id, attempt in self.state.observed.attempts.items():
-            ti = self.state.tis.get(task_id)
-            if ti is None or ti.state not in ACTIVE_STATES or not self._is_current(ti, attempt):
-                continue
-            if attempt.phase is AttemptPhase.RUNNING and ti.state is S.QUEUED:
-                start = ti.start_date or not_before(attempt.started_at, ti.queued_at) or self.state.now
-                self.state.set(task_id, S.RUNNING, f"Attempt {attempt.name} is running", start_date=start)
-            elif attempt.phase in (AttemptPhase.SUCCEEDED, AttemptPhase.FAILED, AttemptPhase.MISSING):
-                self._finish_attempt(task_id, attempt)
+            self.apply_attempt(task_id, attempt)
+
+    def apply_attempt(self, task_id: str, attempt: ObservedAttempt) -> bool:
+        """One current attempt's report moves its task instance; whether the try ended. Also what a
+        try adopted by the launch step reports (`zonda.passes.run_pass.RunPass._launch`)."""
+        ti = self.state.tis.get(task_id)
+        if ti is None or ti.state not in ACTIVE_STATES or not self._is_current(ti, attempt):
+            return False
+        if attempt.phase is AttemptPhase.RUNNING and ti.state is S.QUEUED:
+            start = ti.start_date or not_before(attempt.started_at, ti.queued_at) or self.state.now
+            self.state.set(task_id, S.RUNNING, f"Attempt {attempt.name} is running", start_date=start)
+        elif attempt.phase in (AttemptPhase.SUCCEEDED, AttemptPhase.FAILED, AttemptPhase.MISSING):
+            self._finish_attempt(task_id, attempt)
+            return True
+        return False
 
     def _finish_attempt(self, task_id: str, attempt: ObservedAttempt) -> None:
         ti = self.state.tis[task_id]

@@ -19,8 +19,8 @@ call `compose_pass`, so a new step of a pass is added here, once. The steps, in 
 Two of a pass's inputs cost a read, so they are asked for: `stored_xcoms_to_read` says which values
 in the XCom backend a pass needs (read them, then pass them in `Gathered.stored_xcoms`), and a pass
 that launches nothing needs no pool occupancy (`Gathered.concurrency`): call `compose_pass` without
-it first, and only if `PassPlan.launches`, again with it (the controller does that inside its
-admission lock, `controller.reconcilers.pools.PoolAdmission`).
+it first, and only if `PassPlan.launches` or `PassPlan.adoptions`, again with it (the controller
+does that inside its admission lock, `controller.reconcilers.pools.PoolAdmission`).
 """
 
 from __future__ import annotations
@@ -149,6 +149,9 @@ class PassPlan:
     #: The status to write: the pass's decisions, callback and SLA records, conditions within budget.
     status: DagRunStatus
     launches: list[Launch] = field(default_factory=list)
+    #: Tries the status now records whose attempt exists already (`decisions.RunPlan.adoptions`):
+    #: nothing to create, but admitted as launches are.
+    adoptions: list[TaskLaunch] = field(default_factory=list)
     callback_tries: list[CallbackTry] = field(default_factory=list)
     kills: list[str] = field(default_factory=list)
     triggers_to_create: list[TriggerRequest] = field(default_factory=list)
@@ -233,6 +236,7 @@ def compose_pass(gathered: Gathered) -> PassPlan:
     return PassPlan(
         status=status,
         launches=[_launch(gathered, status, launch, run_xcoms) for launch in plan.launches],
+        adoptions=plan.adoptions,
         callback_tries=[_callback_try(gathered, status, callback, run_xcoms) for callback in due.launches],
         kills=plan.kills,
         triggers_to_create=plan.triggers_to_create,

@@ -64,6 +64,10 @@ class ObservedTrigger:
 class Observation:
     attempts: dict[str, ObservedAttempt] = field(default_factory=dict)  # by task id, current tries only
     stray_attempts: tuple[str, ...] = ()  # attempt names of tries the status no longer expects
+    #: Every reported task try that is not a current one, by attempt name (strays, finished earlier
+    #: tries, and tries an earlier pass created but never recorded): the launch step adopts the one
+    #: named as the try it is about to launch, instead of creating it again.
+    other_attempts: dict[str, ObservedAttempt] = field(default_factory=dict)
     triggers: dict[str, ObservedTrigger] = field(default_factory=dict)  # by task id
     stray_triggers: tuple[str, ...] = ()  # trigger names whose task instance is no longer deferred
     previous_run_states: dict[str, TaskInstanceState] | None = None  # for dependsOnPast; None: first run
@@ -104,6 +108,9 @@ class TriggerRequest:
 class RunPlan:
     status: DagRunStatus
     launches: list[TaskLaunch] = field(default_factory=list)
+    #: Tries recorded as queued (or further) whose attempt already exists under their deterministic
+    #: name (an earlier pass created it and stopped before writing the status): never created again.
+    adoptions: list[TaskLaunch] = field(default_factory=list)
     kills: list[str] = field(default_factory=list)  # attempt names to stop and delete
     triggers_to_create: list[TriggerRequest] = field(default_factory=list)
     triggers_to_delete: list[str] = field(default_factory=list)

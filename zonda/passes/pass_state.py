@@ -97,6 +97,7 @@ class PassState:
         self.data_interval_end = status.data_interval_end
         self.tis: dict[str, TaskInstanceStatus] = dict(status.task_instances)
         self.launches: list[TaskLaunch] = []
+        self.adoptions: list[TaskLaunch] = []  # tries whose attempt exists already: recorded, not created
         self.kills: list[str] = []
         self.triggers_to_create: list[TriggerRequest] = []
         self.triggers_to_delete: list[str] = []

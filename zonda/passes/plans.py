@@ -188,7 +188,9 @@ def observe(
     """Sort the executor's attempts (by name) and the run's triggers into current ones and strays.
 
     An attempt is current when it is the `podName` of a queued or running task instance; any other
-    attempt still alive is a stray (an earlier try, or one cleared or marked by a user) to stop. A
+    attempt still alive is a stray (an earlier try, one cleared or marked by a user, or one an
+    earlier pass created and never recorded) to stop, unless the pass launches that very try, which
+    it then adopts (`zonda.passes.run_pass`); every non-current attempt is kept by name for that. A
     queued or running task instance whose attempt is not reported gets a `missing` one (a zombie).
     A trigger is current when it is the `triggerName` of a deferred task instance, else a stray to
     delete. `context` fills the rest of the `Observation` (previous run, LatestOnly window...).
@@ -196,12 +198,15 @@ def observe(
     expected = {ti.pod_name: task_id for task_id, ti in status.task_instances.items() if ti.pod_name}
     current: dict[str, ObservedAttempt] = {}
     stray_attempts: list[str] = []
+    others: dict[str, ObservedAttempt] = {}
     for name, attempt in attempts.items():
         task_id = expected.get(name)
         ti = status.task_instances.get(task_id) if task_id is not None else None
         if task_id is not None and ti is not None and ti.state in (S.QUEUED, S.RUNNING):
             current[task_id] = attempt
-        elif attempt.phase in _ALIVE:
+            continue
+        others[name] = attempt
+        if attempt.phase in _ALIVE:
             stray_attempts.append(name)
     for task_id, ti in status.task_instances.items():
         if ti.state in (S.QUEUED, S.RUNNING) and task_id not in current:
@@ -223,6 +228,7 @@ def observe(
     return Observation(
         attempts=current,
         stray_attempts=tuple(stray_attempts),
+        other_attempts=others,
         triggers=current_triggers,
         stray_triggers=tuple(stray_triggers),
         **context,

@@ -35,7 +35,7 @@ from typing import Any
 
 from zonda.passes import container_mapping, pools, run_slots
 from zonda.passes.attempts import TRY_END, Attempts, duration_text, in_execution
-from zonda.passes.decisions import Observation, RunPlan, TaskLaunch
+from zonda.passes.decisions import AttemptPhase, Observation, RunPlan, TaskLaunch
 from zonda.passes.graphs import leaves
 from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.passes.mapped_instances import MappedInstances
@@ -54,6 +54,12 @@ from zonda.specs.dags import ResolvedDag, effective_priority_weights
 S = TaskInstanceState
 
 _FAILED_LEAF_STATES = frozenset({S.FAILED, S.UPSTREAM_FAILED})
+
+
+def detail_of(reason: str | None) -> str:
+    return f" ({reason})" if reason else ""
+
+
 _SUCCESS_LEAF_STATES = frozenset({S.SUCCESS, S.SKIPPED})
 
 
@@ -86,9 +92,11 @@ class RunPass:
             return self._result(wake_at=None)
         self.readiness.wake_waiting()
         self.readiness.evaluate_readiness()
-        if self._launch_ready():  # a mapped pod's arguments could not be picked: its downstream decides now
+        # A try ended at its launch (a mapped pod's arguments could not be picked, or an adopted try
+        # had finished): its downstream decides now. Each round ends a task instance for good or
+        # adopts an attempt (a finite set), so this stops.
+        while self._launch_ready():
             self.readiness.evaluate_readiness()
-            self._launch_ready()
         self._settle_run()
         return self._result(wake_at=self._next_wake())
 
@@ -96,13 +104,18 @@ class RunPass:
         status = self.state.status.model_copy(
             update={"state": self.run_state, "task_instances": self.state.tis, **self.run_updates}
         )
-        # An attempt this pass launches, or a trigger it creates, is never a stray: alive under the name
-        # of a try the status read does not hold yet, it is an earlier pass's whose status write failed.
-        launched = {launch.attempt_name for launch in self.state.launches}
+        # An attempt this pass launches or adopts, or a trigger it creates, is never a stray: alive under
+        # the name of a try the status read does not hold yet, it is an earlier pass's whose status
+        # write never happened. Every other stray is stopped, with an Event saying why.
+        launched = {launch.attempt_name for launch in (*self.state.launches, *self.state.adoptions)}
         triggers = {request.name: request for request in self.state.triggers_to_create}
+        for name in self.state.observed.stray_attempts:
+            if name not in launched:
+                self.state.events.append(self._stray_event(name))
         return RunPlan(
             status=status,
             launches=self.state.launches,
+            adoptions=self.state.adoptions,
             kills=[name for name in dict.fromkeys(self.state.kills) if name not in launched],
             triggers_to_create=list(triggers.values()),
             triggers_to_delete=[
@@ -112,6 +125,49 @@ class RunPass:
             wake_at=wake_at,
             runs_to_wake=tuple(dict.fromkeys(self.state.runs_to_wake)),
         )
+
+    def _stray_event(self, name: str) -> RunEvent:
+        """Why a live attempt this pass does not want is stopped: its task instance moved on, or no
+        status ever recorded it (orphaned by a pass that stopped between its launch and its write)."""
+        attempt = self.state.observed.other_attempts.get(name)
+        task_id, try_number = (attempt.task_id, attempt.try_number) if attempt else ("?", 0)
+        what = f"Stopping attempt {name} (task {task_id}, try {try_number})"
+        before = self.state.status.task_instances
+        recorded = next((key for key, ti in before.items() if ti.pod_name == name), None)
+        if recorded is not None:
+            ti = self.state.tis[recorded]
+            return RunEvent(
+                "StrayAttemptStopped",
+                f"{what}: task instance {recorded} is {ti.state.value}{detail_of(ti.reason)}, "
+                "and no longer runs this attempt",
+                warning=True,
+            )
+        key = self._key_of(name, task_id, try_number)
+        ti_or_none = self.state.tis.get(key) if key is not None else None
+        now = (
+            f"task instance {key} is {ti_or_none.state.value}{detail_of(ti_or_none.reason)}"
+            if key is not None and ti_or_none is not None
+            else f"the run has no task instance {task_id}"
+        )
+        return RunEvent(
+            "OrphanedAttemptStopped",
+            f"{what}: the run's status never recorded it (a pass created it and stopped before writing "
+            f"the status), and this pass does not launch that try: {now}",
+            warning=True,
+        )
+
+    def _key_of(self, name: str, task_id: str, try_number: int) -> str | None:
+        """The task instance key an attempt name was made for (`_launch`'s names), if any."""
+        for key, ti in self.state.tis.items():
+            if mapping.split_key(key)[0] != task_id:
+                continue
+            made = {
+                attempt_name(self.state.run_name, key, try_number),
+                attempt_name(self.state.run_name, f"{key}~{ti.pod_name or ''}", try_number),
+            }
+            if name in made:
+                return key
+        return task_id if task_id in self.state.tis else None
 
     # ---------------------------------------------------------------------------------- the run
 
@@ -224,22 +280,23 @@ class RunPass:
 
     def _launch_ready(self) -> bool:
         """Queue the ready task instances `_admit` lets start, in priority order; say why others wait.
-        Whether one failed instead, its mapped pod's arguments impossible to pick."""
+        Whether one ended instead: its mapped pod's arguments impossible to pick, or its try adopted
+        had finished."""
         ready = [
             key for key, ti in self.state.tis.items() if ti.state is S.SCHEDULED and self.state.in_dag(key)
         ]
         if not ready:
             return False
         admission = self._admit(ready)
-        failed = False
+        ended = False
         for candidate in admission.admitted:
             if candidate.run != self.state.run_name:
                 self.state.runs_to_wake.append(candidate.run)
             elif (problem := self._arguments_problem(candidate.task_id)) is not None:
                 self.state.set(candidate.task_id, S.FAILED, problem, end_date=self.state.now)
-                failed = True
-            else:
-                self._launch(candidate.task_id)
+                ended = True
+            elif self._launch(candidate.task_id):
+                ended = True
         for key in ready:
             reason = admission.reasons.get((self.state.run_name, key))
             if reason is None or reason == self.state.tis[key].reason:
@@ -247,7 +304,7 @@ class RunPass:
             if reason.startswith(pools.MISSING_POOL):
                 self.state.events.append(RunEvent("PoolNotFound", f"Task {key}: {reason}", warning=True))
             self.state.update(key, reason=reason)
-        return failed
+        return ended
 
     def _arguments_problem(self, key: str) -> str | None:
         """Why a mapped KubernetesPodOperator instance cannot get its arguments (`container_mapping`)."""
@@ -290,7 +347,10 @@ class RunPass:
             concurrency.elsewhere,
         )
 
-    def _launch(self, task_id: str) -> None:
+    def _launch(self, task_id: str) -> bool:
+        """Queue the task instance's next try under its deterministic name, to create; or adopt the
+        attempt of that name if the executor reports one already (an earlier pass created it and
+        stopped before its status write), applying its report now. Whether that try had ended."""
         ti = self.state.tis[task_id]
         resuming_deferral = ti.next_method is not None
         resuming_reschedule = ti.first_try_start is not None
@@ -310,13 +370,19 @@ class RunPass:
         if (index := self.state.scheduled_event_at.pop(task_id, None)) is not None:
             self.state.events[index] = None
         max_tries = ti.max_tries if ti.max_tries is not None else self.state.task(task_id).retries
+        found = self.state.observed.other_attempts.get(name)
+        adopted = found if found is not None and found.phase is not AttemptPhase.MISSING else None
+        queued_at, reason = self.state.now, f"Queued try {try_number} of {max_tries + 1} as {name}"
+        if adopted is not None:  # queued when it was created, at the latest: its times stay in order
+            queued_at = min(self.state.now, adopted.pending_since or adopted.started_at or self.state.now)
+            reason = f"Adopted try {try_number} of {max_tries + 1}: attempt {name} exists already"
         self.state.set(
             task_id,
             S.QUEUED,
-            f"Queued try {try_number} of {max_tries + 1} as {name}",
+            reason,
             try_number=try_number,
             pod_name=name,
-            queued_at=self.state.now,
+            queued_at=queued_at,
             end_date=None,
             duration_seconds=None,
             exit_code=None,
@@ -325,9 +391,20 @@ class RunPass:
             **fields,
         )
         real_id, map_index = mapping.split_key(task_id)
-        self.state.launches.append(
-            TaskLaunch(task_id=real_id, try_number=try_number, attempt_name=name, map_index=map_index)
+        launch = TaskLaunch(task_id=real_id, try_number=try_number, attempt_name=name, map_index=map_index)
+        if adopted is None:
+            self.state.launches.append(launch)
+            return False
+        self.state.adoptions.append(launch)
+        self.state.events.append(
+            RunEvent(
+                "AttemptAdopted",
+                f"Task {task_id}: attempt {name} (try {try_number}) was {adopted.phase.value} though the "
+                "run's status did not record it (a pass created it and stopped before writing the "
+                "status); adopted as this try, not created again",
+            )
         )
+        return self.attempts.apply_attempt(task_id, adopted)
 
 
 #: A task instance without XComs: before a try that does not resume a deferral, and once cleared.
