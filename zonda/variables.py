@@ -9,6 +9,7 @@ environment exactly as Airflow's `EnvironmentVariablesBackend` does. A task set 
 executor, `dag.test()`) gets them the same way: export `AIRFLOW_VAR_X` / `AIRFLOW_CONN_Y`.
 
 Writing is refused: a variable is changed where it lives (`kubectl edit configmap`), not by a task.
+Reading one masks its secrets in the try's log as Airflow's does (`zonda.secrets_masker`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+
+from zonda.secrets_masker import mask_secret, secrets_masker
 
 #: The label that makes a ConfigMap's or Secret's keys variables.
 LABEL_VARIABLES = "zonda.dev/variables"
@@ -118,6 +121,11 @@ class Connection:
     port: int | None = None
     extra: str | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        """Airflow's `Connection.__init__`: the password, and its URL-quoted form, masked in the log."""
+        if self.password:
+            secrets_masker().mask_connection(self.password, {}, None)
+
     @classmethod
     def from_uri(cls, conn_id: str | None, uri: str) -> Connection:
         """Airflow's `Connection(uri=...)`: `type://login:password@host:port/schema?extra`."""
@@ -209,7 +217,12 @@ def get_variable(key: str, default_var: Any = Variable._NO_DEFAULT, *, deseriali
         if default_var is not Variable._NO_DEFAULT:
             return default_var
         raise VariableNotFound(key)
-    return json.loads(value) if deserialize_json else value
+    mask_secret(value, key)  # as Airflow's `Variable.get`: only when the key is sensitive
+    if not deserialize_json:
+        return value
+    loaded = json.loads(value)
+    mask_secret(loaded, key)  # Airflow 2.10's: a dict's values by their own keys
+    return loaded
 
 
 def get_connection(conn_id: str) -> Connection:
@@ -217,7 +230,9 @@ def get_connection(conn_id: str) -> Connection:
     value = _lookup(os.environ, CONNECTION_ENV_PREFIX, conn_id)
     if value is None:
         raise ConnectionNotFound(conn_id)
-    return Connection.parse(conn_id, value)
+    connection = Connection.parse(conn_id, value)
+    secrets_masker().mask_connection(connection.password, connection.extra_dejson, connection.extra)
+    return connection
 
 
 class BaseHook:

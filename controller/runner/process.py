@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
+from controller.runner import masking
 from controller.runner.task import FAILED_OUTCOMES, print_traceback, run_task, shorten
 from zonda.authoring import compat
 from zonda.resources.invocations import (
@@ -35,6 +36,7 @@ from zonda.resources.invocations import (
     TaskOutcome,
     TaskResult,
 )
+from zonda.secrets_masker import redact
 
 DESCRIPTION = "The task runner: executes one try of one task instance, in its Pod or as a local process."
 
@@ -115,6 +117,7 @@ def main(argv: list[str] | None = None, *, started_at: datetime | None = None) -
         print_traceback(error)
         result = TaskResult(outcome=TaskOutcome.FAILED, message=shorten(f"invalid invocation: {error}"))
     else:
+        masking.install_for_try(invocation.airflow_version, os.environ)
         log.info(
             "Running %s, try %s of task %s in %s",
             invocation.operator,
@@ -123,6 +126,8 @@ def main(argv: list[str] | None = None, *, started_at: datetime | None = None) -
             invocation.run_name,
         )
         result = run_task(invocation)
+    if result.message:  # it reaches the run's status and Events: masked as the log is
+        result = result.replace(message=str(redact(result.message)))
     result = fit_result(result.replace(started_at=started_at, ended_at=datetime.now(UTC)))
     try:
         Path(result_path).write_bytes(encode_result(result))

@@ -73,6 +73,12 @@ def test_a_variable_and_a_connection_reach_a_task_and_its_templates(
     assert show["state"] == "success", show
     assert show["xcom"] == f"s3://sales|7|db.example:5433|{PASSWORD}|{TOKEN}|not given"
     assert PASSWORD not in process.log() and TOKEN not in process.log()
+    # the try's log (the local executor's file, what `zonda logs` shows) masks both, as Airflow's
+    # secrets masker does; the XCom above, as Airflow's, is the value (the control that they arrived)
+    [task_log] = (tmp_path / "state").glob(f"*/{show['podName']}/log")
+    text = task_log.read_text()
+    assert "s3://sales|7|db.example:5433|***|***|not given" in text, text
+    assert PASSWORD not in text and TOKEN not in text
 
 
 def test_a_task_pod_references_only_the_secret_keys_its_task_names(
