@@ -3,7 +3,9 @@ audit counts what happened from the apiserver's objects and a pod watch of its o
 
 Fault types (one test each, small in CI): the controller SIGKILLed; kube-apiserver SIGKILLed and
 restarted (every watch and connection breaks); etcd SIGKILLed and restarted (the apiserver answers
-errors until it is back); task pods deleted (grace 0) and evicted (the Eviction API) while Running.
+errors until it is back); task pods deleted (grace 0) and evicted (the Eviction API) while Running;
+a kwok Node deleted under a Running pod (its pods garbage-collected by kube-controller-manager), then
+created again.
 `ZONDA_FAULT_INJECTIONS=N` runs N of each (on demand, e.g. 40), seed `ZONDA_FAULT_SEED` (22),
 `ZONDA_FAULT_INTERVAL_MINUTES` (10) sets how many runs the last hour holds. The table each prints goes
 to docs/reliability.md.
@@ -13,7 +15,8 @@ apiserver); each (run, task, map index, try) had at most one pod created (ADDED 
 started before the controller, resumed at its last resourceVersion when the apiserver restarts); no
 task instance is left unfinished; every task instance succeeds, at try 1 unless the fault itself
 failed a try: a pod the fault deleted while it was Running (a delete preconditioned on the Running
-pod's resourceVersion) is exactly one more try of that task instance, and tries 1..n each had a pod.
+pod's resourceVersion), or bound to a Node the fault deleted and ended other than Succeeded, is exactly
+one more try of that task instance, and tries 1..n each had a pod.
 
 Real: the apiserver, etcd, kwok's nodes running the pods, the controller process.
 """
@@ -266,6 +269,85 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
     return False
 
 
+def remove_node(target: Target) -> bool:
+    """Delete the kwok Node a Running task pod is bound to, follow that node's pods (a watch from a list
+    made before the delete) until kube-controller-manager's pod GC has deleted them all (it deletes the
+    pods of a Node gone for its 40 s quarantine, marking a running one Failed first), then create the
+    Node again so that later pods can schedule on it. Every pod bound to it that ended other than
+    Succeeded is a try the fault failed."""
+    return asyncio.run(_remove_node(target))
+
+
+async def _remove_node(target: Target) -> bool:
+    from kubernetes_asyncio import watch
+
+    from controller.devtools.control_plane_files import kwok_node_manifest
+    from controller.kube import Kube
+
+    async with await Kube.connect(str(target.cluster.kubeconfig)) as kube:
+        for _ in range(300):  # until a Running pod is caught on a node (they run `duration_ms` each)
+            pods = (await kube.core.list_namespaced_pod(target.namespace, label_selector=LABEL_TASK)).items
+            nodes = sorted(
+                {p.spec.node_name for p in pods if p.status.phase == "Running" and p.spec.node_name}
+            )
+            if nodes:
+                break
+            target.missed["none running"] += 1
+            await asyncio.sleep(0.1)  # polling the pod list for a victim, not waiting for an effect
+        else:
+            return False
+        node = target.rng.choice(nodes)
+        on_node = f"spec.nodeName={node}"
+        listing = await kube.core.list_namespaced_pod(
+            target.namespace, label_selector=LABEL_TASK, field_selector=on_node
+        )
+        last: dict[str, Any] = {pod.metadata.name: pod for pod in listing.items}
+        alive = set(last)
+        version = listing.metadata.resource_version
+        # kwok is the kubelet of both nodes: it dies (a node's kubelet goes with the node), the Node is
+        # deleted, and it starts again, playing the stages of the pods of the node that is left; a kwok
+        # left running would still complete the pods it had started on the deleted node
+        kwok = target.cluster.processes["kwok"]
+        os.killpg(kwok.pid, signal.SIGKILL)
+        kwok.wait()
+        await kube.core.delete_node(node)
+        await asyncio.to_thread(target.cluster.restart, "kwok", signal.SIGKILL)
+        deadline = time.monotonic() + 150
+        while alive and time.monotonic() < deadline:  # the pod GC's quarantine (40 s) and period (20 s)
+            async for event in watch.Watch().stream(
+                kube.core.list_namespaced_pod,
+                target.namespace,
+                label_selector=LABEL_TASK,
+                field_selector=on_node,
+                resource_version=version,
+                timeout_seconds=5,
+            ):
+                pod = event["object"]
+                version = pod.metadata.resource_version
+                last[pod.metadata.name] = pod
+                if event["type"] == "DELETED":
+                    alive.discard(pod.metadata.name)
+                else:
+                    alive.add(pod.metadata.name)
+        assert not alive, f"the pod GC left the pods of deleted Node {node}: {sorted(alive)}"
+        await kube.core.create_node(kwok_node_manifest(node))  # type: ignore[arg-type]
+    wait_for(lambda: node_ready(target.cluster, node), f"Node {node} Ready again")
+    failed = [pod for pod in last.values() if pod.status.phase != "Succeeded"]
+    target.missed[f"ended Succeeded on {node}"] += len(last) - len(failed)
+    for pod in failed:
+        labels = pod.metadata.labels
+        target.failed_tries[labels[LABEL_DAGRUN], labels[LABEL_TASK]] += 1
+    return True
+
+
+def node_ready(cluster: Cluster, node: str) -> bool:
+    found = cluster.kubectl("get", "node", node, "-o", "json", check=False)
+    if found.returncode != 0:
+        return False
+    conditions = json.loads(found.stdout).get("status", {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
 def proxy_faults(target: Target) -> bool:
     """The next 1-6 requests of the controller dropped, reset, stalled, answered 429/500/504, or (a
     write) done with its reply lost; a drop or reset breaks every open connection (watches) too."""
@@ -313,6 +395,7 @@ FAULTS = [
     Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart_etcd),
     Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=3000),
     Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=3000),
+    Fault("node-remove", "a kwok Node deleted mid-run, then created again", 1, remove_node, duration_ms=3000),
     Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
     Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
 ]
