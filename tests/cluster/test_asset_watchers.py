@@ -95,3 +95,65 @@ def test_a_configmap_meeting_the_condition_runs_the_consumer_once_across_a_trigg
             )
     assert len(watched_events(cluster, namespace)) == 1, "one AssetEvent for one state of the ConfigMap"
     assert len(runs_of(cluster, namespace, "on-flag")) == 1, "one consumer run"
+
+
+def test_a_custom_resource_becoming_ready_is_one_event_and_again_after_it_was_not_ready(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """The watched object is a custom resource with conditions: a Zonda DAG, whose Ready condition the
+    controller writes (False while paused). Each transition to Ready=True is one event, one run."""
+    uri = "s3://watched/upstream"
+    watcher = {
+        "name": "upstream-ready",
+        "classpath": "controller.providers.kubernetes.triggers.ObjectConditionEventTrigger",
+        "kwargs": {
+            "api_version": "zonda.dev/v1alpha1",
+            "kind": "DAG",
+            "name": "upstream",
+            "namespace": namespace,
+            "condition": "Ready",
+            "poll_interval": 0.5,
+        },
+    }
+    on_ready = consumer(namespace)
+    on_ready["metadata"]["name"] = "on-upstream"
+    on_ready["spec"]["assetSchedule"] = {"uri": uri, "watchers": [watcher]}
+    upstream = {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "upstream"},
+        "spec": {"tasks": [{"id": "t", "operator": "EmptyOperator"}]},
+    }
+    apply(cluster, namespace, on_ready)
+
+    def ready(status: str) -> dict[str, Any] | None:
+        conditions = (get(cluster, namespace, "dag", "upstream").get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Ready" and c["status"] == status), None)
+
+    def events() -> list[dict[str, Any]]:
+        return [e for e in get(cluster, namespace, "assetevents")["items"] if e["spec"]["uri"] == uri]
+
+    with (
+        controller(cluster, namespace, tmp_path, executor="local"),
+        triggerer(cluster, namespace, tmp_path, identity="watch-c") as running,
+    ):
+        wait_for(lambda: "started for s3://watched/upstream" in running.log(), "the watcher to run")
+        apply(cluster, namespace, upstream)
+        first = wait_for(lambda: ready("True"), "the upstream DAG to be Ready")
+        wait_for(lambda: runs_of(cluster, namespace, "on-upstream"), "the consumer's first run")
+        [event] = events()
+        assert event["spec"]["extra"]["payload"]["lastTransitionTime"] == first["lastTransitionTime"]
+        cluster.kubectl(
+            "patch", "dag", "upstream", "-n", namespace, "--type=merge", "-p", '{"spec":{"paused":true}}'
+        )
+        wait_for(lambda: ready("False"), "the paused DAG not Ready")
+        cluster.kubectl(
+            "patch", "dag", "upstream", "-n", namespace, "--type=merge", "-p", '{"spec":{"paused":false}}'
+        )
+        again = wait_for(lambda: ready("True"), "the DAG Ready again")
+        assert again["lastTransitionTime"] != first["lastTransitionTime"]
+        wait_for(lambda: len(runs_of(cluster, namespace, "on-upstream")) == 2, "the consumer's second run")
+        wait_for(lambda: len(events()) == 2, "two events")
+        wait_for(lambda: running.log().count("Recorded asset event") >= 2, "both recorded by the triggerer")
+    assert len(events()) == 2
+    assert len(runs_of(cluster, namespace, "on-upstream")) == 2
