@@ -125,7 +125,13 @@ class RunIndex:
         parsed = {tid: TaskInstanceState(ti["state"]) for tid, ti in interesting.items()}
         return (
             run_slots.holders(dag, meta["name"], parsed),
-            run_slots.candidates(dag, meta["name"], parsed, logical_date),
+            run_slots.candidates(
+                dag,
+                meta["name"],
+                parsed,
+                logical_date,
+                max_tries={tid: ti.get("maxTries") for tid, ti in interesting.items()},
+            ),
         )
 
     def _dag(self, key: tuple[str, str, str], dag_name: str, dag_spec: Any) -> ResolvedDag | None:

@@ -2,16 +2,17 @@
 
 `TaskInstance` and `DagRun` are type names (a file annotates with them; the objects a task receives
 are the runner's `ti` and `dag_run`); `hookimpl` marks listener functions, which Zonda does not call
-(use callbacks); `PriorityWeightStrategy` is the base class of custom weight rules, which Zonda does
-not apply (use `weight_rule="downstream"|"upstream"|"absolute"`). `zonda dags render --report`
-lists none of them: importing one changes nothing.
+(use callbacks); `PriorityWeightStrategy` is the base class of custom weight rules
+(`zonda.specs.priority_strategies`, which admission applies). `zonda dags render --report` lists none
+of them: importing one changes nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from zonda.resources.models import DagRunState, TaskInstanceState
+from zonda.specs.priority_strategies import PriorityWeightStrategy
 
 _F = TypeVar("_F")
 
@@ -22,13 +23,6 @@ class TaskInstance:
 
 class DagRun:
     """Airflow's `DagRun`, as a type name: a task's code gets its run as the context's `dag_run`."""
-
-
-class PriorityWeightStrategy:
-    """Airflow's base of custom priority weight rules; Zonda applies only the three built-in rules."""
-
-    def get_weight(self, ti: Any) -> int:
-        raise NotImplementedError
 
 
 def hookimpl(function: _F) -> _F:

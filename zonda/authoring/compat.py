@@ -376,6 +376,14 @@ def _alias(fullname: str) -> str | None:
     return MODULES.get(name) or provider_modules().get(name)
 
 
+def module_for(fullname: str) -> str:
+    """The module an import path names once Airflow's names are mapped (a DAGs-folder module for
+    `airflow.example_dags.X`, Zonda's for the rest); other paths unchanged."""
+    if not _is_airflow(fullname):
+        return fullname
+    return _dags_folder_module(fullname) or _alias(fullname) or fullname
+
+
 def _dags_folder_module(fullname: str) -> str | None:
     """`airflow.example_dags.libs.helper` -> `libs.helper`, found on `sys.path` (the DAGs folder first)."""
     if not fullname.startswith(EXAMPLE_DAGS_PACKAGE + "."):

@@ -13,12 +13,15 @@ if the controller would accept it.
 from __future__ import annotations
 
 import datetime as dt
+import enum
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from zonda.authoring import compat
 from zonda.authoring.assets import Asset, AssetAlias, AssetOrTimeSchedule, schedule_expression
 from zonda.authoring.manifest_values import DAG_FILE_MODULES, ValueWriter, utc_iso
 from zonda.authoring.relations import Node
@@ -27,10 +30,11 @@ from zonda.operators.base import SCHEDULER_ARGUMENTS
 from zonda.operators.container import ContainerOperator
 from zonda.resources import names
 from zonda.resources.durations import format_duration
-from zonda.resources.models import API_VERSION, TaskDefaults
+from zonda.resources.models import API_VERSION, TaskDefaults, WeightRule
 from zonda.resources.wire import ANNOTATION_DAG_ID
 from zonda.specs import operator_registry
 from zonda.specs.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
+from zonda.specs.priority_strategies import PriorityWeightStrategy
 
 if TYPE_CHECKING:
     from zonda.authoring.dags import DAG
@@ -233,6 +237,14 @@ class _Compiler(ValueWriter):
 
     def timetable(self, timetable: Any) -> dict[str, Any]:
         klass = type(timetable)
+        self.importable_class(klass, "timetable")
+        return {
+            "class": f"{klass.__module__}.{klass.__qualname__}",
+            "params": self.json(timetable.serialize(), "timetable"),
+        }
+
+    def importable_class(self, klass: type, what: str) -> None:
+        """A class the controller imports by path: not one defined in a DAG file (its `plugins/` aside)."""
         in_plugins = klass.__module__.split(".")[0] == PLUGINS_PACKAGE  # Airflow's plugins folder
         if (
             "<locals>" in klass.__qualname__
@@ -240,13 +252,54 @@ class _Compiler(ValueWriter):
             or (klass.__module__ == "__main__")
         ):
             self.errors.append(
-                f"timetable class {klass.__qualname__} must live in an importable module (the controller "
+                f"{what} class {klass.__qualname__} must live in an importable module (the controller "
                 "imports it), not in a DAG file"
             )
+
+    def weight_rule(self, value: Any, where: str) -> dict[str, Any]:
+        """Airflow's `weight_rule`: a built-in rule's name, or a `PriorityWeightStrategy` (an instance, or
+        its class's import path as Airflow's plugin registry names it) as `weight_strategy`."""
+        if isinstance(value, enum.Enum):
+            value = value.value
+        if isinstance(value, str) and value in set(WeightRule):
+            return {"weight_rule": value}
+        strategy = value
+        if isinstance(value, str):
+            strategy = self.strategy_class(value, where)
+            if strategy is None:
+                return {}
+        if isinstance(strategy, type) and issubclass(strategy, PriorityWeightStrategy):
+            strategy = strategy()
+        if not isinstance(strategy, PriorityWeightStrategy):
+            self.errors.append(
+                f"{where}: expected 'downstream', 'upstream', 'absolute' or a PriorityWeightStrategy, "
+                f"not {value!r}"
+            )
+            return {}
+        klass = type(strategy)
+        self.importable_class(klass, "priority weight strategy")
         return {
-            "class": f"{klass.__module__}.{klass.__qualname__}",
-            "params": self.json(timetable.serialize(), "timetable"),
+            "weight_strategy": {
+                "class": f"{klass.__module__}.{klass.__qualname__}",
+                "params": self.json(strategy.serialize(), where),
+            }
         }
+
+    def strategy_class(self, path: str, where: str) -> type | None:
+        """The class a `weight_rule` import path names, imported as the DAG file's imports are (so
+        `airflow.example_dags.plugins.X` is the DAGs folder's `plugins.X`)."""
+        module_name, _, attribute = path.rpartition(".")
+        try:
+            found = None
+            if module_name:
+                found = getattr(importlib.import_module(compat.module_for(module_name)), attribute)
+        except Exception as exc:  # ImportError, AttributeError, or anything its module raises
+            self.errors.append(f"{where}: unknown priority strategy {path!r} ({type(exc).__name__}: {exc})")
+            return None
+        if not (isinstance(found, type) and issubclass(found, PriorityWeightStrategy)):
+            self.errors.append(f"{where}: unknown priority strategy {path!r}: not a PriorityWeightStrategy")
+            return None
+        return found
 
     def defaults(
         self, default_args: Mapping[str, Any], where: str, *, of_dag: bool = False
@@ -260,6 +313,8 @@ class _Compiler(ValueWriter):
                 fields[name] = self.callbacks(
                     value, f"{where} {name}", {"default_arg": name} if of_dag else None
                 )
+            elif name == "weight_rule" and value is not None:
+                fields.update(self.weight_rule(value, f"{where} weight_rule"))
             elif name in _DEFAULT_FIELDS:
                 fields[name] = self.field(name, value, where)
             elif name == "executor_config":
@@ -299,6 +354,10 @@ class _Compiler(ValueWriter):
             elif name in TASK_CALLBACKS:
                 query = {"task_id": str(task.task_id), "callback": name}
                 body[_camel(name)] = self.callbacks(value, f"{where} {name}", query)
+            elif name == "weight_rule" and value is not None:
+                body.update(
+                    {_camel(k): v for k, v in self.weight_rule(value, f"{where} weight_rule").items()}
+                )
             elif name in _DEFAULT_FIELDS:
                 body[_camel(name)] = self.field(name, value, where)
             elif name == "executor_config":

@@ -327,7 +327,14 @@ class RunPass:
         """
         weights = effective_priority_weights(self.state.dag)
         mine = [
-            run_slots.candidate(self.state.dag, self.state.run_name, key, self.state.logical_date, weights)
+            run_slots.candidate(
+                self.state.dag,
+                self.state.run_name,
+                key,
+                self.state.logical_date,
+                weights,
+                self.state.tis[key].max_tries if key in self.state.tis else None,
+            )
             for key in ready
         ]
         own = run_slots.holders(

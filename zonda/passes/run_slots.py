@@ -13,7 +13,7 @@ from zonda.passes.pools import Candidate, SlotHolder
 from zonda.resources.models import TaskInstanceState
 from zonda.resources.pool_models import pool_resource_name
 from zonda.specs import mapping
-from zonda.specs.dags import ResolvedDag, effective_priority_weights
+from zonda.specs.dags import ResolvedDag, effective_priority_weights, task_instance_weight
 
 S = TaskInstanceState
 #: A deferred task instance holds its slot only in a pool with `includeDeferred`.
@@ -42,8 +42,10 @@ def candidates(
     states: Mapping[str, TaskInstanceState],
     logical_date: datetime | None,
     weights: Mapping[str, int] | None = None,
+    max_tries: Mapping[str, int | None] | None = None,
 ) -> tuple[Candidate, ...]:
-    """The run's scheduled task instances: ready, waiting to be queued."""
+    """The run's scheduled task instances: ready, waiting to be queued (`max_tries` by key: what a
+    custom weight strategy's try number comes from)."""
     ready = [
         key
         for key, state in states.items()
@@ -52,11 +54,17 @@ def candidates(
     if not ready:
         return ()
     weights = weights if weights is not None else effective_priority_weights(dag)
-    return tuple(candidate(dag, run, key, logical_date, weights) for key in ready)
+    tries = max_tries or {}
+    return tuple(candidate(dag, run, key, logical_date, weights, tries.get(key)) for key in ready)
 
 
 def candidate(
-    dag: ResolvedDag, run: str, key: str, logical_date: datetime | None, weights: Mapping[str, int]
+    dag: ResolvedDag,
+    run: str,
+    key: str,
+    logical_date: datetime | None,
+    weights: Mapping[str, int],
+    max_tries: int | None = None,
 ) -> Candidate:
     """The scheduled task instance `key` (``task`` or a mapped ``task[i]``) as admission sees it."""
     task_id = mapping.split_key(key)[0]
@@ -67,7 +75,7 @@ def candidate(
         task_id=key,
         pool=pool_resource_name(task.pool),
         slots=task.pool_slots,
-        weight=weights[task_id],
+        weight=task_instance_weight(dag, key, run, weights, max_tries),
         logical_date=logical_date,
         max_active_tasks=dag.spec.max_active_tasks,
         max_active_tis_per_dag=task.max_active_tis_per_dag,

@@ -135,6 +135,13 @@ class TimetableRef(CrdModel):
     params: JsonObject = Field(default_factory=dict, description="Passed to the class's `deserialize`.")
 
 
+class PriorityStrategyRef(CrdModel):
+    """A custom priority weight strategy (Airflow's `weight_rule=` a `PriorityWeightStrategy`)."""
+
+    class_: str = Field(alias="class", description="Import path of the strategy class, `pkg.mod.Class`.")
+    params: JsonObject = Field(default_factory=dict, description="Its `serialize()`, given to `deserialize`.")
+
+
 class TaskDefaults(CrdModel):
     """Airflow's `default_args`: what a DAG or a task group gives every task that does not say."""
 
@@ -153,6 +160,9 @@ class TaskDefaults(CrdModel):
     )
     priority_weight: int | None = None
     weight_rule: WeightRule | None = None
+    weight_strategy: PriorityStrategyRef | None = Field(
+        default=None, description="A custom weight rule: the task instance's weight is its get_weight(ti)."
+    )
     pool: str | None = Field(
         default=None, description="Airflow's pool: the Pool named so (`_` as `-`); unset: default_pool."
     )

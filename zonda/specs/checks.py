@@ -41,6 +41,7 @@ def check_dag_settings(spec: DagSpec) -> list[str]:
         errors.extend(_check_duration("dagrunTimeout", spec.dagrun_timeout, positive=True))
     scheduled = spec.schedule is not None or spec.timetable is not None
     errors.extend(params.schema_errors(spec.params_schema, spec.params, scheduled=scheduled))
+    errors.extend(_check_weight_strategies(spec))
     for task in spec.tasks:  # Airflow's task-level Params: the task's defaults over the DAG's
         defaults = {**spec.params, **((task.args or {}).get("params") or {})}
         found = params.schema_errors(task.params_schema, defaults, scheduled=scheduled)
@@ -76,6 +77,25 @@ def _check_timetable(spec: DagSpec, timezone: str) -> list[str]:
             load_timetable(spec.timetable.class_, spec.timetable.params)
         except Exception as exc:  # a user class: anything it raises makes the DAG unschedulable
             errors.append(f"timetable {spec.timetable.class_!r} cannot be used: {exc}")
+    return errors
+
+
+def _check_weight_strategies(spec: DagSpec) -> list[str]:
+    """Import each custom priority weight strategy now (Airflow fails a DAG whose strategy it cannot
+    load), so admission never meets one that does not import."""
+    from zonda.specs.priority_strategies import StrategyInvalid, load_priority_strategy
+
+    layers = [("defaultArgs", spec.default_args)]
+    layers += [(f"task group {group.id!r} defaultArgs", group.default_args) for group in spec.task_groups]
+    layers += [(f"task {task.id!r}", task) for task in spec.tasks]
+    errors: list[str] = []
+    for where, layer in layers:
+        if layer is None or layer.weight_strategy is None:
+            continue
+        try:
+            load_priority_strategy(layer.weight_strategy.class_, layer.weight_strategy.params)
+        except StrategyInvalid as exc:
+            errors.append(f"{where}: {exc}")
     return errors
 
 

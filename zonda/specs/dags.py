@@ -21,9 +21,23 @@ import pydantic
 
 from zonda.resources.asset_refs import AssetRef
 from zonda.resources.durations import parse_duration
-from zonda.resources.models import DagSpec, ExpandSpec, TaskDefaults, TriggerRule, WeightRule
+from zonda.resources.models import (
+    DagSpec,
+    ExpandSpec,
+    PriorityStrategyRef,
+    TaskDefaults,
+    TriggerRule,
+    WeightRule,
+)
 from zonda.resources.pool_models import DEFAULT_POOL, pool_name_problem
-from zonda.specs import mapped_groups, mapping, merging, operator_arguments, operator_registry
+from zonda.specs import (
+    mapped_groups,
+    mapping,
+    merging,
+    operator_arguments,
+    operator_registry,
+    priority_strategies,
+)
 from zonda.specs.checks import check_dag_settings, check_defaults_durations
 from zonda.specs.errors import describe_validation_error
 from zonda.specs.graph import GraphBuilder
@@ -54,6 +68,8 @@ class ResolvedTask:
     wait_for_past_depends_before_skipping: bool = False
     priority_weight: int = 1
     weight_rule: WeightRule = WeightRule.DOWNSTREAM
+    #: A custom strategy (`zonda.specs.priority_strategies`): its get_weight(ti), instead of weight_rule.
+    weight_strategy: PriorityStrategyRef | None = None
     #: Airflow's name, as written (`zonda.resources.pool_models.pool_resource_name` names the resource).
     pool: str = DEFAULT_POOL
     pool_slots: int = 1
@@ -186,6 +202,36 @@ def effective_priority_weights(dag: ResolvedDag) -> dict[str, int]:
     return result
 
 
+def task_instance_weight(
+    dag: ResolvedDag, key: str, run_id: str, weights: Mapping[str, int], max_tries: int | None = None
+) -> int:
+    """The priority weight of task instance `key` (``task`` or ``task[i]``): its task's effective weight,
+    or for a custom strategy its `get_weight(ti)` at the try number it was created or cleared at."""
+    task_id, map_index = mapping.split_key(key)
+    task = dag.tasks[task_id]
+    if task.weight_strategy is None:
+        return weights[task_id]
+    strategy = priority_strategies.load_priority_strategy(
+        task.weight_strategy.class_, task.weight_strategy.params
+    )
+    ti = priority_strategies.StrategyTaskInstance(
+        dag_id=dag.name,
+        task_id=task_id,
+        run_id=run_id,
+        map_index=map_index,
+        try_number=priority_strategies.tries_when_created(max_tries=max_tries, retries=task.retries),
+        task=priority_strategies.StrategyTask(
+            task_id=task_id,
+            dag_id=dag.name,
+            priority_weight=task.priority_weight,
+            retries=task.retries,
+            pool=task.pool,
+            queue=task.queue,
+        ),
+    )
+    return priority_strategies.strategy_weight(strategy, ti)
+
+
 def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[list[str], ResolvedTask]:
     """Merge defaults (DAG < outer groups < inner groups < task) and check the operator."""
     task = graph.tasks[task_id]
@@ -262,6 +308,7 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         ),
         priority_weight=_first_set(merged.get("priority_weight"), 1),
         weight_rule=_first_set(merged.get("weight_rule"), WeightRule.DOWNSTREAM),
+        weight_strategy=merged.get("weight_strategy"),
         pool=_first_set(merged.get("pool"), DEFAULT_POOL),
         pool_slots=_first_set(merged.get("pool_slots"), 1),
         max_active_tis_per_dag=merged.get("max_active_tis_per_dag"),
@@ -309,4 +356,10 @@ def _merge_defaults(layers: list[TaskDefaults]) -> dict[str, Any]:
                 merged[field_name] = merging.strategic_merge(merged.get(field_name, {}), value)
             else:
                 merged[field_name] = value
+            if field_name in _WEIGHT_FIELDS:  # one Airflow argument, `weight_rule`: the later layer's wins
+                merged.pop(next(other for other in _WEIGHT_FIELDS if other != field_name), None)
     return merged
+
+
+#: `weight_rule` as a built-in rule or a custom strategy: a layer that sets one unsets the other.
+_WEIGHT_FIELDS = ("weight_rule", "weight_strategy")
