@@ -5,7 +5,8 @@ Fault types (one test each, small in CI): the controller SIGKILLed; kube-apiserv
 restarted (every watch and connection breaks); etcd SIGKILLed and restarted (the apiserver answers
 errors until it is back); task pods deleted (grace 0) and evicted (the Eviction API) while Running;
 a kwok Node deleted under a Running pod (its pods garbage-collected by kube-controller-manager), then
-created again.
+created again; one of two triggerer replicas SIGKILLed while Triggers wait (the workload then has a
+deferrable sensor), restarted once the other holds its shards.
 `ZONDA_FAULT_INJECTIONS=N` runs N of each (on demand, e.g. 40), seed `ZONDA_FAULT_SEED` (22),
 `ZONDA_FAULT_INTERVAL_MINUTES` (10) sets how many runs the last hour holds. The table each prints goes
 to docs/reliability.md.
@@ -16,7 +17,9 @@ started before the controller, resumed at its last resourceVersion when the apis
 task instance is left unfinished; every task instance succeeds, at try 1 unless the fault itself
 failed a try: a pod the fault deleted while it was Running (a delete preconditioned on the Running
 pod's resourceVersion), or bound to a Node the fault deleted and ended other than Succeeded, is exactly
-one more try of that task instance, and tries 1..n each had a pod.
+one more try of that task instance, and tries 1..n each had a pod. With the triggerer: each deferred
+task instance had one Trigger, fired by one write (etcd's record of the Triggers), and one attempt
+that resumed it (a pod of its own).
 
 Real: the apiserver, etcd, kwok's nodes running the pods, the controller process.
 """
@@ -41,16 +44,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
 from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, ClusterError
+from controller.devtools.ports import free_port
 from controller.processes.clock import OFFSET_FILE_ENV
+from controller.triggerer.leases import shard_lease_name
 from tests.cluster import fault_proxy
 from tests.cluster.fault_proxy import FaultProxy
-from tests.cluster.zonda_processes import ZondaProcess, apply, controller, runs_of, wait_for
-from zonda.resources.names import attempt_name
+from tests.cluster.zonda_processes import ZondaProcess, apply, controller, get, runs_of, triggerer, wait_for
+from zonda.resources.invocations import DeferralRequest, TaskOutcome, TaskResult
+from zonda.resources.names import attempt_name, trigger_name
 from zonda.resources.wire import LABEL_DAGRUN, LABEL_TASK
 
 SEED = int(os.environ.get("ZONDA_FAULT_SEED", "22"))
@@ -73,10 +79,43 @@ def pod_task(task_id: str, depends_on: list[str], duration_ms: int) -> dict[str,
     }
 
 
-def workload(start: datetime, duration_ms: int) -> dict[str, Any]:
+#: The deferring try's result (kwok's termination message): wait on a DateTimeTrigger whose moment
+#: kwok sets to the pod's end plus `kwok.zonda.dev/moment-delay` (controller/devtools/data/kwok-stages.yaml).
+DEFERRED = TaskResult(
+    outcome=TaskOutcome.DEFERRED,
+    deferral=DeferralRequest(
+        trigger_classpath="zonda.triggers.temporal.DateTimeTrigger",
+        trigger_kwargs={"moment": "KWOK_MOMENT", "end_from_trigger": False},
+    ),
+)
+DEFERRABLE = "wait"
+
+
+def deferrable_task(depends_on: list[str], duration_ms: int) -> dict[str, Any]:
+    """A deferrable sensor on kwok: its first pod ends deferred (a trigger due 4 s later), the pod that
+    resumes it (its invocation has a nextMethod) succeeds."""
+    annotations = {
+        "kwok.zonda.dev/duration-ms": str(duration_ms),
+        "kwok.zonda.dev/termination-message": DEFERRED.encode().decode(),
+        "kwok.zonda.dev/moment-delay": "4s",
+    }
+    return {
+        "id": DEFERRABLE,
+        "operator": "DateTimeSensorAsync",
+        "args": {"target_time": "2000-01-01T00:00:00+00:00"},  # never read: kwok plays the pod
+        "podOverride": {"metadata": {"annotations": annotations}},
+        "dependsOn": depends_on,
+        "retries": 3,
+        "retryDelay": "1s",
+    }
+
+
+def workload(start: datetime, duration_ms: int, *, deferrable: bool = False) -> dict[str, Any]:
     """A chain, a fan-out of four and a join, every INTERVAL minutes since `start` (catchup), at most
-    three runs at once: six due runs of seven task instances by default."""
+    three runs at once: six due runs of seven task instances by default; `deferrable` adds a deferrable
+    sensor after `a` that the join also waits for (eight)."""
     fan = [pod_task(f"fan{index}", ["b"], duration_ms) for index in range(4)]
+    waits = [deferrable_task(["a"], duration_ms)] if deferrable else []
     return {
         "apiVersion": "zonda.dev/v1alpha1",
         "kind": "DAG",
@@ -86,8 +125,9 @@ def workload(start: datetime, duration_ms: int) -> dict[str, Any]:
             "startDate": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "catchup": True,
             "maxActiveRuns": 3,
-            "tasks": [pod_task("a", [], duration_ms), pod_task("b", ["a"], duration_ms), *fan,
-                      pod_task("join", [f"fan{index}" for index in range(4)], duration_ms)],
+            "tasks": [pod_task("a", [], duration_ms), pod_task("b", ["a"], duration_ms), *fan, *waits,
+                      pod_task("join", [*(f"fan{index}" for index in range(4)), *(w["id"] for w in waits)],
+                               duration_ms)],
         },
     }  # fmt: skip
 
@@ -115,6 +155,10 @@ class PodCreations:
         request = urllib.request.Request(f"{self.url}{path}", data=json.dumps(body).encode())
         return urllib.request.urlopen(request, timeout=timeout)
 
+    def _seen(self, name: str, kv: dict[str, Any], created: bool) -> None:
+        if created:
+            self.created[name] += 1
+
     def _record(self) -> None:
         key = base64.b64encode(self.prefix.encode()).decode()
         end = base64.b64encode(self.prefix[:-1].encode() + b"0").decode()  # the prefix's range end
@@ -129,17 +173,15 @@ class PodCreations:
                             return
                         for event in result.get("events") or []:
                             kv = event["kv"]
-                            if (
-                                event.get("type", "PUT") == "PUT"
-                                and kv["create_revision"] == kv["mod_revision"]
-                            ):
-                                self.created[base64.b64decode(kv["key"]).decode()[len(self.prefix) :]] += 1
+                            if event.get("type", "PUT") == "PUT":
+                                name = base64.b64decode(kv["key"]).decode()[len(self.prefix) :]
+                                self._seen(name, kv, kv["create_revision"] == kv["mod_revision"])
                             self._revision = int(kv["mod_revision"])
             except (OSError, ValueError):
                 self.resumed += 1
                 time.sleep(0.2)  # etcd restarting: a retry's backoff, not a signal
 
-    def __enter__(self) -> PodCreations:
+    def __enter__(self) -> Self:
         with self._post("/v3/kv/range", {"key": base64.b64encode(b"/").decode()}, timeout=10) as reply:
             self._revision = int(json.loads(reply.read())["header"]["revision"])
         self._thread.start()
@@ -147,6 +189,28 @@ class PodCreations:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+
+
+class TriggerFirings(PodCreations):
+    """Every write of the namespace's Triggers that set `status.state: fired`, from etcd's watch as the
+    pods are (a CRD's objects are stored as JSON): trigger name -> how many writes made it fired, with
+    the holders that wrote them. Exactly once is one such write per Trigger."""
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        super().__init__(cluster, namespace)
+        self.prefix = f"/registry/zonda.dev/triggers/{namespace}/"
+        self.fired: Counter[str] = Counter()
+        self.holders: dict[str, list[str]] = {}
+        self._state: dict[str, str | None] = {}
+
+    def _seen(self, name: str, kv: dict[str, Any], created: bool) -> None:
+        if created:
+            self.created[name] += 1
+        status = json.loads(base64.b64decode(kv["value"])).get("status") or {}
+        if status.get("state") == "fired" and self._state.get(name) != "fired":
+            self.fired[name] += 1
+            self.holders.setdefault(name, []).append(str(status.get("holder")))
+        self._state[name] = status.get("state")
 
 
 @dataclass
@@ -167,6 +231,10 @@ class Target:
     clock_file: Path | None = None
     clock_offset: float = 0.0
     clock_ahead: float = 0.0
+    #: The triggerer replicas, by identity.
+    triggerers: dict[str, ZondaProcess] = field(default_factory=dict)
+    #: Runs due: the workload has finished once they have all ended.
+    due: int = 0
 
 
 @dataclass(frozen=True)
@@ -179,6 +247,8 @@ class Fault:
     duration_ms: int = 400
     #: The controller talks to the apiserver through a FaultProxy.
     proxied: bool = False
+    #: Triggerer replicas started, and the workload's deferrable sensor with them.
+    triggerers: int = 0
 
 
 def kill_controller(target: Target) -> bool:
@@ -348,6 +418,63 @@ def node_ready(cluster: Cluster, node: str) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
+def kill_triggerer(target: Target) -> bool:
+    """SIGKILL the triggerer replica holding the shard of a Trigger that waits (pending or running, read
+    from the apiserver), wait until the other replica holds its shards (it takes a Lease over once it
+    has gone a lease duration, 4 s, unrenewed), then start it again (it may take shards back)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until a deferred task instance's Trigger waits
+        waiting = [
+            trigger
+            for trigger in quietly(lambda: get(target.cluster, target.namespace, "triggers")["items"], [])
+            if (trigger.get("status") or {}).get("state") in (None, "pending", "running")
+        ]
+        leases = shard_holders(target.cluster, target.namespace)
+        holders = {leases.get(trigger["spec"]["shard"]) for trigger in waiting} & set(target.triggerers)
+        if holders:
+            break
+        target.missed["none waiting"] += 1
+        if not waiting and finished(target.cluster, target.namespace, target.due):
+            return False  # every run has ended: no Trigger will wait again
+        time.sleep(0.1)  # polling the Triggers for a victim, not waiting for an effect
+    else:
+        return False
+    identity = target.rng.choice(sorted(holders))
+    held = [
+        shard
+        for shard, holder in shard_holders(target.cluster, target.namespace).items()
+        if holder == identity
+    ]
+    victim = target.triggerers[identity]
+    victim.stop(signal.SIGKILL)
+    # restarted at once under the same identity it would renew its own Leases: it starts again once
+    # the other replica holds every shard it held (read from the Leases), so the shards fail over
+    wait_for(
+        lambda: all(
+            shard_holders(target.cluster, target.namespace).get(shard) not in (None, identity)
+            for shard in held
+        ),
+        f"the other triggerer to take over {identity}'s shards {held}",
+    )
+    victim.start()
+    return True
+
+
+def shard_holders(cluster: Cluster, namespace: str) -> dict[int, str | None]:
+    """The triggerer's shard Leases: shard -> holder identity."""
+
+    def read() -> dict[int, str | None]:
+        prefix = shard_lease_name(0)[:-1]
+        return {
+            int(lease["metadata"]["name"][len(prefix) :]): (lease.get("spec") or {}).get("holderIdentity")
+            for lease in get(cluster, namespace, "leases")["items"]
+            if lease["metadata"]["name"].startswith(prefix)
+        }
+
+    found: dict[int, str | None] = quietly(read, {})
+    return found
+
+
 def proxy_faults(target: Target) -> bool:
     """The next 1-6 requests of the controller dropped, reset, stalled, answered 429/500/504, or (a
     write) done with its reply lost; a drop or reset breaks every open connection (watches) too."""
@@ -396,6 +523,13 @@ FAULTS = [
     Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=3000),
     Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=3000),
     Fault("node-remove", "a kwok Node deleted mid-run, then created again", 1, remove_node, duration_ms=3000),
+    Fault(
+        "triggerer-kill",
+        "a triggerer replica (of two) SIGKILLed while triggers wait, then restarted",
+        2,
+        kill_triggerer,
+        triggerers=2,
+    ),
     Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
     Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
 ]
@@ -410,16 +544,35 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
     start = (now - timedelta(hours=1)).replace(second=0, microsecond=0)
     start -= timedelta(minutes=start.minute % INTERVAL)
     due = int((now - start) / timedelta(minutes=INTERVAL))
-    apply(cluster, namespace, workload(start, fault.duration_ms))
+    apply(cluster, namespace, workload(start, fault.duration_ms, deferrable=fault.triggerers > 0))
     recoveries: list[float] = []
     with contextlib.ExitStack() as stack:
         pods = stack.enter_context(PodCreations(cluster, namespace))
+        firings = stack.enter_context(TriggerFirings(cluster, namespace)) if fault.triggerers else None
+        triggerers = {
+            identity: stack.enter_context(
+                triggerer(cluster, namespace, tmp_path, identity=identity, extra=[
+                    "--metrics-port", str(free_port()),
+                    "--health-port", str(free_port()),
+                ])
+            )
+            for identity in ("triggerer-a", "triggerer-b")[: fault.triggerers]
+        }  # fmt: skip
         proxy = stack.enter_context(proxy_for(cluster)) if fault.proxied else None
         extra = ["--kubeconfig", str(proxy.kubeconfig(tmp_path / "proxied", ADMIN_TOKEN))] if proxy else []
         clock_file = tmp_path / "clock-offset"
         env = {OFFSET_FILE_ENV: str(clock_file)} if fault.inject is jump_clock else {}
         process = stack.enter_context(controller(cluster, namespace, tmp_path, extra=extra, env=env))
-        target = Target(cluster, namespace, process, rng, proxy=proxy, clock_file=clock_file if env else None)
+        target = Target(
+            cluster,
+            namespace,
+            process,
+            rng,
+            proxy=proxy,
+            clock_file=clock_file if env else None,
+            triggerers=triggerers,
+            due=due,
+        )
         for _ in range(int(INJECTIONS or fault.ci_injections)):
             time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
             if finished(cluster, namespace, due):
@@ -448,7 +601,7 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         except AssertionError:
             print(unfinished_pods(cluster, namespace))
             raise
-    audit(fault, pods, target, runs, recoveries, start, due)
+    audit(fault, pods, target, runs, recoveries, start, due, firings)
 
 
 def unfinished_pods(cluster: Cluster, namespace: str) -> str:
@@ -491,6 +644,7 @@ def audit(
     recoveries: list[float],
     start: datetime,
     due: int,
+    firings: TriggerFirings | None = None,
 ) -> None:
     assert pods.gap is None, pods.gap
     assert recoveries, "the schedule struck nothing: the audit would prove nothing"
@@ -514,6 +668,9 @@ def audit(
     tried = {
         attempt_name(run, task, n) for (run, task), ti in tis.items() for n in range(1, ti["tryNumber"] + 1)
     }
+    # a try that deferred d times had d more attempts, each named after the one it resumed
+    resumed = {key: resumed_attempts(*key, ti) for key, ti in tis.items() if ti.get("deferralCount")}
+    tried |= {name for names in resumed.values() for name in names}
     missing_pods = sorted(tried - set(pods.created))
     strays = sorted(set(pods.created) - tried)
     print(
@@ -541,6 +698,37 @@ def audit(
     )
     assert not missing_pods, f"tries recorded without a pod created: {missing_pods}"
     assert not strays, f"pods created for no recorded try: {strays}"
+    if firings is not None:
+        audit_triggers(firings, tis, resumed)
+
+
+def resumed_attempts(run: str, task: str, ti: dict[str, Any]) -> list[str]:
+    """The attempts of a task instance's last try that resumed its deferrals (zonda.passes.run_pass's
+    `_launch`: each named after the attempt it resumes)."""
+    names = [attempt_name(run, task, ti["tryNumber"])]
+    for _ in range(ti["deferralCount"]):
+        names.append(attempt_name(run, f"{task}~{names[-1]}", ti["tryNumber"]))
+    return names[1:]
+
+
+def audit_triggers(
+    firings: TriggerFirings, tis: dict[tuple[str, str], dict[str, Any]], resumed: dict[Any, list[str]]
+) -> None:
+    """Every deferrable task instance deferred once and resumed once: one Trigger created for it, one
+    write that fired it (etcd's record), one resuming attempt (a pod of its own, ending as its podName)."""
+    assert firings.gap is None, firings.gap
+    deferrable = {key: ti for key, ti in tis.items() if key[1] == DEFERRABLE}
+    expected = {trigger_name(run, task, ti["tryNumber"], 1) for (run, task), ti in deferrable.items()}
+    twice = {name: firings.holders[name] for name, count in firings.fired.items() if count > 1}
+    print(
+        f"triggers: {len(firings.created)} created, {firings.fired.total()} fire writes "
+        f"(by {dict(Counter(h for names in firings.holders.values() for h in names))}), twice: {twice}"
+    )
+    assert deferrable and all(ti["deferralCount"] == 1 for ti in deferrable.values()), deferrable
+    assert set(firings.created) == expected and firings.created.total() == len(expected), firings.created
+    assert not twice, f"a trigger event written twice: {twice}"
+    assert set(firings.fired) == expected, f"triggers never fired: {expected - set(firings.fired)}"
+    assert all(ti["podName"] == resumed[key][-1] for key, ti in deferrable.items()), "resumed once each"
 
 
 def proxy_for(cluster: Cluster) -> FaultProxy:
