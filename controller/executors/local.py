@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 ADOPTED_POLL_SECONDS = 0.5
 
 ENVIRONMENT_FILE = "environment.json"
+#: Linux's MAX_ARG_STRLEN (128 KiB) less room for the name: no exec takes a longer environment string.
+MAX_ENV_STRING = 128 * 1024 - 64
 
 #: (namespace, task) -> the variables and connections a try of the task gets in its environment.
 EnvironmentFor = Callable[[str, ResolvedTask], Awaitable[Mapping[str, str]]]
@@ -180,13 +182,22 @@ class LocalExecutor:
             return await self._wait_not_our_child(attempt, pid)
 
     async def _run_subprocess(self, attempt: Path, record: Mapping[str, Any], env: Mapping[str, str]) -> int:
+        """Exec the try's command. A forked runner takes the invocation in its environment; an exec'd
+        one past `MAX_ENV_STRING` reads its file instead (no exec takes so long an environment string)."""
+        command, env = list(record["command"]), dict(env)
+        if (
+            command[-2:] == ["-m", RUNNER_MODULE]
+            and len(env.get(INVOCATION_ENV, "").encode()) >= MAX_ENV_STRING
+        ):
+            del env[INVOCATION_ENV]
+            command += ["--invocation-file", str(attempt / "invocation.json")]
         with (attempt / "log").open("ab") as log:
             process = await asyncio.create_subprocess_exec(
-                *record["command"],
+                *command,
                 stdout=log,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
-                env=dict(env),
+                env=env,
                 start_new_session=True,
             )
             self._started(attempt, record, process.pid)

@@ -8,8 +8,9 @@ map from the Backfill watch), so a finished run makes room for the next one.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -24,17 +25,50 @@ from zonda.resources.models import API_VERSION, DagSpec
 from zonda.resources.run_types import RunType
 from zonda.resources.wire import LABEL_DAG, LABEL_RUN_TYPE, label_value
 from zonda.schedules import backfills
+from zonda.timetables.base import coerce_utc
 
 #: On each of a backfill's runs: the backfill's name (the watch wakes the backfill when a run changes).
 LABEL_BACKFILL = "zonda.dev/backfill"
+
+
+#: Backfills whose dates are kept (`backfills.backfill_dates`), newest used last out.
+KEPT_DATES = 64
 
 
 @dataclass
 class BackfillReconciler:
     kube: KubeApi
     writer: StatusWriter
+    #: A range wholly in the past: its dates by (backfill uid, generation, DAG generation).
+    kept_dates: OrderedDict[tuple[str, int, int], backfills.BackfillDates] = field(
+        default_factory=OrderedDict
+    )
 
     plural = BACKFILLS
+
+    def dates(
+        self,
+        backfill: Mapping[str, Any],
+        spec: BackfillSpec,
+        dag: Mapping[str, Any],
+        dag_spec: DagSpec,
+        now: datetime,
+    ) -> backfills.BackfillDates:
+        """The backfill's dates, listed once per spec and DAG generation when none can still come due."""
+        key = (
+            backfill["metadata"]["uid"],
+            backfill["metadata"].get("generation", 0),
+            dag["metadata"].get("generation", 0),
+        )
+        if (kept := self.kept_dates.get(key)) is not None:
+            self.kept_dates.move_to_end(key)
+            return kept
+        dates = backfills.backfill_dates(spec, dag_spec, now=now)
+        if coerce_utc(spec.to_date) <= now:
+            self.kept_dates[key] = dates
+            while len(self.kept_dates) > KEPT_DATES:
+                self.kept_dates.popitem(last=False)
+        return dates
 
     async def reconcile_object(self, backfill: Mapping[str, Any], now: datetime) -> datetime | None:
         """One pass; nothing to wake for on a timer (run changes enqueue the backfill)."""
@@ -48,6 +82,13 @@ class BackfillReconciler:
                 dag_spec = DagSpec.model_validate(dag["spec"])
             except ValidationError:
                 dag_spec = None  # reported below as a missing DAG would be: the DAG's own status says why
+        dates = None
+        if (
+            dag is not None
+            and dag_spec is not None
+            and coerce_utc(spec.from_date) <= coerce_utc(spec.to_date)
+        ):
+            dates = self.dates(backfill, spec, dag, dag_spec, now)
         runs = [
             run_ref(r)
             for r in await self.kube.list_custom(DAGRUNS, namespace)
@@ -60,6 +101,7 @@ class BackfillReconciler:
             runs=runs,
             generation=backfill["metadata"].get("generation"),
             now=now,
+            dates=dates,
         )
         for run in plan.to_create:
             try:

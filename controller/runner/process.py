@@ -75,9 +75,13 @@ def exit_code(outcome: TaskOutcome) -> int:
 
 
 def load_invocation(invocation_file: Path | None) -> TaskInvocation:
+    """The try's invocation, from the file or `$ZONDA_TASK_INVOCATION`, which is then taken out of
+    the environment: it holds the run's whole conf, and a process the task starts (bash, a
+    subprocess) would inherit it, where Linux refuses to exec with one string past 128 KiB
+    (MAX_ARG_STRLEN: "Argument list too long"), so a 1 MB conf failed every BashOperator."""
+    text = os.environ.pop(INVOCATION_ENV, None)
     if invocation_file is not None:
         return TaskInvocation.decode(invocation_file.read_bytes())
-    text = os.environ.get(INVOCATION_ENV)
     if not text:
         raise ValueError(f"no invocation: set ${INVOCATION_ENV} or pass --invocation-file")
     return TaskInvocation.decode(text)

@@ -70,7 +70,8 @@ def start_run(
 
     Its dates are `run_dates`'.
     A conf that, merged over the DAG's params, violates `paramsSchema` fails the run without starting
-    it (Airflow refuses to create such a run; a DagRun created with kubectl cannot be refused).
+    it (Airflow refuses to create such a run; a DagRun created with kubectl cannot be refused), and so
+    do dates whose interval leaves the calendar (a logical date at year 1 on a daily schedule).
     """
     if status.state in FINISHED_RUN_STATES:
         return RunStart(status=status, started=False)
@@ -89,7 +90,14 @@ def start_run(
         return _failed_to_start(
             status, "InvalidConf", "conf does not match the DAG's params: " + "; ".join(conf_errors), now
         )
-    dates = run_dates(spec, dag_spec, timetable, created_at=created_at)
+    try:
+        dates = run_dates(spec, dag_spec, timetable, created_at=created_at)
+    except OverflowError as exc:  # a date at year 1 or 9999 whose interval leaves the calendar
+        given = spec.logical_date or (spec.data_interval.start if spec.data_interval else None)
+        message = (
+            f"the run's dates are out of range (logicalDate {given.isoformat() if given else None}): {exc}"
+        )
+        return _failed_to_start(status, "InvalidDates", message, now)
     conds = conditions.set_condition(
         status.conditions,
         type="Ready",

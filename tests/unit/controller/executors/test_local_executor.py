@@ -77,9 +77,16 @@ def resolved(task_id: str, operator: str, args: dict[str, Any]) -> ResolvedTask:
     )
 
 
-async def launch(executor: LocalExecutor, task_id: str, operator: str, args: dict[str, Any]) -> None:
+async def launch(
+    executor: LocalExecutor,
+    task_id: str,
+    operator: str,
+    args: dict[str, Any],
+    conf: dict[str, Any] | None = None,
+) -> None:
     moment = datetime(2026, 1, 1, tzinfo=UTC)
     invocation = TaskInvocation(
+        conf=conf or {},
         dag_name="dag",
         run_name="run",
         run_type=RunType.MANUAL,
@@ -151,7 +158,7 @@ async def test_every_forked_try_is_its_own_process_session_and_import(
         assert process["imports"] == 1, "the user's module is imported afresh by each try"
         assert process["leaked"] is None, "an earlier try's environment does not leak"
         assert process["cwd"] == os.getcwd()
-        assert process["run_id_env"] == "{", "the try's invocation is in its environment"
+        assert process["run_id_env"] == "", "the runner took its invocation out of the environment"
     assert seen[0]["pid"] != seen[1]["pid"]
     server = executor._fork_server._process
     assert server is not None and seen[0]["parent"] == seen[1]["parent"] == server.pid, "forked by the server"
@@ -230,3 +237,30 @@ async def test_tries_start_afresh_until_the_fork_server_is_ready(tmp_path: Path,
         assert warm is not None and server is not None and warm.xcom["parent"] == server.pid
     finally:
         await cold.close()
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["forked", "exec"])
+async def test_a_one_megabyte_conf_reaches_the_try_and_its_bash_child(
+    tmp_path: Path, helpers_path: Path, warm: bool
+) -> None:
+    """Linux refuses an exec whose one environment string passes 128 KiB (MAX_ARG_STRLEN): the
+    invocation, which holds the conf, must reach neither an exec'd runner's nor bash's environment
+    (found by tests/cluster/test_fuzz_runs.py: a 1 MB conf failed the BashOperator). The 10 KB conf is
+    the positive control for the check on the environment's size."""
+    local = LocalExecutor(tmp_path / "state")
+    try:
+        if warm:
+            await local.start()
+        command = "echo conf=$(printenv ZONDA_TASK_INVOCATION | wc -c) {{ dag_run.conf['blob'] | length }}"
+        await launch(local, "big", "BashOperator", {"bash_command": command}, conf={"blob": "x" * 1_000_000})
+        await launch(local, "small", "BashOperator", {"bash_command": command}, conf={"blob": "x" * 10_000})
+        observed = await finished(local, ["big", "small"])
+    finally:
+        await local.close()
+    for name, size in (("big", 1_000_000), ("small", 10_000)):
+        result = observed[name].result
+        assert result is not None and result.outcome == TaskOutcome.SUCCESS, (
+            name,
+            result.message if result else None,
+        )
+        assert result.xcom == f"conf=0 {size}", "the conf rendered; the invocation not inherited"

@@ -310,3 +310,21 @@ def test_a_conf_that_violates_a_tasks_params_schema_fails_the_run_naming_the_tas
     assert not refused.started and refused.status.message == (
         "conf does not match the DAG's params: task 't': param 'size': 11 is greater than the maximum of 10"
     )
+
+
+def test_a_logical_date_whose_interval_leaves_the_calendar_fails_the_run_at_start_with_a_reason() -> None:
+    """Year 1 on a daily cron: aligning it to the schedule needs a time before 0001-01-01 (found by
+    tests/cluster/test_fuzz_runs.py: the run's reconcile raised OverflowError forever)."""
+    spec = DagRunSpec(dag_name="d", logical_date=datetime(1, 1, 1, tzinfo=UTC))
+    result = start(spec, plans.DagRef(dag_spec(schedule="@daily"), 1))
+    assert not result.started and result.status.state is DagRunState.FAILED
+    assert result.status.message is not None
+    assert result.status.message.startswith(
+        "the run's dates are out of range (logicalDate 0001-01-01T00:00:00+00:00)"
+    )
+    assert [e.reason for e in result.events] == ["InvalidDates"]
+    fine = start(
+        DagRunSpec(dag_name="d", logical_date=datetime(2, 1, 1, tzinfo=UTC)),
+        plans.DagRef(dag_spec(schedule="@daily"), 1),
+    )
+    assert fine.started  # the positive control: a date a day later in the calendar starts

@@ -10,6 +10,7 @@ import pytest
 from zonda.resources.backfill_models import BackfillSpec, BackfillState
 from zonda.resources.models import DagRunState, DagSpec
 from zonda.resources.run_types import RunType
+from zonda.schedules import backfills
 from zonda.schedules.backfills import plan_backfill, run_name
 from zonda.schedules.dag_plans import RunRef
 from zonda.timetables import DataInterval
@@ -146,3 +147,31 @@ def test_a_backfill_that_cannot_run_fails_saying_why(
     assert result.status.state == BackfillState.FAILED
     assert message in (result.status.message or "")
     assert result.events[0][0] == "BackfillFailed"
+
+
+def test_a_range_past_the_date_limit_fails_naming_the_first_date_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rather than running only the first MAX_DATES dates of it and saying nothing (found by
+    tests/cluster/test_fuzz_runs.py: 1990-2024 daily reported total 10000 of 12,418 due)."""
+    monkeypatch.setattr(backfills, "MAX_DATES", 30)
+    exactly = plan(spec(to_date=JAN_1 + 29 * DAY))  # 30 dates: at the limit, the positive control
+    assert exactly.status.state == BackfillState.RUNNING and exactly.status.total == 30
+    over = plan(spec(to_date=JAN_1 + 30 * DAY))
+    assert over.status.state == BackfillState.FAILED and over.to_create == ()
+    assert over.status.message == (
+        "the range holds more than 30 logical dates (the next after the 30th is "
+        "2024-01-31T00:00:00+00:00): split it into smaller backfills"
+    )
+
+
+def test_dates_kept_by_the_controller_plan_as_dates_listed_again() -> None:
+    backfill = spec(max_active_runs=2)
+    runs = [
+        own(JAN_1, DagRunState.SUCCESS),
+        run("other", JAN_1 + DAY, DagRunState.RUNNING, RunType.SCHEDULED),
+    ]
+    kept = backfills.backfill_dates(backfill, DAILY, now=NOW)
+    assert len(kept.due) == 30 and kept.beyond_limit is None
+    with_kept = plan_backfill("bf", backfill, DAILY, runs=runs, generation=1, now=NOW, dates=kept)
+    assert with_kept == plan(backfill, runs)
