@@ -19,12 +19,16 @@ Printed per workload and tree:
   DagRun, DAG and Pool statuses, pods, triggers; plus the Events in the namespace, counted from the
   apiserver);
 - the controller's CPU (user + system, from /proc) per task instance, from the first run created
-  until every run finished;
+  until every run finished, and the shares of that time its threads were on a CPU and runnable but
+  waiting for one (/proc schedstat: a controller that looks idle on a loaded machine may be queued);
 - the machine's load average at the start.
 
-`--profile DIR` records every controller with py-spy (raw collapsed stacks, `DIR/<tree>-<workload>.txt`)
-and prints the functions with the most samples (inclusive). `--burst N` also measures the null
-orchestrator's ceiling: N pods created 32 at a time, pods per second until the last Succeeded.
+`--profile DIR` records every controller with py-spy (raw collapsed stacks, `DIR/<tree>-<workload>.txt`,
+idle samples included) and prints the functions with the most samples (inclusive); with `--awaits`
+the controller also runs under `bench/await_sampler.py`, which samples what each coroutine awaits
+(`DIR/<tree>-<workload>.awaits.txt`, grouped by task name) and the event loop's lag. `--burst N`
+also measures the null orchestrator's ceiling: N pods created 32 at a time, pods per second until
+the last Succeeded.
 
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
@@ -200,12 +204,42 @@ class PodClock:
         return max(t for (run, _), t in self.succeeded.items() if run in labels)
 
 
+@dataclass
+class RunStates:
+    """Each DagRun's state as the bench's DagRun watch last saw it; `finished` set when `runs` ended.
+
+    A watch, not a list every 0.25 s: with 100 runs of 20 tasks that list was 1 MB, about 1 s of
+    the apiserver's time each (84 lists in 100 s), taken from the controller it measured."""
+
+    runs: int
+    state: dict[str, str | None] = field(default_factory=dict)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def on_event(self, type: str, run: dict[str, Any], now: float) -> None:
+        self.state[run["metadata"]["name"]] = (run.get("status") or {}).get("state")
+        if sum(1 for s in self.state.values() if s in ("success", "failed")) >= self.runs:
+            self.finished.set()
+
+    def states(self) -> Counter[str | None]:
+        return Counter(self.state.values())
+
+
 # ------------------------------------------------------------------------------ the controller
 
 
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def run_queue_seconds(pid: int) -> float:
+    """Seconds the process's threads were runnable but waiting for a CPU (/proc/<pid>/task/*/schedstat):
+    on a loaded machine, the part of a "waiting" controller that is waiting for a core."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            total += int(stat.read_text().split()[1])
+    return total / 1e9
 
 
 def rss_bytes(pid: int) -> int:
@@ -224,11 +258,16 @@ def controller(
     metrics_port: int,
     workers: int | None = None,
     extra: Sequence[str] = (),
+    awaits: Path | None = None,
 ) -> Iterator[int]:
-    """`zonda controller` of `tree`; `workers` None: that tree's default; `extra` more arguments."""
+    """`zonda controller` of `tree`; `workers` None: that tree's default; `extra` more arguments.
+    `awaits`: run it under `bench/await_sampler.py` (this tree's), its coroutines' waits written there."""
     env = {**cluster.env(), "PYTHONPATH": str(tree)}
+    head = [sys.executable, "-m", "controller.cli"]
+    if awaits is not None:
+        head = [sys.executable, str(Path(__file__).with_name("await_sampler.py")), str(awaits), "--"]
     args = [
-        sys.executable, "-m", "controller.cli", "controller", "--namespace", namespace,
+        *head, "controller", "--namespace", namespace,
         "--executor", "kubernetes", "--state-dir", str(log.parent / "state"), "--kubeconfig",
         str(cluster.kubeconfig), "--metrics-port", str(metrics_port),
     ]  # fmt: skip
@@ -269,7 +308,8 @@ def controller_counters(port: int) -> dict[str, float]:
 
 
 def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
-    args = ["py-spy", "record", "--pid", str(pid), "-r", "250", "-f", "raw", "--nonblocking", "-o", str(out)]
+    args = ["py-spy", "record", "--pid", str(pid), "-r", "250", "--idle", "-f", "raw", "--nonblocking"]
+    args += ["-o", str(out)]
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -286,6 +326,8 @@ class Result:
     writes: dict[str, float] = field(default_factory=dict)
     events: int = 0
     cpu: float = 0.0
+    run_queue: float = 0.0
+    measured: float = 0.0
     rss: int = 0
     load: float = 0.0
     template: dict[str, Any] | None = None
@@ -301,6 +343,7 @@ async def run_zonda(
     tmp: Path,
     profile: Path | None,
     workers: int | None = None,
+    await_profile: bool = False,
 ) -> Result:
     namespace = f"z-{label}-{w.name}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
@@ -309,12 +352,18 @@ async def run_zonda(
     clock = PodClock()
     ready = asyncio.Event()
     watcher = asyncio.create_task(api.watch(f"/api/v1/namespaces/{namespace}/pods", clock.on_event, ready))
+    run_clock, runs_ready = RunStates(w.runs), asyncio.Event()
+    run_watcher = asyncio.create_task(
+        api.watch(f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", run_clock.on_event, runs_ready)
+    )
     await ready.wait()
+    await runs_ready.wait()
     load = os.getloadavg()[0]
     log = tmp / f"controller-{label}-{w.name}.log"
     (tmp / "state").mkdir(exist_ok=True)
     metrics_port = free_port()
-    with controller(cluster, tree, namespace, log, metrics_port, workers) as pid:
+    awaits = profile / f"{label}-{w.name}.awaits.txt" if profile is not None and await_profile else None
+    with controller(cluster, tree, namespace, log, metrics_port, workers, awaits=awaits) as pid:
         spy = None
         if profile is not None:
             spy = start_py_spy(pid, profile / f"{label}-{w.name}.txt")
@@ -322,6 +371,7 @@ async def run_zonda(
         await asyncio.sleep(1.0)  # the DAG's first reconcile is not part of the measurement
         before = api_writes(cluster)
         cpu_before = cpu_seconds(pid)
+        queued_before = run_queue_seconds(pid)
         start = time.monotonic()
         base = datetime.now(UTC)
         names = [dagrun_name("bench", base + timedelta(milliseconds=i), "manual") for i in range(w.runs)]
@@ -335,18 +385,14 @@ async def run_zonda(
                 for i, name in enumerate(names)
             )
         )
-        deadline = time.monotonic() + 120 + w.runs * 6
-        while True:
-            path = f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"
-            runs = (await api.request("GET", path))["items"]
-            states = Counter((r.get("status") or {}).get("state") for r in runs)
-            if states.get("success", 0) + states.get("failed", 0) >= w.runs:
-                break
-            if time.monotonic() > deadline:
-                print(f"  !! {label} {w.name}: runs not finished: {dict(states)}", flush=True)
-                break
-            await asyncio.sleep(0.25)
+        try:
+            await asyncio.wait_for(run_clock.finished.wait(), timeout=120 + w.runs * 6)
+        except TimeoutError:
+            print(f"  !! {label} {w.name}: runs not finished: {dict(run_clock.states())}", flush=True)
+        states = run_clock.states()
         cpu = cpu_seconds(pid) - cpu_before
+        run_queue = run_queue_seconds(pid) - queued_before
+        measured = time.monotonic() - start
         rss = rss_bytes(pid)
         after = api_writes(cluster)
         counters = controller_counters(metrics_port)
@@ -356,9 +402,10 @@ async def run_zonda(
             spy.wait(timeout=30)
     events = await zonda_events(api, namespace)
     pods = (await api.request("GET", f"/api/v1/namespaces/{namespace}/pods?limit=1"))["items"]
-    watcher.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await watcher
+    for task in (watcher, run_watcher):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
     if states.get("failed"):
         print(f"  !! {label} {w.name}: {states['failed']} runs failed", flush=True)
     return Result(
@@ -368,6 +415,8 @@ async def run_zonda(
         writes={r: after.get(r, 0) - before.get(r, 0) for r in set(after) | set(before)},
         events=events,
         cpu=cpu,
+        run_queue=run_queue,
+        measured=measured,
         rss=rss,
         load=load,
         template=pods[0] if pods else None,
@@ -495,6 +544,9 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         }
         | {"events": round(r.events / r.task_instances, 2)},
         "cpu_ms_per_ti": round(r.cpu * 1000 / r.task_instances, 1),
+        # of the measured wall: the controller on a CPU, and runnable but waiting for one
+        "cpu_share": round(r.cpu / r.measured, 2) if r.measured else None,
+        "run_queue_share": round(r.run_queue / r.measured, 2) if r.measured else None,
         "rss_mib": round(r.rss / 2**20, 1),
         "controller_counters": r.counters,
     }
@@ -545,13 +597,19 @@ async def main_async(
                 order = chosen if (index + round_) % 2 == 0 else list(reversed(chosen))
                 results = {}
                 for label, tree in order:
-                    results[label] = await run_zonda(cluster, api, tree, w, label, tmp, profile, args.workers)
+                    results[label] = await run_zonda(
+                        cluster, api, tree, w, label, tmp, profile, args.workers, args.awaits
+                    )
                 template = next(r.template for r in results.values() if r.template)
                 null = await run_null(api, w, template)
                 for label, _ in chosen:
                     rows.append(summarize(label, w, results[label], null))
                     if profile:
                         top_frames(profile / f"{label}-{w.name}.txt")
+                    if profile and args.awaits:
+                        awaits = profile / f"{label}-{w.name}.awaits.txt"
+                        top_frames(awaits)
+                        print(awaits.with_suffix(".txt.lag").read_text(), flush=True)
         if args.burst and rows:
             rate, load = await burst(api, template, args.burst)
             row = {"burst_pods": args.burst, "pods_per_s": round(rate, 1), "load": round(load, 2)}
@@ -569,6 +627,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", default=None)
     parser.add_argument("--burst", type=int, default=0)
+    parser.add_argument(
+        "--awaits",
+        action="store_true",
+        help="with --profile: also sample what each coroutine awaits (bench/await_sampler.py)",
+    )
     parser.add_argument(
         "--workers", type=int, default=None, help="the controllers' --workers (default: each tree's)"
     )
