@@ -108,13 +108,49 @@ async def test_a_read_serves_launches_for_its_max_age_then_the_next_launch_reads
         reads.append(namespace)
         return len(reads)
 
-    memo = references.NamespaceMemo(read, max_age=1.0, clock=lambda: now[0])
+    memo = references.NamespaceMemo(read, max_age=1.0, stale=0.0, clock=lambda: now[0])
     assert [await memo.get("a"), await memo.get("a"), await memo.get("b")] == [1, 1, 2]
     now[0] = 0.9
     assert await memo.get("a") == 1
     now[0] = 1.5
     assert await memo.get("a") == 3, "an older read is not used again"
     assert reads == ["a", "b", "a"]
+
+
+async def test_while_a_newer_read_is_in_flight_launches_take_the_last_one_unless_it_is_too_old() -> None:
+    now = [0.0]
+    answers: list[asyncio.Future[int]] = []
+
+    started = asyncio.Event()
+
+    async def read(namespace: str) -> int:
+        answers.append(asyncio.get_running_loop().create_future())
+        started.set()
+        return await answers[-1]
+
+    async def reading(count: int) -> None:
+        """Until the memo's `count`th read has started (it runs as a task of its own)."""
+        while len(answers) < count:
+            started.clear()
+            await started.wait()
+
+    memo = references.NamespaceMemo(read, max_age=1.0, stale=5.0, clock=lambda: now[0])
+    first = asyncio.ensure_future(memo.get("a"))
+    await reading(1)
+    answers[0].set_result(1)
+    assert await first == 1, "nothing read before: the first launch waits"
+    now[0] = 2.0
+    assert await memo.get("a") == 1, "a newer read is in flight: the last one, 2 s old, serves"
+    await reading(2)
+    answers[1].set_result(2)
+    await asyncio.sleep(0)
+    assert await memo.get("a") == 2
+    now[0] = 8.0  # the last good read (at 2.0) is 6 s old: too old to serve while the next one reads
+    waiting = asyncio.ensure_future(memo.get("a"))
+    await reading(3)
+    assert not waiting.done()
+    answers[2].set_result(3)
+    assert await waiting == 3
 
 
 async def test_a_failed_read_fails_its_launches_and_the_next_launch_reads_again(kube: ListingKube) -> None:
