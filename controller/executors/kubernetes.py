@@ -54,13 +54,14 @@ class KubernetesExecutor:
         self.pods: LabelledObjects | None = None
 
     async def _pods_of(self, namespace: str, run_uid: str) -> list[dict[str, Any]]:
+        """The run's pods, to read only (the kept bodies themselves when the watch keeps them)."""
         if self.pods is None:
             return await self.kube.list_pods(namespace, f"{LABEL_DAGRUN_UID}={run_uid}")
-        if (kept := self.pods.of(namespace, run_uid)) is not None:
+        if (kept := self.pods.kept(namespace, run_uid)) is not None:
             return kept
         every = await self.kube.list_pods(namespace, LABEL_DAGRUN_UID)  # the namespace's task pods
         self.pods.seed(namespace, [copy_body(pod) for pod in every])
-        return self.pods.of(namespace, run_uid) or []
+        return self.pods.kept(namespace, run_uid) or []
 
     async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
         meta = run["metadata"]

@@ -139,10 +139,17 @@ class LabelledObjects:
 
     def of(self, namespace: str, value: str) -> list[Body] | None:
         """Copies of the objects labelled `label=value`, or None until the namespace was listed."""
+        kept = self.kept(namespace, value)
+        return None if kept is None else [copy_body(body) for body in kept]
+
+    def kept(self, namespace: str, value: str) -> list[Body] | None:
+        """The objects labelled `label=value` as kept, not copies (None until the namespace was
+        listed): for readers that change nothing. Copying a run's 20 pods on each of its passes was
+        11 % of the controller's CPU with 100 runs at once (py-spy)."""
         if namespace not in self.seeded:
             return None
         names = sorted(self.by_value.get((namespace, value), ()))
-        return [copy_body(self.objects[(namespace, name)][1]) for name in names]
+        return [self.objects[(namespace, name)][1] for name in names]
 
     def seed(self, namespace: str, items: list[Body]) -> None:
         for item in items:

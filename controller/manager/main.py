@@ -240,6 +240,7 @@ class ControllerProcess:
             enqueue=self.enqueue,
         )
         reconcilers.writer.fold_seconds = ours.event_fold_seconds
+        reconcilers.runs.triggers = LabelledObjects(LABEL_DAGRUN_UID)  # fed by the Trigger watch below
         reconcilers.dags.keep_runs(DagRunRefs())  # fed by the DagRun watch below and our own writes
         # the AssetEvents by asset and the DAGs by the assets they name: fed by the watches below
         reconcilers.dags.asset_events = reconcilers.assets.events = AssetEventIndex()
@@ -572,6 +573,10 @@ class ControllerProcess:
 
     async def on_trigger(self, **event: Any) -> None:
         body, namespace = event["body"], event["namespace"]
+        triggers = self.services.reconcilers.runs.triggers if self.services is not None else None
+        if triggers is not None:  # before the pass it wakes, so that pass sees it
+            trigger = event["event"]["object"]
+            (triggers.deleted if event["type"] == "DELETED" else triggers.observed)(trigger)
         run_name = (body.get("spec") or {}).get("dagRun")
         if run_name:
             self.enqueue("run", namespace, run_name)
