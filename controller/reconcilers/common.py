@@ -105,15 +105,23 @@ class StatusWriter:
         return self.own_writes.get((plural, namespace, name))
 
     def is_own_write(self, plural: str, namespace: str, name: str, resource_version: str | None) -> bool:
-        """True for the watch event of a status we just wrote: it needs no reconcile of its own.
+        """True for the watch event of a status we wrote, or of any version before our latest write:
+        it needs no reconcile of its own.
 
         Each pass already settles everything its decision implies, and asks to be woken for the rest;
-        re-reading our own write would only cost three API reads per task-instance change.
+        re-reading our own write would only cost three API reads per task-instance change. Older
+        versions are not news either: a status write is checked by resourceVersion, so our latest one
+        was made on the version just before it, and everything older is in that. Only equality was
+        taken before: when two passes wrote before the watch delivered the first write, its event
+        looked like someone else's and woke a pass (2.7 run passes per task instance instead of 1.1
+        with 100 runs at once, each recording a pod running and writing again).
         """
-        return (
-            resource_version is not None
-            and self.own_writes.get((plural, namespace, name)) == resource_version
-        )
+        own = self.own_writes.get((plural, namespace, name))
+        if resource_version is None or own is None:
+            return False
+        if own.isdigit() and resource_version.isdigit():  # etcd's revisions, as every apiserver serves
+            return int(resource_version) <= int(own)
+        return own == resource_version
 
     def post_events(self, obj: Mapping[str, Any], events: Sequence[RunEvent]) -> None:
         """Post Events in the background, in order: advisory, so the next reconcile need not wait.

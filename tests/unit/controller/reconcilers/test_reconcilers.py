@@ -265,3 +265,29 @@ async def test_task_outcomes_share_one_event_until_a_warning_or_the_run_speaks_a
     assert kube.events[-1].message != "f done", "kept for its window"
     await settle()
     assert kube.events[-1].message == "f done", "posted when its window ends, with nothing following"
+
+
+def test_the_watch_event_of_our_write_or_of_any_older_version_is_ours_a_newer_one_is_news(
+    world: tuple[FakeKube, FakeExecutor, Reconcilers],
+) -> None:
+    """Two passes may write before the watch delivers the first write: its event is not news."""
+    kube, executor, reconcilers = world
+
+    async def scenario() -> tuple[str, str]:
+        await kube.create_custom(DAGS, NS, dag_body("etl"))
+        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
+        await reconcilers.reconcile("run", NS, "etl-1")
+        first = kube.objects[(DAGRUNS, NS, "etl-1")]["metadata"]["resourceVersion"]
+        executor.finish(executor.launched[0])
+        await reconcilers.reconcile("run", NS, "etl-1")
+        await settle()
+        return first, kube.objects[(DAGRUNS, NS, "etl-1")]["metadata"]["resourceVersion"]
+
+    first, second = asyncio.run(scenario())
+    assert int(first) < int(second)
+    own = reconcilers.is_own_write
+    assert own(DAGRUNS, NS, "etl-1", second)
+    assert own(DAGRUNS, NS, "etl-1", first), "our first write, delivered after the second"
+    assert not own(DAGRUNS, NS, "etl-1", str(int(second) + 1)), "a write after ours is news"
+    assert not own(DAGRUNS, NS, "other", first), "nothing written to it: every event is news"
+    assert not own(DAGRUNS, NS, "etl-1", None)
