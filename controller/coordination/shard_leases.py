@@ -48,6 +48,9 @@ SHARD_KIND = "shard"
 MEMBER_KIND = "member"
 SHARD_NUMBER_LABEL = LABEL_SHARD
 CAPACITY_ANNOTATION = ANNOTATION_CAPACITY
+#: The shard count a replica was started with, on its member Lease: replicas that disagree would
+#: hash the same key into different shards.
+SHARD_COUNT_ANNOTATION = "zonda.dev/shard-count"
 #: A member Lease silent this many lease durations belongs to a replica long gone: delete it.
 STALE_MEMBER_DURATIONS = 10
 
@@ -260,14 +263,19 @@ class ShardLeaseKeeper(leases.LeaseWriter):
 
     # --------------------------------------------------------------------------------- membership
 
-    async def advertise(self, current: LeaseRecord | None, *, shard_capacity: int) -> None:
+    async def advertise(
+        self, current: LeaseRecord | None, *, shard_capacity: int, shard_count: int | None = None
+    ) -> None:
         """Create or renew this replica's member Lease (holder = identity, shard capacity annotated)."""
         name = self.names.member_lease_name(self.identity)
+        annotations = {CAPACITY_ANNOTATION: str(shard_capacity)}
+        if shard_count is not None:
+            annotations[SHARD_COUNT_ANNOTATION] = str(shard_count)
         written = await self.hold(
             name,
             current,
             labels=self.names.member_labels(),
-            annotations={CAPACITY_ANNOTATION: str(shard_capacity)},
+            annotations=annotations,
             renewal=True,
         )
         if written is None:
@@ -307,6 +315,8 @@ class ShardMembership:
         self.holdings: dict[int, Holding] = {}
         #: The Leases as the last cycle listed them (other components read theirs from here).
         self.records: list[LeaseRecord] = []
+        #: Live replicas whose member Lease advertises another shard count (as of the last cycle).
+        self.disagreeing: list[str] = []
 
     def current(self, shard: int) -> bool:
         """Whether shard `shard` is ours by our own clock right now (the check before a pass)."""
@@ -348,8 +358,14 @@ class ShardMembership:
         own_member = self.names.member_lease_name(self.identity)
         members = [r for r in records if r.labels.get(LEASE_KIND_LABEL) == MEMBER_KIND]
         own_record = next((record for record in members if record.name == own_member), None)
-        await self.keeper.advertise(own_record, shard_capacity=capacity)
+        await self.keeper.advertise(own_record, shard_capacity=capacity, shard_count=self.shard_count)
         await self._delete_stale_members(members, own_member, now)
+        self.disagreeing = sorted(
+            holder
+            for record in members
+            if (holder := self.observer.live_holder(record, now)) not in (None, self.identity)
+            and record.annotations.get(SHARD_COUNT_ANNOTATION, str(self.shard_count)) != str(self.shard_count)
+        )
 
         shard_records = {
             r.shard: r for r in records if r.shard is not None and 0 <= r.shard < self.shard_count

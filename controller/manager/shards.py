@@ -68,18 +68,33 @@ class ControllerShards:
         self.last_cycle: float | None = None
 
     def owns(self, shard: int) -> bool:
-        return self.membership.current(shard)
+        """Held now by our own clock, and no live replica was started with another shard count (it
+        would put the same DAG in another shard: both would act on it). A rolling update that changes
+        `--shards` therefore pauses the new replicas until the old ones have left."""
+        return not self.membership.disagreeing and self.membership.current(shard)
 
     def served(self) -> frozenset[int]:
-        """The shards held now by our own clock."""
-        return frozenset(shard for shard in list(self.membership.holdings) if self.membership.current(shard))
+        """The shards held now by our own clock (none while the shard counts disagree)."""
+        return frozenset(shard for shard in list(self.membership.holdings) if self.owns(shard))
 
     async def step(self) -> list[str]:
         """One cycle: renew, rebalance; returns the namespaces whose slot ledger another replica changed."""
         changed: list[str] = []
         try:
-            await self.membership.cycle(capacity=self.shard_count, may_acquire=not self.stopping)
+            disagreed = bool(self.membership.disagreeing)
+            await self.membership.cycle(
+                capacity=self.shard_count, may_acquire=not self.stopping and not self.membership.disagreeing
+            )
             self.last_cycle = time.monotonic()
+            if self.membership.disagreeing and not disagreed:
+                log.error(
+                    "not acting: replicas %s were started with another --shards than %d",
+                    ",".join(self.membership.disagreeing),
+                    self.shard_count,
+                )
+            elif disagreed and not self.membership.disagreeing:
+                log.info("the replicas agree on --shards %d again: acting", self.shard_count)
+                self.membership.on_acquired(frozenset(self.membership.holdings))
             for record in self.membership.records:
                 if self.ledger.observe(record):
                     namespace = self.ledger.namespace_of(record)
@@ -105,6 +120,8 @@ class ControllerShards:
             await asyncio.sleep(self.renew_every)
 
     def describe(self) -> str:
+        if self.membership.disagreeing:
+            return f"none (waiting: {','.join(self.membership.disagreeing)} run another --shards)"
         return ",".join(str(shard) for shard in sorted(self.served())) or "none"
 
     async def release(self) -> list[int]:

@@ -118,3 +118,33 @@ async def test_two_replicas_serve_every_key_exactly_once_and_a_takeover_enqueues
     # and a, by its own clock, no longer serves anything: its passes stop before b's start
     assert not any(a.serves("dag", NS, name) for name in DAGS)
     assert await a.reconcile(("dag", NS, "dag-0")) is None
+
+
+async def test_replicas_started_with_different_shard_counts_do_not_act_until_one_leaves() -> None:
+    kube, clock = FakeKube(), Clock()
+    acquired: list[frozenset[int]] = []
+
+    def shards(identity: str, count: int) -> ControllerShards:
+        return ControllerShards(
+            kube,
+            namespace="zonda",
+            identity=identity,
+            shard_count=count,
+            lease_duration=3.0,
+            on_acquired=acquired.append,
+            monotonic=clock,
+        )
+
+    old, new = shards("old", 2), shards("new", 4)
+    await old.step()
+    assert old.served() == {0, 1}
+    await new.step()  # a rolling update: a replica with --shards 4 beside one with 2
+    await old.step()
+    assert old.served() == frozenset() and new.served() == frozenset(), "both would act on one DAG"
+    assert "run another --shards" in new.describe()
+    await old.release()  # the old replica stops (SIGTERM): Leases released, member Lease deleted
+    acquired.clear()
+    await new.step()
+    await new.step()
+    assert new.served() == {0, 1, 2, 3}
+    assert acquired, "what was skipped while waiting is looked at again"
