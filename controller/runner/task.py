@@ -44,7 +44,7 @@ from zonda.resources.invocations import (
 )
 from zonda.specs import mapped_groups, mapping, operator_registry
 from zonda.specs.imports import import_string
-from zonda.tries import task_context, templating, xcoms
+from zonda.tries import retry_policies, task_context, templating, xcoms
 from zonda.tries.asset_events import OUTLET_EVENTS_KEY
 
 #: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.
@@ -209,11 +209,36 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
     except (Exception, SystemExit, AirflowTaskTerminated) as error:
         print_traceback(error)
         tried.error = error
-        return TaskResult(outcome=TaskOutcome.FAILED, message=shorten(_describe(error)))
+        return _failed_result(invocation, error, tried.context)
     pushed = dict(context["ti"].pushed)
     if reported := context["outlet_events"].to_wire():  # outlet_events[...].extra, yield Metadata
         pushed[OUTLET_EVENTS_KEY] = reported
     return _success_result(operator, value, invocation, store, pushed)
+
+
+def _failed_result(invocation: TaskInvocation, error: BaseException, context: Context | None) -> TaskResult:
+    """A failed try, as the task's `retry_policy` decides (Airflow's `_handle_current_task_failed`): FAIL
+    skips the remaining retries, RETRY may set this retry's delay; a kill is never the policy's."""
+    message = shorten(_describe(error))
+    if invocation.retry_policy is None or isinstance(error, AirflowTaskTerminated):
+        return TaskResult(outcome=TaskOutcome.FAILED, message=message)
+    try:
+        policy = retry_policies.load_retry_policy(invocation.retry_policy)
+        decision = policy.evaluate(
+            exception=error, try_number=invocation.try_number, max_tries=invocation.max_tries, context=context
+        )
+    except Exception:  # Airflow: "Retry policy evaluation failed, falling back to default behaviour"
+        log.exception("Retry policy evaluation failed, falling back to default behaviour")
+        return TaskResult(outcome=TaskOutcome.FAILED, message=message)
+    if decision.reason:
+        log.info("Retry policy decision: %s (%s)", decision.action.value, decision.reason)
+    why = f"{message} (retry policy: {decision.reason})" if decision.reason else message
+    if decision.action is retry_policies.RetryAction.FAIL:
+        return TaskResult(outcome=TaskOutcome.FAILED_NO_RETRY, message=why)
+    if decision.action is retry_policies.RetryAction.RETRY:
+        delay = decision.retry_delay.total_seconds() if decision.retry_delay is not None else None
+        return TaskResult(outcome=TaskOutcome.FAILED, message=why, retry_delay_seconds=delay)
+    return TaskResult(outcome=TaskOutcome.FAILED, message=message)
 
 
 def _success_result(

@@ -89,6 +89,7 @@ MODULES: dict[str, str] = {
     "airflow.utils.state": "zonda.authoring.airflow_names",
     "airflow.listeners": "zonda.authoring.airflow_names",
     "airflow.task.priority_strategy": "zonda.authoring.airflow_names",
+    "airflow.sdk.definitions.retry_policy": "zonda.tries.retry_policies",
 }
 
 #: `airflow.example_dags.X` is module X of the DAGs folder when it has one (Airflow's example DAGs
@@ -178,6 +179,10 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "AssetAny": ("airflow.datasets", "AssetAny"),
     "AssetWatcher": ("airflow.datasets", "AssetWatcher"),
     "Metadata": ("airflow.datasets.metadata", "Metadata"),
+    **{
+        name: ("zonda.tries.retry_policies", name)
+        for name in ("RetryPolicy", "RetryRule", "RetryAction", "RetryDecision", "ExceptionRetryPolicy")
+    },
     "asset": ("airflow.datasets", "asset"),
     "timezone": ("airflow.utils.timezone", ""),  # a module: "" names the module itself
 }
@@ -272,11 +277,6 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.sdk names Zonda maps)",
     "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
     "docs/authoring.md for those it maps)",
-    **{
-        f"airflow.sdk.{name}": "retry policies are not supported: use retries, retry_delay and "
-        "retry_exponential_backoff"
-        for name in ("RetryPolicy", "RetryRule", "RetryAction", "RetryDecision", "ExceptionRetryPolicy")
-    },
     **{
         f"airflow.sdk.{name}": "partitioned assets (Airflow 3.2's partition timetables, mappers, windows "
         "and rules) are not supported: schedule on the assets themselves, or pass the partition in the "

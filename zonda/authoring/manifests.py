@@ -35,6 +35,7 @@ from zonda.resources.wire import ANNOTATION_DAG_ID
 from zonda.specs import operator_registry
 from zonda.specs.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
 from zonda.specs.priority_strategies import PriorityWeightStrategy
+from zonda.tries.retry_policies import RetryPolicy, policy_reference
 
 if TYPE_CHECKING:
     from zonda.authoring.dags import DAG
@@ -243,7 +244,7 @@ class _Compiler(ValueWriter):
             "params": self.json(timetable.serialize(), "timetable"),
         }
 
-    def importable_class(self, klass: type, what: str) -> None:
+    def importable_class(self, klass: type, what: str, importer: str = "the controller") -> None:
         """A class the controller imports by path: not one defined in a DAG file (its `plugins/` aside)."""
         in_plugins = klass.__module__.split(".")[0] == PLUGINS_PACKAGE  # Airflow's plugins folder
         if (
@@ -252,7 +253,7 @@ class _Compiler(ValueWriter):
             or (klass.__module__ == "__main__")
         ):
             self.errors.append(
-                f"{what} class {klass.__qualname__} must live in an importable module (the controller "
+                f"{what} class {klass.__qualname__} must live in an importable module ({importer} "
                 "imports it), not in a DAG file"
             )
 
@@ -285,6 +286,19 @@ class _Compiler(ValueWriter):
             }
         }
 
+    def retry_policy(self, policy: Any, where: str) -> dict[str, Any]:
+        """Airflow 3.3's `retry_policy`: the class the task runner imports, and its `serialize()`."""
+        if not isinstance(policy, RetryPolicy):
+            self.errors.append(f"{where}: expected a RetryPolicy (airflow.sdk), not {policy!r}")
+            return {}
+        self.importable_class(type(policy), "retry policy", "the task runner")
+        try:
+            reference = policy_reference(policy)
+        except NotImplementedError as error:
+            self.errors.append(f"{where}: {error} (the task runner rebuilds the policy from it)")
+            return {}
+        return {"class": reference["class"], "params": self.json(reference["params"], where)}
+
     def strategy_class(self, path: str, where: str) -> type | None:
         """The class a `weight_rule` import path names, imported as the DAG file's imports are (so
         `airflow.example_dags.plugins.X` is the DAGs folder's `plugins.X`)."""
@@ -315,6 +329,8 @@ class _Compiler(ValueWriter):
                 )
             elif name == "weight_rule" and value is not None:
                 fields.update(self.weight_rule(value, f"{where} weight_rule"))
+            elif name == "retry_policy" and value is not None:
+                fields["retry_policy"] = self.retry_policy(value, f"{where} retry_policy")
             elif name in _DEFAULT_FIELDS:
                 fields[name] = self.field(name, value, where)
             elif name == "executor_config":
@@ -354,6 +370,8 @@ class _Compiler(ValueWriter):
             elif name in TASK_CALLBACKS:
                 query = {"task_id": str(task.task_id), "callback": name}
                 body[_camel(name)] = self.callbacks(value, f"{where} {name}", query)
+            elif name == "retry_policy" and value is not None:
+                body["retryPolicy"] = self.retry_policy(value, f"{where} retry_policy")
             elif name == "weight_rule" and value is not None:
                 body.update(
                     {_camel(k): v for k, v in self.weight_rule(value, f"{where} weight_rule").items()}

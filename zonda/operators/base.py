@@ -50,6 +50,7 @@ SCHEDULER_ARGUMENTS = frozenset(
         "start_date", "end_date", "depends_on_past", "ignore_first_depends_on_past",
         "wait_for_past_depends_before_skipping", "wait_for_downstream",
         "priority_weight", "weight_rule", "queue", "pool", "pool_slots", "sla", "execution_timeout",
+        "retry_policy",
         "trigger_rule", "run_as_user", "task_concurrency", "max_active_tis_per_dag",
         "max_active_tis_per_dagrun", "executor", "executor_config", "resources", "inlets", "outlets",
         "doc", "doc_md", "doc_json", "doc_yaml", "doc_rst", "task_display_name",

@@ -152,7 +152,7 @@ class Attempts:
         elif outcome is TaskOutcome.SKIPPED:
             self.state.set(task_id, S.SKIPPED, result.message or "The task skipped itself", **TRY_END)
         elif outcome is TaskOutcome.FAILED:
-            self._fail(task_id, result.message or "The task failed")
+            self._fail(task_id, result.message or "The task failed", retry_delay=result.retry_delay_seconds)
         elif outcome is TaskOutcome.FAILED_NO_RETRY:
             self._fail(task_id, (result.message or "The task failed") + " (no retry)", retry=False)
         elif outcome is TaskOutcome.DEFERRED:
@@ -197,15 +197,19 @@ class Attempts:
                 f"Task {task_id} short-circuited: every downstream task is skipped",
             )
 
-    def _fail(self, task_id: str, reason: str, *, retry: bool = True) -> None:
-        """Airflow's `handle_failure`: up_for_retry while tries remain, failed otherwise."""
+    def _fail(
+        self, task_id: str, reason: str, *, retry: bool = True, retry_delay: float | None = None
+    ) -> None:
+        """Airflow's `handle_failure`: up_for_retry while tries remain, failed otherwise; a retry policy's
+        `retry_delay` counts from the try's end, without backoff (Airflow's `retry_delay_override`)."""
         ti = self.state.tis[task_id]
         task = self.state.task(task_id) if self.state.in_dag(task_id) else None
         max_tries = ti.max_tries if ti.max_tries is not None else (task.retries if task else 0)
         ended = ti.end_date if ti.end_date and ti.state in ACTIVE_STATES else self.state.now
         attempts = f"try {ti.try_number} of {max_tries + 1}"
         if retry and task is not None and is_eligible_to_retry(try_number=ti.try_number, max_tries=max_tries):
-            retry_at = next_retry_datetime(
+            retry_at = ended + timedelta(seconds=retry_delay) if retry_delay is not None else None
+            retry_at = retry_at or next_retry_datetime(
                 failed_at=ended,
                 dag_id=self.state.dag.name,
                 task_id=task_id,

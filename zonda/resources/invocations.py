@@ -175,6 +175,8 @@ class TaskInvocation(WireStruct, frozen=True, kw_only=True):
     callbacks: dict[str, list[str]] = msgspec.field(default_factory=dict)
     #: Set for a callback try: run these callbacks, not the task.
     callback: CallbackRequest | None = None
+    #: The task's `retry_policy` as `{class, params}` (`zonda.tries.retry_policies`).
+    retry_policy: JsonObject | None = None
 
 
 class TaskOutcome(enum.StrEnum):
@@ -230,6 +232,8 @@ class TaskResult(WireStruct, frozen=True, kw_only=True, omit_defaults=True):
     ended_at: datetime | None = None
     #: Stopped by SIGTERM (a kill, a deleted pod): no callback ran; the controller runs it.
     terminated: bool = False
+    #: A retry policy's delay for this retry, from the try's end (Airflow's `retry_delay_override`).
+    retry_delay_seconds: float | None = None
 
     def attempt_times(
         self, started: datetime | None, finished: datetime | None

@@ -142,6 +142,13 @@ class PriorityStrategyRef(CrdModel):
     params: JsonObject = Field(default_factory=dict, description="Its `serialize()`, given to `deserialize`.")
 
 
+class RetryPolicyRef(CrdModel):
+    """Airflow 3.3's `retry_policy`: a `RetryPolicy` the task runner evaluates when a try raises."""
+
+    class_: str = Field(alias="class", description="Import path of the policy class, `pkg.mod.Class`.")
+    params: JsonObject = Field(default_factory=dict, description="Its `serialize()`, given to `deserialize`.")
+
+
 class TaskDefaults(CrdModel):
     """Airflow's `default_args`: what a DAG or a task group gives every task that does not say."""
 
@@ -162,6 +169,9 @@ class TaskDefaults(CrdModel):
     weight_rule: WeightRule | None = None
     weight_strategy: PriorityStrategyRef | None = Field(
         default=None, description="A custom weight rule: the task instance's weight is its get_weight(ti)."
+    )
+    retry_policy: RetryPolicyRef | None = Field(
+        default=None, description="Decides, from a failed try's exception, to retry (after a delay) or fail."
     )
     pool: str | None = Field(
         default=None, description="Airflow's pool: the Pool named so (`_` as `-`); unset: default_pool."

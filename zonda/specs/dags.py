@@ -25,6 +25,7 @@ from zonda.resources.models import (
     DagSpec,
     ExpandSpec,
     PriorityStrategyRef,
+    RetryPolicyRef,
     TaskDefaults,
     TriggerRule,
     WeightRule,
@@ -70,6 +71,8 @@ class ResolvedTask:
     weight_rule: WeightRule = WeightRule.DOWNSTREAM
     #: A custom strategy (`zonda.specs.priority_strategies`): its get_weight(ti), instead of weight_rule.
     weight_strategy: PriorityStrategyRef | None = None
+    #: Airflow 3.3's `retry_policy` (`zonda.tries.retry_policies`), evaluated by the task runner.
+    retry_policy: RetryPolicyRef | None = None
     #: Airflow's name, as written (`zonda.resources.pool_models.pool_resource_name` names the resource).
     pool: str = DEFAULT_POOL
     pool_slots: int = 1
@@ -309,6 +312,7 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         priority_weight=_first_set(merged.get("priority_weight"), 1),
         weight_rule=_first_set(merged.get("weight_rule"), WeightRule.DOWNSTREAM),
         weight_strategy=merged.get("weight_strategy"),
+        retry_policy=merged.get("retry_policy"),
         pool=_first_set(merged.get("pool"), DEFAULT_POOL),
         pool_slots=_first_set(merged.get("pool_slots"), 1),
         max_active_tis_per_dag=merged.get("max_active_tis_per_dag"),

@@ -94,4 +94,9 @@ def task_invocation(
         next_method=ti.next_method,
         next_kwargs=ti.next_kwargs,
         callbacks={kind: list(paths) for kind, paths in task.callbacks.items()},
+        retry_policy=(
+            task.retry_policy.model_dump(mode="json", by_alias=True)
+            if task.retry_policy is not None
+            else None
+        ),
     )
