@@ -5,14 +5,21 @@ static/vendor) and `zonda dags show --format svg|png` with the Graphviz `dot` pr
 the terminal get the same layout from the same rules; `--format dot` needs nothing but Python.
 Task groups are clusters (or one box when collapsed), edge labels are DOT labels, and a task's
 trigger rule and state are in its tooltip. Pure: a DAG body (and a run's states) in, text out.
+
+The Assets page's graph (producer DAGs -> asset -> consumer DAGs, Airflow's dependency graph of
+datasets) is DOT too, from the page's rows (`assets_dot`), and rendered the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from controller.ui import views
+
+if TYPE_CHECKING:
+    from controller.ui.assets_page import AssetRow
 
 #: Graphviz's SVG output escapes text itself; DOT strings only need quotes and backslashes escaped.
 _DOT_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
@@ -136,5 +143,81 @@ def dag_dot(
     for (tail, head), label in edges.items():
         attrs = f" {_attrs(label=label)}" if label else ""
         lines.append(f"  {quote(tail)} -> {quote(head)}{attrs};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class AssetGraph:
+    """Airflow's dependency graph of assets: DAG and asset nodes, producer -> asset -> consumer edges."""
+
+    dags: list[str]
+    assets: list[str]  # URIs
+    #: (DAG, URI): a task of the DAG lists the asset in its outlets
+    produces: list[tuple[str, str]]
+    #: (URI, DAG, waiting): the DAG's schedule names the asset; `waiting`: no event of it yet
+    consumes: list[tuple[str, str, bool]]
+
+
+def asset_graph(rows: Sequence[AssetRow]) -> AssetGraph:
+    """The graph of the Assets page's rows (one per Asset, from its status), each DAG drawn once."""
+    dags: dict[str, None] = {}
+    produces: list[tuple[str, str]] = []
+    consumes: list[tuple[str, str, bool]] = []
+    for row in rows:
+        for dag in row.producers:
+            dags.setdefault(dag)
+            produces.append((dag, row.uri))
+        for consumer in row.consumers:
+            dags.setdefault(consumer.dag)
+            consumes.append((row.uri, consumer.dag, consumer.waiting))
+    return AssetGraph(sorted(dags), [row.uri for row in rows], produces, consumes)
+
+
+def assets_dot(namespace: str, rows: Sequence[AssetRow]) -> str:
+    """DOT for a namespace's assets: DAGs as boxes linking to their grids, assets as cylinders; a
+    consumer still waiting for an asset's event gets a dashed grey edge (the table's *waiting*)."""
+    graph = asset_graph(rows)
+    by_uri = {row.uri: row for row in rows}
+    lines = [
+        f"digraph {quote('assets ' + namespace)} {{",
+        '  graph [rankdir="LR", fontname="Helvetica", fontsize="11", nodesep="0.3", ranksep="0.6"];',
+        '  node [shape="box", style="rounded,filled", fillcolor="white", fontname="Helvetica", '
+        'fontsize="11", height="0.3"];',
+        '  edge [fontname="Helvetica", fontsize="9", arrowsize="0.6"];',
+    ]
+    for dag in graph.dags:
+        lines.append(
+            f"  {quote('dag:' + dag)} "
+            + _attrs(label=dag, id=f"node-dag:{dag}", URL=f"/dags/{namespace}/{dag}", tooltip=f"DAG {dag}")
+            + ";"
+        )
+    for uri in graph.assets:
+        row = by_uri[uri]
+        last = "no event yet"
+        if row.last_event:
+            last = f"last event: {row.last_event} at {row.last_event_time}"
+        lines.append(
+            f"  {quote('asset:' + uri)} "
+            + _attrs(
+                label=uri,
+                id=f"node-asset:{uri}",
+                shape="cylinder",
+                style="filled",
+                fillcolor="#ddf4ff",
+                tooltip=f"asset {uri}\n{last}\nevents kept: {row.events}",
+            )
+            + ";"
+        )
+    for dag, uri in graph.produces:
+        tail, head = f"dag:{dag}", f"asset:{uri}"
+        lines.append(f"  {quote(tail)} -> {quote(head)} {_attrs(id=f'edge-{tail}->{head}')};")
+    for uri, dag, waiting in graph.consumes:
+        tail, head = f"asset:{uri}", f"dag:{dag}"
+        attrs = {"id": f"edge-{tail}->{head}"}
+        if waiting:
+            tooltip = f"{dag} still waits for an event of {uri}"
+            attrs |= {"style": "dashed", "color": "gray", "tooltip": tooltip}
+        lines.append(f"  {quote(tail)} -> {quote(head)} {_attrs(**attrs)};")
     lines.append("}")
     return "\n".join(lines) + "\n"
