@@ -6,7 +6,9 @@ their status is what the controller wrote (`kubectl get assets` shows the same c
 DAG whose `status.awaitedAssets` names the asset is marked as waiting for it. Shown per namespace
 after the same RBAC check as the other pages (`require`: may the viewer `list assets` there?); a
 namespace refused is named with RBAC's reason. The page refreshes live on every Asset change (it
-watches ``assets``: `controller.ui.server.changes`).
+watches ``assets``: `controller.ui.server.changes`). Each namespace's rows are also drawn as a graph,
+producer DAGs -> asset -> consumer DAGs, from the same rows as DOT (`graphs.assets_dot`, served at
+``/assets/{namespace}/graph.dot`` after the same check) that viz.js lays out as the DAG graph.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from controller.ui import graphs
 from controller.ui.app_state import ASSETS_WATCH, SETTINGS, STORE, require
 from controller.ui.pages import render
 from zonda.resources.asset_models import ASSETS
@@ -87,10 +90,26 @@ async def assets_page(request: web.Request) -> web.Response:
             note = "Not listed yet (the UI's account needs get/list/watch on assets; the chart grants it)"
             shown.append(NamespaceAssets(namespace, [], note))
             continue
-        dags = {name: body for (ns, name), body in store.dags.items() if ns == namespace}
-        shown.append(NamespaceAssets(namespace, asset_rows(store.assets_in(namespace), dags)))
+        shown.append(NamespaceAssets(namespace, namespace_rows(request, namespace)))
     return render(request, "assets.html", sections=shown, refused=refused, watch=ASSETS_WATCH)
+
+
+def namespace_rows(request: web.Request, namespace: str) -> list[AssetRow]:
+    store = request.app[STORE]
+    dags = {name: body for (ns, name), body in store.dags.items() if ns == namespace}
+    return asset_rows(store.assets_in(namespace), dags)
+
+
+async def assets_dot(request: web.Request) -> web.Response:
+    """A namespace's producer -> asset -> consumer graph as DOT (viz.js renders it in the page)."""
+    namespace = request.match_info["namespace"]
+    await require(request, "list", "assets", namespace)
+    if not request.app[STORE].listed(ASSETS, namespace):
+        raise web.HTTPServiceUnavailable(text=f"the Assets of namespace {namespace} are not listed yet")
+    text = graphs.assets_dot(namespace, namespace_rows(request, namespace))
+    return web.Response(text=text, content_type="text/vnd.graphviz")
 
 
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/assets", assets_page)
+    app.router.add_get("/assets/{namespace}/graph.dot", assets_dot)

@@ -1,11 +1,12 @@
 """The Assets page in a real browser: producers -> asset -> consumers as the controller wrote the
 Assets' status, the consumer marked waiting until an event arrives, the last event shown live (no
 reload) when one is created with kubectl; a viewer whose RBAC does not let it list assets sees the
-namespace refused, not its assets."""
+namespace refused, not its assets (nor its graph). The graph draws the same edges as the table."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,21 @@ def test_the_assets_page_shows_producers_asset_consumers_and_what_is_awaited_liv
             expect(row.locator("td[data-col=consumers] a")).to_have_text("orders-consumer")
             expect(row.locator("[data-waiting='orders-consumer']")).to_have_text("waiting")
             expect(row.locator("td[data-col=events]")).to_have_text("0")
+
+            # The same drawn as a graph (Graphviz via viz.js, as the DAG graph): producer -> asset ->
+            # consumer, the edge to the waiting consumer dashed, each DAG a link to its grid.
+            graph = page.locator(f".asset-graph[data-namespace='{namespace}']")
+            expect(graph).to_have_attribute("data-rendered", "true")
+            produced = graph.locator(f"g.edge[id='edge-dag:orders-producer->asset:{URI}']")
+            consumed = graph.locator(f"g.edge[id='edge-asset:{URI}->dag:orders-consumer']")
+            expect(produced).to_be_visible()
+            expect(consumed).to_be_visible()
+            expect(consumed.locator("path")).to_have_attribute("stroke-dasharray", "5,2")
+            expect(produced.locator("path")).not_to_have_attribute("stroke-dasharray", "5,2")
+            expect(graph.locator(f"g.node[id='node-asset:{URI}'] text")).to_have_text(URI)
+            expect(graph.locator("g[id='node-dag:orders-consumer'] a")).to_have_attribute(
+                "xlink:href", f"/dags/{namespace}/orders-consumer"
+            )
             shot(page, "assets")
 
             # An event from outside: the page follows the Asset's status live, without a reload.
@@ -83,6 +99,9 @@ def test_the_assets_page_shows_producers_asset_consumers_and_what_is_awaited_liv
             cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(event))
             expect(row.locator("td[data-col=events]")).to_have_text("1")
             expect(row.locator("td[data-col=last-event]")).to_have_attribute("title", "from-outside")
+            expect(graph.locator(f"g.node[id='node-asset:{URI}'] a")).to_have_attribute(
+                "xlink:title", re.compile("last event: from-outside")
+            )
             wait_for(lambda: len(runs_of(cluster, namespace, "orders-consumer")) == 1, "the consumer's run")
             assert page.evaluate("window.__sameDocument") is True
             assert errors == []
@@ -99,9 +118,14 @@ def test_the_assets_page_shows_producers_asset_consumers_and_what_is_awaited_liv
                 row = page.locator(f"tr[data-asset='{namespace}/{URI}']")
                 if allowed:
                     expect(row.locator("td[data-col=events]")).to_have_text("1")
+                    edge = f"g.edge[id='edge-asset:{URI}->dag:orders-consumer']"
+                    expect(page.locator(f".asset-graph {edge}")).to_be_visible()
                 else:
                     expect(page.locator("p.refused")).to_contain_text(
                         f"You may not list assets in namespace {namespace}"
                     )
                     expect(row).to_have_count(0)
+                    expect(page.locator(".asset-graph")).to_have_count(0)
+                dot = context.request.get(f"{url}/assets/{namespace}/graph.dot")
+                assert dot.status == (200 if allowed else 403), (dot.status, dot.text())
                 context.close()

@@ -94,9 +94,13 @@ function toggleGroup(group) {
 // -------------------------------------------------------------------------------------- graph
 
 let viz = null;
-async function renderGraph() {
-  const box = document.getElementById("graph");
-  if (!box) return;
+// Every `.graph[data-dot-url]` of the page: the DAG's graph (#graph) or each namespace's asset graph.
+async function renderGraphs() {
+  await Promise.all([...document.querySelectorAll(".graph[data-dot-url]")].map((box) =>
+    renderGraph(box).catch((e) => { box.textContent = `graph failed: ${e}`; })));
+}
+
+async function renderGraph(box) {
   if (!viz) {
     const module = await import("./vendor/viz.js");
     viz = await module.instance();
@@ -104,9 +108,10 @@ async function renderGraph() {
   const params = new URLSearchParams();
   if (box.dataset.run) params.set("run", box.dataset.run);
   const groups = collapsedGroups();
-  if (groups.size) params.set("collapsed", [...groups].join(","));
+  if (box.id === "graph" && groups.size) params.set("collapsed", [...groups].join(","));
   const response = await fetch(`${box.dataset.dotUrl}?${params}`, { credentials: "same-origin" });
   const dot = await response.text();
+  if (!response.ok) throw new Error(`${response.status} ${dot}`);
   const svg = viz.renderSVGElement(dot);
   box.replaceChildren(svg);
   box.dataset.rendered = "true";
@@ -116,7 +121,7 @@ async function renderGraph() {
       g.classList.add("clickable");
       g.addEventListener("click", () => {
         toggleGroup(id.startsWith("cluster-") ? id.slice(8) : id.slice(11));
-        renderGraph();
+        renderGraph(box);
       });
     } else if (id.startsWith("node-") && box.dataset.run) {
       g.classList.add("clickable");
@@ -314,7 +319,7 @@ document.addEventListener("submit", async (event) => {
 
 function initPage() {
   applyGridGroups();
-  renderGraph().catch((e) => { const box = document.getElementById("graph"); if (box) box.textContent = `graph failed: ${e}`; });
+  renderGraphs();
   loadLog();
 }
 
