@@ -381,9 +381,7 @@ class Triggerer:
                 make, deliver=deliver, report_step=self.slow_steps.reporter(record.name), name=record.name
             )
         finally:
-            if self.running.get(record.name) is record:
-                del self.running[record.name]
-                self.metrics.running_triggers.labels(shard=str(record.shard)).dec()
+            self._stopped(record)
 
     async def _run_trigger(self, record: RunningTrigger, trigger: BaseTrigger) -> None:
         def deliver(result: TriggerResult) -> None:
@@ -397,9 +395,13 @@ class Triggerer:
                 trigger, deliver=deliver, report_step=self.slow_steps.reporter(record.name), name=record.name
             )
         finally:
-            if self.running.get(record.name) is record:
-                del self.running[record.name]
-                self.metrics.running_triggers.labels(shard=str(record.shard)).dec()
+            self._stopped(record)
+
+    def _stopped(self, record: RunningTrigger) -> None:
+        """A trigger's or watcher's task ended: forget it, unless a newer run of the name took over."""
+        if self.running.get(record.name) is record:
+            del self.running[record.name]
+            self.metrics.running_triggers.labels(shard=str(record.shard)).dec()
 
     def _token(self, shard: int) -> str | None:
         holding = self.holdings.get(shard)

@@ -204,20 +204,23 @@ class ObjectConditionTrigger(KubeTrigger):
             },
         )
 
+    async def poll(self, kube: Kube) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The object now (None while it is missing, or the API fails transiently) and what of it
+        satisfies the wait (None: not yet)."""
+        try:
+            obj = await get_object(kube, self.api_version, self.kind, self.namespace, self.name)
+        except KubeError as error:
+            if not self.transient(error, f"{self.kind} {self.name}"):
+                raise
+            return None, None
+        if obj is None:
+            return None, None
+        return obj, match_object(obj, condition=self.condition, field_path=self.field_path, value=self.value)
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         kube = await self.kube()
         while True:
-            try:
-                obj = await get_object(kube, self.api_version, self.kind, self.namespace, self.name)
-            except KubeError as error:
-                if not self.transient(error, f"{self.kind} {self.name}"):
-                    raise
-                obj = None
-            matched = (
-                None
-                if obj is None
-                else match_object(obj, condition=self.condition, field_path=self.field_path, value=self.value)
-            )
+            _, matched = await self.poll(kube)
             if matched is not None:
                 # Only what any replica would see alike: no resourceVersion, so duplicates compare equal.
                 yield TriggerEvent(
@@ -261,17 +264,7 @@ class ObjectConditionEventTrigger(ObjectConditionTrigger, BaseEventTrigger):
         kube = await self.kube()
         last: Any = None
         while True:
-            try:
-                obj = await get_object(kube, self.api_version, self.kind, self.namespace, self.name)
-            except KubeError as error:
-                if not self.transient(error, f"{self.kind} {self.name}"):
-                    raise
-                obj = None
-            matched = (
-                None
-                if obj is None
-                else match_object(obj, condition=self.condition, field_path=self.field_path, value=self.value)
-            )
+            obj, matched = await self.poll(kube)
             if obj is not None and matched is not None:
                 if self.condition is not None:
                     matched["lastTransitionTime"] = transition_of(obj, self.condition)
