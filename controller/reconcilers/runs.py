@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controller.coordination.shards import dag_shard
 from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
@@ -217,6 +218,8 @@ class RunReconciler:
         before this pass reserved its admissions (None: nothing reserved).
         """
         namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
+        if (plan.launches or plan.triggers_to_create) and not self._still_served(run):
+            return False  # the shard was lost during this pass (paused past its Lease): its holder decides
         for request in plan.triggers_to_create:
             await self._create_trigger(run, request)
         for launch in plan.launches:
@@ -238,6 +241,17 @@ class RunReconciler:
         previous = self.index.record({**run, "status": new_wire}, written if written != version else None)
         self._wake_after(namespace, name, before_pass or previous, plan.runs_to_wake)
         return True
+
+    def _still_served(self, run: Mapping[str, Any]) -> bool:
+        """Whether this replica still holds the run's controller shard (always, unsharded), checked
+        again just before a launch: a pass paused past its shard's Lease (SIGSTOP, a long GC) would
+        otherwise launch what it admitted under the old slot ledger beside the new holder's launches,
+        and a pool would hold more than its slots."""
+        sharding = self.admission.sharding
+        if sharding is None:
+            return True
+        shard = dag_shard(run["metadata"]["namespace"], run["spec"]["dagName"], sharding.shard_count)
+        return shard in sharding.served()
 
     async def _report_refused(
         self, run: Mapping[str, Any], old_wire: Mapping[str, Any], size: int, message: str, now: datetime

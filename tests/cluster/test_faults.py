@@ -305,7 +305,8 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
     from controller.kube import Kube
 
     async with await Kube.connect(str(target.cluster.kubeconfig)) as kube:
-        for _ in range(300):  # until a Running pod is caught (they run `duration_ms` each)
+        for _ in range(600):  # until a Running pod is caught (they run `duration_ms` each; at CI load the
+            # first pods can take half a minute to start, and a strike that finds none proves nothing)
             pods = (await kube.core.list_namespaced_pod(target.namespace, label_selector=LABEL_TASK)).items
             running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
             if not running:
@@ -329,9 +330,9 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
                 else:
                     await kube.core.delete_namespaced_pod(pod.metadata.name, target.namespace, body=options)
             except ApiException as error:
-                if error.status in (404, 409):  # it finished (or went) between the read and the hit
+                if error.status in (404, 409):  # it finished, went or changed between the read and the hit
                     target.missed[f"{error.status} {error.reason}"] += 1
-                    continue
+                    continue  # read again (a 409 is often kwok's status patch: the pod is still Running)
                 raise
             labels = pod.metadata.labels
             target.failed_tries[labels[LABEL_DAGRUN], labels[LABEL_TASK]] += 1
