@@ -78,6 +78,14 @@ def main() -> None:
     help="Seconds a run's task outcomes wait to share one Event (0: an Event per pass).",
 )
 @click.option(
+    "--timetable-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.timetable_timeout,
+    show_default=True,
+    help="Seconds a DAG's custom timetable may take in one pass; past it the DAG is reported "
+    "(Ready=False, TimetableTimeout) and the other DAGs go on.",
+)
+@click.option(
     "--trigger-shards",
     type=int,
     default=DEFAULTS.trigger_shards,
@@ -155,6 +163,7 @@ def controller(
     parallelism: int,
     workers: int,
     event_fold_seconds: float,
+    timetable_timeout: float,
     trigger_shards: int,
     pod_pending_timeout: float,
     max_map_length: int,
@@ -185,6 +194,7 @@ def controller(
         parallelism=parallelism,
         workers=workers,
         event_fold_seconds=event_fold_seconds,
+        timetable_timeout=timetable_timeout,
         trigger_shards=trigger_shards,
         pod_pending_timeout=pod_pending_timeout,
         max_map_length=max_map_length,

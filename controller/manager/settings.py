@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.executors.pods import PodDefaults
+from controller.reconcilers import user_code
 from controller.xcom import backends
 from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 
@@ -62,6 +63,8 @@ class ControllerSettings:
     #: Seconds a run's task outcomes are kept to share one Event (`StatusWriter.post_events`); 0: one
     #: Event per pass, at once.
     event_fold_seconds: float = 2.0
+    #: Seconds a custom timetable may take in one DAG pass before the DAG is reported and skipped.
+    timetable_timeout: float = user_code.DEFAULT_LIMIT_SECONDS
     metrics_port: int | None = None
     health_port: int | None = None
     #: `--shards`: DAGs (with their runs and Backfills) split over this many shard Leases, each

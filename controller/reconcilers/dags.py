@@ -26,6 +26,7 @@ from controller.reconcilers.asset_index import (
 )
 from controller.reconcilers.assets import fault_point
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
+from controller.reconcilers.user_code import BoundedCalls, TimeLimitExceeded
 from zonda.passes import history
 from zonda.resources.asset_models import ASSETEVENTS, ASSETS, TriggeringEvent, event_from_body
 from zonda.resources.dagrun_models import DagRunSpec
@@ -148,6 +149,8 @@ class DagReconciler:
     asset_events: AssetEventIndex | None = None
     asset_dags: AssetDagIndex | None = None
     aliases: AliasResolutions | None = None
+    #: A custom timetable is user code: its pass runs with a time limit (`controller.reconcilers.user_code`).
+    timetable_calls: BoundedCalls = field(default_factory=BoundedCalls)
 
     plural = DAGS
 
@@ -174,18 +177,45 @@ class DagReconciler:
         inputs = AssetInputs()
         if (dag.get("spec") or {}).get("assetSchedule") is not None:
             inputs = await self._asset_inputs(namespace, dag["spec"])
-        plan = dag_plans.plan_dag(
-            name,
-            dag["spec"],
-            status=old_status,
-            generation=meta.get("generation"),
-            created_at=parse_time(meta["creationTimestamp"]) or now,
-            runs=runs,
-            now=now,
-            asset_events=inputs.events,
-            alias_resolutions=inputs.resolutions,
-            alias_outlets=inputs.alias_outlets,
-        )
+
+        def plan() -> dag_plans.DagPlan:
+            return dag_plans.plan_dag(
+                name,
+                dag["spec"],
+                status=old_status,
+                generation=meta.get("generation"),
+                created_at=parse_time(meta["creationTimestamp"]) or now,
+                runs=runs,
+                now=now,
+                asset_events=inputs.events,
+                alias_resolutions=inputs.resolutions,
+                alias_outlets=inputs.alias_outlets,
+            )
+
+        if not (dag.get("spec") or {}).get("timetable"):
+            decided = plan()  # Zonda's own timetables: no user code, called inline
+        else:
+            try:
+                decided = await self.timetable_calls.call((namespace, name), plan)
+            except TimeLimitExceeded as exc:
+                decided = dag_plans.timetable_timed_out(
+                    dag["spec"],
+                    status=old_status,
+                    generation=meta.get("generation"),
+                    limit_seconds=exc.limit_seconds,
+                    still_running=exc.earlier,
+                    now=now,
+                )
+        return await self._act(dag, decided, runs, old_status, now)
+
+    async def _act(
+        self,
+        dag: Mapping[str, Any],
+        plan: dag_plans.DagPlan,
+        runs: list[dag_plans.RunRef],
+        old_status: DagStatus,
+        now: datetime,
+    ) -> datetime | None:
         for due in plan.runs_to_create:
             await self._create_run(dag, due, now)
         if plan.asset_run is not None:

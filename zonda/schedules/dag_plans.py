@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from zonda.resources import conditions
@@ -236,6 +236,51 @@ def _aliases_resolvable(
     return new, ()
 
 
+#: How long a DAG whose timetable overran its time limit waits before its timetable is asked again.
+TIMETABLE_RETRY = timedelta(seconds=60)
+
+
+def timetable_timed_out(
+    raw_spec: Mapping[str, Any],
+    *,
+    status: DagStatus,
+    generation: int | None,
+    limit_seconds: float,
+    still_running: bool,
+    now: datetime,
+) -> DagPlan:
+    """The DAG's status when its custom timetable did not answer within the controller's time limit.
+
+    Nothing is scheduled for it (no run is created from a guess); the other DAGs' passes go on (the
+    controller stopped waiting). `Ready=False` (`TimetableTimeout`) names the class and the limit, with
+    a Warning Event when it starts; the timetable is asked again after `TIMETABLE_RETRY`, and the DAG
+    schedules as before once it answers in time.
+    """
+    timetable = raw_spec.get("timetable") if isinstance(raw_spec, Mapping) else None
+    class_path = timetable.get("class") if isinstance(timetable, Mapping) else None
+    message = (
+        f"timetable {class_path or '?'} did not answer within the controller's limit of "
+        f"{limit_seconds:g} s (--timetable-timeout)"
+    )
+    if still_running:
+        message += "; its earlier call is still running (the controller does not call it again until then)"
+    message += ": no runs are scheduled for this DAG until it answers in time"
+    conds = conditions.set_condition(
+        status.conditions,
+        type="Ready",
+        status=False,
+        reason="TimetableTimeout",
+        message=message,
+        now=now,
+        generation=generation,
+    )
+    events: tuple[RunEvent, ...] = ()
+    if conditions.condition_changed(status.conditions, conds, "Ready"):
+        events = (RunEvent("TimetableTimeout", message, warning=True),)
+    new = status.model_copy(update={"conditions": conds, "observed_generation": generation})
+    return DagPlan(status=new, events=events, wake_at=now + TIMETABLE_RETRY)
+
+
 def _invalid_dag(exc: Exception, *, status: DagStatus, generation: int | None, now: datetime) -> DagPlan:
     message = "; ".join(exc.errors if isinstance(exc, DagInvalid) else [str(exc)])
     conds = conditions.set_condition(
@@ -291,5 +336,6 @@ __all__ = [
     "last_automated_interval",
     "plan_dag",
     "timetable_for",
+    "timetable_timed_out",
     "utc_interval",
 ]

@@ -1,0 +1,95 @@
+"""A user's code that runs inside the controller (a custom timetable), called with a time limit.
+
+The passes are coroutines on one event loop: a timetable that hangs, called inline, would stop every
+pass of every DAG. `BoundedCalls.call` runs the call in a thread of its own and stops waiting after
+`limit_seconds`, so the pass goes on (and reports the DAG) while the other DAGs keep being scheduled.
+
+A Python thread cannot be killed: a call past its limit keeps its (daemon) thread until it returns,
+or until the process exits. While it runs, the same key does not start another (`StillRunning`), so a
+DAG whose timetable hangs holds at most one thread, however many passes it gets. One that spins on
+the CPU shares the interpreter lock with the event loop (the other passes slow, they do not stop);
+a subprocess per call would free it, at an interpreter start and a module import per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: Seconds a custom timetable's calls in one DAG pass may take (`zonda controller --timetable-timeout`).
+DEFAULT_LIMIT_SECONDS = 5.0
+
+
+class TimeLimitExceeded(Exception):
+    """The call did not return within the limit; its thread may still be running."""
+
+    def __init__(self, limit_seconds: float, running_for: float, *, earlier: bool = False) -> None:
+        self.limit_seconds = limit_seconds
+        self.running_for = running_for
+        #: True: not called now, because an earlier call for the same key is still running.
+        self.earlier = earlier
+        super().__init__(f"did not return within {limit_seconds:g} s (running for {running_for:.0f} s)")
+
+
+@dataclass
+class BoundedCalls:
+    limit_seconds: float = DEFAULT_LIMIT_SECONDS
+    #: key -> (what a call that overran its limit settles when it returns, when it started: monotonic)
+    _overrun: dict[Hashable, tuple[asyncio.Future[object], float]] = field(default_factory=dict)
+
+    def overrunning(self) -> int:
+        """How many calls past their limit are still running (threads held)."""
+        self._forget_finished()
+        return len(self._overrun)
+
+    async def call(self, key: Hashable, fn: Callable[[], T]) -> T:
+        """`fn()` in its own thread; its result or exception, or `TimeLimitExceeded` after the limit."""
+        self._forget_finished()
+        if (held := self._overrun.get(key)) is not None:
+            raise TimeLimitExceeded(self.limit_seconds, time.monotonic() - held[1], earlier=True)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+
+        def settle(result: T | None, error: BaseException | None) -> None:
+            if done.done():
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(result)  # type: ignore[arg-type]
+
+        def run() -> None:
+            try:
+                result = fn()
+            except BaseException as exc:  # handed to the awaiting pass, whatever it is
+                error: BaseException | None = exc
+                result = None
+            else:
+                error = None
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(settle, result, error)
+
+        started = time.monotonic()
+        thread = threading.Thread(target=run, name=f"user-code {key}", daemon=True)
+        thread.start()
+        try:
+            return await asyncio.wait_for(asyncio.shield(done), self.limit_seconds)
+        except TimeoutError:
+            self._overrun[key] = (done, started)  # type: ignore[assignment]
+            done.add_done_callback(lambda late: late.cancelled() or late.exception())  # dropped, unlogged
+            raise TimeLimitExceeded(self.limit_seconds, time.monotonic() - started) from None
+
+    async def returned(self, key: Hashable) -> None:
+        """Wait until `key`'s call past its limit has returned (at once if none is running)."""
+        if (held := self._overrun.get(key)) is not None:
+            await asyncio.wait([held[0]])
+
+    def _forget_finished(self) -> None:
+        for key in [k for k, (late, _) in self._overrun.items() if late.done()]:
+            del self._overrun[key]
