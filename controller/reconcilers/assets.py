@@ -8,7 +8,8 @@ events the next pass finds by name (409), never a success without its events.
 those and writes the status. The consumer side is the DAG reconciler's (`controller.reconcilers.dags`).
 
 `ZONDA_FAULT_EXIT_AT=asset-event-recorded` makes the process exit right after it created an event
-(before anything consumes it): the cluster tests' deterministic "controller killed here".
+(with `asset-run-due`, the DAG reconciler's "about to create the consumer run", before anything
+consumes it): the cluster tests' deterministic "controller killed here".
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ FAULT_ENV = "ZONDA_FAULT_EXIT_AT"
 
 
 def fault_point(name: str) -> None:
-    """Exit now, as a SIGKILL would, when the environment names this moment (tests only)."""
-    if os.environ.get(FAULT_ENV) == name:
+    """Exit now, as a SIGKILL would, when the environment names this moment (tests only).
+
+    The variable may name several moments, comma-separated: the first reached exits.
+    """
+    if name in os.environ.get(FAULT_ENV, "").split(","):
         logger.warning("exiting at %s (%s)", name, FAULT_ENV)
         os._exit(137)
 

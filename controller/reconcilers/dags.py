@@ -277,6 +277,7 @@ class DagReconciler:
 
     async def _create_asset_run(self, dag: Mapping[str, Any], due: assets.AssetRunDue, now: datetime) -> None:
         """The run a satisfying set of asset events makes; its name is the set's, so exactly once."""
+        fault_point("asset-run-due")
         try:
             created = await self.kube.create_custom(
                 DAGRUNS, dag["metadata"]["namespace"], asset_triggered_run(dag, due)

@@ -174,7 +174,14 @@ def test_a_controller_killed_after_recording_the_event_or_creating_the_run_makes
     apply(cluster, namespace, producer())
     apply(cluster, namespace, consumer())
     with controller(
-        cluster, namespace, tmp_path, executor="local", env={"ZONDA_FAULT_EXIT_AT": "asset-event-recorded"}
+        cluster,
+        namespace,
+        tmp_path,
+        executor="local",
+        # the consumer's pass can see the event (its watch) before the producer's create returns: it
+        # exits before creating the run, so either way the event is recorded and nothing consumed it
+        # (CI: the consumer's create was sent before the producer resumed to exit)
+        env={"ZONDA_FAULT_EXIT_AT": "asset-event-recorded,asset-run-due"},
     ) as first:
         produced = trigger(cluster, namespace, "asset-producer")
         assert first.process is not None
