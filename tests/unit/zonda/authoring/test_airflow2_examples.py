@@ -8,7 +8,6 @@ ran each DAG's `dag.test()` under apache-airflow==2.10.5 into reference.json.
 from __future__ import annotations
 
 import functools
-import importlib.util
 from typing import Any
 
 import pytest
@@ -21,9 +20,6 @@ REFUSED = {
     "example_subdag_operator.section-1": "a SubDAG: its parent's file is refused",
     "example_subdag_operator.section-2": "a SubDAG: its parent's file is refused",
 }
-#: DAG files importing a package Airflow depends on and Zonda does not (the structure is checked
-#: where the package is installed).
-NEEDS = {"example_dag_decorator": "httpx"}
 #: `zonda dags test` outcomes checked here: quick and independent of the network and the clock.
 OUTCOMES_CHECKED = [
     "example_skip_dag",
@@ -51,8 +47,6 @@ def test_the_reference_is_airflow_2_10_5s_and_covers_every_file() -> None:
 
 @pytest.mark.parametrize("dag_id", sorted(set(NON_DATASET) - set(REFUSED)))
 def test_structure_is_airflows(dag_id: str) -> None:
-    if dag_id in NEEDS and importlib.util.find_spec(NEEDS[dag_id]) is None:
-        pytest.skip(f"{NEEDS[dag_id]} is not installed: the DAG file imports it")
     problems = compare.structure_differences(
         compare.airflow_structure(NON_DATASET[dag_id]), rendered().get(dag_id)
     )
