@@ -54,6 +54,13 @@ class Sharding:
     def shard_of(self, namespace: str, summary: RunSummary) -> int:
         return dag_shard(namespace, summary.dag_name, self.shard_count)
 
+    def serves_dag(self, namespace: str, dag_name: str, served: frozenset[int] | None = None) -> bool:
+        """Whether this replica serves the DAG's shard (its runs and Backfills are there): held now,
+        or in `served`, the shards a decision read once and judges all its runs by (read again per
+        run, a shard lost halfway would count some runs as ours and others not in one decision)."""
+        shard = dag_shard(namespace, dag_name, self.shard_count)
+        return shard in (self.served() if served is None else served)
+
 
 @dataclass
 class PoolAdmission:
@@ -111,7 +118,9 @@ class PoolAdmission:
         if _ahead(declared, observed, served):  # another replica may have given slots back since
             declared = await sharding.ledger.refresh(namespace)
         mine = [
-            s for name, s in runs.items() if name != run_name and sharding.shard_of(namespace, s) in served
+            s
+            for name, s in runs.items()
+            if name != run_name and sharding.serves_dag(namespace, s.dag_name, served)
         ]
         elsewhere = pools.slots_elsewhere(declared, observed, served)
         return Concurrency(
@@ -144,7 +153,7 @@ class PoolAdmission:
         served = sharding.served()
         if run_shard_of is not None:
             summary = self.index.runs.get((namespace, run_shard_of))
-            if summary is None or sharding.shard_of(namespace, summary) not in served:
+            if summary is None or not sharding.serves_dag(namespace, summary.dag_name, served):
                 return False
         ours = self.shard_slots(namespace, await self.limits(namespace), served)
         return await sharding.ledger.declare(namespace, ours, served)

@@ -26,7 +26,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.coordination.shards import dag_shard
 from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
@@ -250,8 +249,7 @@ class RunReconciler:
         sharding = self.admission.sharding
         if sharding is None:
             return True
-        shard = dag_shard(run["metadata"]["namespace"], run["spec"]["dagName"], sharding.shard_count)
-        return shard in sharding.served()
+        return sharding.serves_dag(run["metadata"]["namespace"], run["spec"]["dagName"])
 
     async def _report_refused(
         self, run: Mapping[str, Any], old_wire: Mapping[str, Any], size: int, message: str, now: datetime

@@ -135,3 +135,16 @@ def test_slots_freed_on_one_shard_go_to_the_other_once_its_replica_declares_agai
         assert running(1) == 2
 
     asyncio.run(scenario())
+
+
+def test_serves_dag_asks_the_held_shards_now_or_those_one_decision_read() -> None:
+    held = {0}
+    sharding = Sharding(
+        shard_count=2, served=lambda: frozenset(held), ledger=SlotLedger(FakeKube(), namespace="z")
+    )
+    assert [sharding.serves_dag(NS, dag) for dag in ("light", "middle")] == [True, False]
+    read_once = sharding.served()
+    held.clear()
+    held.add(1)  # the shard moved after the decision read its shards
+    assert sharding.serves_dag(NS, "middle") and not sharding.serves_dag(NS, "light")
+    assert sharding.serves_dag(NS, "light", read_once) and not sharding.serves_dag(NS, "middle", read_once)
