@@ -12,13 +12,17 @@ ISO 8601 text, a tuple as a list; anything else JSON cannot hold fails the task 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
-from zonda.resources.json_values import to_json_safe
+from zonda.resources.json_values import NotJson, to_json_safe
 
 if TYPE_CHECKING:  # the task runner serializes XComs without importing the resource models
     from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus
@@ -37,16 +41,58 @@ class XComError(ValueError):
 
 
 def serialize(key: str, value: Any) -> bytes:
-    """The value's compact JSON, datetimes as ISO 8601; XComError naming the key otherwise."""
+    """The value's compact JSON, datetimes as ISO 8601; otherwise an XComError naming the key, where
+    the part JSON cannot hold sits in the value, its type (and repr, cut) and what to return instead."""
     if not isinstance(key, str) or not key:
         raise XComError(f"XCom key must be a non-empty string, not {key!r}")
     try:
         safe = to_json_safe(value, path=f"XCom {key!r}")
-        return json.dumps(safe, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError) as error:
+    except NotJson as error:
+        where = f" at {error.where}" if error.where else ""
         raise XComError(
-            f"{error}. An XCom must be JSON: a dict, list, str, number, bool, None or an aware datetime"
+            f"XCom {key!r}{where}: {error.reason}; {instead(error)}. An XCom must be "
+            "JSON: a dict with string keys, list, str, finite number, bool, None or an aware datetime"
         ) from error
+    return json.dumps(safe, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def instead(error: NotJson) -> str:
+    """What to return in place of a part JSON cannot hold, by its type (duck-typed for the libraries
+    the task runner does not import: numpy, pandas, pydantic)."""
+    part = error.part
+    if error.is_key:
+        return "use string keys instead: {str(k): v for k, v in value.items()}"
+    if isinstance(part, float):
+        return "return None, or a string such as 'nan', instead"
+    if isinstance(part, datetime):
+        return "return an aware datetime instead: value.replace(tzinfo=datetime.timezone.utc)"
+    if isinstance(part, bytes | bytearray | memoryview):
+        size = part.nbytes if isinstance(part, memoryview) else len(part)
+        return (
+            f"it is {size} bytes: return text instead, value.decode() for UTF-8 or "
+            "base64.b64encode(value).decode() for binary data (large data belongs in object storage, "
+            "its path in the XCom)"
+        )
+    if isinstance(part, set | frozenset):
+        return "return a list instead: sorted(value)"
+    if isinstance(part, timedelta):
+        return "return value.total_seconds() instead"
+    if isinstance(part, Decimal):
+        return "return str(value) (exact) or float(value) instead"
+    if isinstance(part, complex):
+        return "return [value.real, value.imag] instead"
+    if isinstance(part, UUID | PurePath):
+        return "return str(value) instead"
+    if dataclasses.is_dataclass(part) and not isinstance(part, type):
+        return "return dataclasses.asdict(value) instead"
+    for method, call in (
+        ("model_dump", "value.model_dump(mode='json')"),  # pydantic
+        ("tolist", "value.tolist()"),  # numpy arrays and scalars
+        ("to_dict", "value.to_dict(orient='records')" if hasattr(part, "columns") else "value.to_dict()"),
+    ):
+        if callable(getattr(part, method, None)):
+            return f"return {call} instead"
+    return "return its data as dicts, lists, strings and numbers instead"
 
 
 def deserialize(data: bytes) -> Any:

@@ -70,6 +70,10 @@ def return_nan():
     return float("nan")
 
 
+def return_huge_bytes_in_rows():
+    return {"rows": [{"when": "2024-01-02"}] * 3 + [{"when": b"\\xff" * 10_000_000}]}
+
+
 def fail_without_retry():
     raise AirflowFailException("bad input, retrying is pointless")
 
@@ -471,6 +475,15 @@ def test_failures_name_their_cause(helpers_dir: Path, tmp_path: Path) -> None:
         helpers_dir, tmp_path, invocation("PythonOperator", {"python_callable": "runner_helpers:return_set"})
     ).result
     assert "not JSON-serializable" in not_json["message"] and "set" in not_json["message"]
+    huge = run_runner(
+        helpers_dir,
+        tmp_path,
+        invocation("PythonOperator", {"python_callable": "runner_helpers:return_huge_bytes_in_rows"}),
+    ).result
+    assert huge["outcome"] == "failed", huge
+    where = """XCom 'return_value' at ["rows"][3]["when"]"""
+    assert huge["message"].startswith(f"PythonOperator: {where}: bytes b'")
+    assert "it is 10000000 bytes: return text instead" in huge["message"] and len(huge["message"]) < 600
     undefined = run_runner(
         helpers_dir, tmp_path, invocation("BashOperator", {"bash_command": "echo {{ params.missing }}"})
     ).result

@@ -219,9 +219,9 @@ def test_load_trigger_accepts_the_colon_form() -> None:
 @pytest.mark.parametrize(
     ("value", "match"),
     [
-        pytest.param({"at": datetime(2024, 1, 1)}, r"kwargs\['at'\]: naive", id="a naive datetime"),
-        pytest.param({"delay": timedelta(1)}, r"kwargs\['delay'\]: timedelta", id="a timedelta"),
-        pytest.param({"paths": [Path("/x")]}, r"kwargs\['paths'\]\[0\]", id="a Path inside a list"),
+        pytest.param({"at": datetime(2024, 1, 1)}, r'kwargs\["at"\]: naive', id="a naive datetime"),
+        pytest.param({"delay": timedelta(1)}, r'kwargs\["delay"\]: timedelta', id="a timedelta"),
+        pytest.param({"paths": [Path("/x")]}, r'kwargs\["paths"\]\[0\]', id="a Path inside a list"),
         pytest.param({1: "x"}, "key 1 is not a string", id="a non-string key"),
     ],
 )

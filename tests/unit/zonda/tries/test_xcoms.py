@@ -7,7 +7,8 @@ import os
 import re
 import subprocess
 import sys
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +64,100 @@ def test_values_are_stored_as_airflows_json(value: Any, stored: str) -> None:
     assert xcoms.serialize("k", value) == stored.encode()
 
 
+ROWS_WITH = {"rows": [{"when": "2024-01-02"}] * 3}
+
+
+def rows_with(bad: Any) -> dict[str, Any]:
+    """A value whose one bad part sits at ["rows"][3]["when"]."""
+    return {"rows": [*ROWS_WITH["rows"], {"when": bad}]}
+
+
+class Reading:
+    pass
+
+
 @pytest.mark.parametrize(
-    ("value", "message"),
+    ("value", "where", "what", "instead"),
     [
-        pytest.param({1, 2}, "XCom 'k': set {1, 2} is not JSON-serializable", id="a set"),
-        pytest.param(float("nan"), "Out of range float values", id="NaN"),
-        pytest.param({"at": datetime(2024, 1, 2)}, "naive datetime", id="a naive datetime"),
-        pytest.param({1: "a"}, "mapping key 1 is not a string", id="a non-string key"),
+        pytest.param({1, 2}, "", "set {1, 2}", "return a list instead: sorted(value)", id="a set"),
+        pytest.param(
+            rows_with(b"\x00\x01"),
+            ' at ["rows"][3]["when"]',
+            r"bytes b'\x00\x01'",
+            "it is 2 bytes: return text",
+            id="bytes deep inside",
+        ),
+        pytest.param(
+            rows_with(datetime(2024, 1, 2)),
+            ' at ["rows"][3]["when"]',
+            "naive datetime '2024-01-02T00:00:00'",
+            "return an aware datetime instead",
+            id="a naive datetime",
+        ),
+        pytest.param(
+            {1: "a"}, "", "mapping key 1 is not a string", "use string keys instead", id="a non-string key"
+        ),
+        pytest.param(
+            {"rows": [{"n": 1, 2: "b"}]},
+            ' at ["rows"][0]',
+            "mapping key 2",
+            "string keys",
+            id="a key inside a list",
+        ),
+        pytest.param(
+            {"mean": float("nan")},
+            ' at ["mean"]',
+            "float nan: JSON has no NaN or infinity",
+            "return None, or a string",
+            id="NaN",
+        ),
+        pytest.param(
+            [1.0, float("-inf")],
+            " at [1]",
+            "float -inf: JSON has no NaN or infinity",
+            "return None",
+            id="infinity",
+        ),
+        pytest.param(
+            {"t": Decimal("1.10")}, ' at ["t"]', "Decimal Decimal('1.10')", "str(value)", id="Decimal"
+        ),
+        pytest.param({"t": timedelta(1)}, ' at ["t"]', "timedelta", "value.total_seconds()", id="timedelta"),
+        pytest.param({"p": [Path("/x")]}, ' at ["p"][0]', "PosixPath", "return str(value)", id="a Path"),
+        pytest.param(
+            {'é"': Reading()}, ' at ["é\\""]', "Reading <", "as dicts, lists", id="an object, odd key"
+        ),
     ],
 )
-def test_values_json_cannot_hold_fail_naming_the_key(value: Any, message: str) -> None:
-    with pytest.raises(xcoms.XComError, match=message):
+def test_a_value_json_cannot_hold_fails_naming_key_path_type_and_what_to_return(
+    value: Any, where: str, what: str, instead: str
+) -> None:
+    with pytest.raises(xcoms.XComError) as raised:
         xcoms.serialize("k", value)
+    message = str(raised.value)
+    assert message.startswith(f"XCom 'k'{where}: {what}"), message
+    assert instead in message and "An XCom must be JSON" in message
+
+
+def test_a_huge_value_is_named_by_a_repr_cut_to_80_characters() -> None:
+    huge = rows_with(b"\xff" * 10_000_000)
+    with pytest.raises(xcoms.XComError) as raised:
+        xcoms.serialize("return_value", huge)
+    message = str(raised.value)
+    quoted = message.split("bytes ", 1)[1].split(" is not JSON", 1)[0]
+    assert quoted.startswith("b'\\xff") and quoted.endswith("...") and len(quoted) == 80
+    assert "it is 10000000 bytes" in message and len(message) < 600, len(message)
+    long_set = {"s": set(range(100_000))}
+    with pytest.raises(xcoms.XComError, match=r'^XCom \'k\' at \["s"\]: set \{0, 1, .{0,70} is not JSON'):
+        xcoms.serialize("k", long_set)
+
+
+def test_the_value_is_named_even_when_its_repr_raises() -> None:
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no")
+
+    with pytest.raises(xcoms.XComError, match=r"XCom 'k' at \[0\]: Unprintable .* is not JSON-serializable"):
+        xcoms.serialize("k", [Unprintable()])
 
 
 @given(JSON_VALUES)
