@@ -223,6 +223,7 @@ def test_load_trigger_accepts_the_colon_form() -> None:
         pytest.param({"delay": timedelta(1)}, r'kwargs\["delay"\]: timedelta', id="a timedelta"),
         pytest.param({"paths": [Path("/x")]}, r'kwargs\["paths"\]\[0\]', id="a Path inside a list"),
         pytest.param({1: "x"}, "key 1 is not a string", id="a non-string key"),
+        pytest.param({"timeout": float("inf")}, r'kwargs\["timeout"\]: float inf', id="infinity"),
     ],
 )
 def test_to_json_safe_names_what_cannot_be_stored(value: Any, match: str) -> None:
@@ -242,7 +243,9 @@ aware_datetimes = st.datetimes(
         and moment.replace(fold=1 - moment.fold).utcoffset() == moment.utcoffset()
     )
 )
-json_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+json_leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+)
 json_values = st.recursive(
     json_leaves | aware_datetimes,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
