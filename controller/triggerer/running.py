@@ -100,8 +100,9 @@ async def drive_trigger(
 WATCHER_RESTART_SECONDS = 5.0
 
 
-async def each_event(trigger: BaseTrigger, deliver: Callable[[TriggerEvent], None]) -> None:
-    """Run `trigger` to its end, handing every event it yields to `deliver`, then close `run()`."""
+async def each_event(trigger: BaseTrigger, deliver: Callable[[BaseTrigger, TriggerEvent], None]) -> None:
+    """Run `trigger` to its end, handing every event it yields to `deliver` (with the trigger, whose
+    `event_key` describes the event just yielded), then close `run()`."""
     events = trigger.run()
     if not inspect.isasyncgen(events):
         if inspect.iscoroutine(events):
@@ -113,7 +114,7 @@ async def each_event(trigger: BaseTrigger, deliver: Callable[[TriggerEvent], Non
         async for event in events:
             if not isinstance(event, TriggerEvent):
                 raise TypeError(f"run() yielded {event!r}, not a TriggerEvent")
-            deliver(event)
+            deliver(trigger, event)
     finally:
         await events.aclose()
 
@@ -121,7 +122,7 @@ async def each_event(trigger: BaseTrigger, deliver: Callable[[TriggerEvent], Non
 async def drive_watcher(
     make: Callable[[], BaseTrigger],
     *,
-    deliver: Callable[[TriggerEvent], None],
+    deliver: Callable[[BaseTrigger, TriggerEvent], None],
     report_step: Callable[[float], None] = lambda seconds: None,
     name: str = "",
     restart_after: float = WATCHER_RESTART_SECONDS,

@@ -56,7 +56,7 @@ from controller.triggerer.writes import (
     write_outcome,
 )
 from zonda.resources.trigger_models import TriggerState, TriggerStatus
-from zonda.triggers import BaseTrigger, TriggerEvent, load_trigger, to_json_safe
+from zonda.triggers import BaseEventTrigger, BaseTrigger, TriggerEvent, load_trigger, to_json_safe
 
 log = logging.getLogger(__name__)
 
@@ -358,9 +358,10 @@ class Triggerer:
             trigger.trigger_id = record.name
             return trigger
 
-        def deliver(event: TriggerEvent) -> None:
+        def deliver(trigger: BaseTrigger, event: TriggerEvent) -> None:
+            key = trigger.event_key(event) if isinstance(trigger, BaseEventTrigger) else None
             try:
-                body = asset_event_body(obj, event.payload)
+                body = asset_event_body(obj, event.payload, key)
             except TypeError as error:
                 log.error("Asset watcher %s: event payload cannot be stored: %s", record.name, error)
                 return
@@ -372,6 +373,7 @@ class Triggerer:
                     resource_version=None,
                     produced_at=time.monotonic(),
                     asset_event=body,
+                    consumed=key is not None,
                 )
             )
 
@@ -489,10 +491,11 @@ class Triggerer:
 
     async def _write_asset_event(self, outcome: Outcome, body: dict[str, Any]) -> None:
         """Record a watcher's event, if the shard's Lease is still ours (else its new holder's copy of
-        the watcher reports it); a 409 is the same event recorded before."""
+        the watcher reports it), or whatever the Lease if the watcher consumed what it reports (a deleted
+        file: nobody reports it again); a 409 is the same event recorded before."""
         event = body["metadata"]["name"]
         try:
-            if not await self._lease_held_since(outcome.shard, outcome.produced_at):
+            if not outcome.consumed and not await self._lease_held_since(outcome.shard, outcome.produced_at):
                 self.metrics.fenced_writes.inc()
                 log.warning(
                     "Not recording asset event %s: shard %d's Lease is no longer ours", event, outcome.shard

@@ -39,19 +39,22 @@ class Outcome:
     produced_at: float
     #: An asset watcher's event: the AssetEvent to create (instead of a status to write).
     asset_event: dict[str, Any] | None = None
+    #: The watcher consumed what the event reports (its trigger gave an `event_key`): no other replica
+    #: can report it again, so it is recorded even when the shard's Lease lapsed meanwhile.
+    consumed: bool = False
 
 
-def asset_event_body(trigger: Mapping[str, Any], payload: Any) -> dict[str, Any]:
+def asset_event_body(trigger: Mapping[str, Any], payload: Any, key: str | None = None) -> dict[str, Any]:
     """The AssetEvent an asset watcher's event records: named from the Trigger and the payload (the same
     event yielded again, by another replica after a failover or by this one restarted, has the same
     name and gets 409), owned by the Asset that owns the Trigger, extra as Airflow's
-    `Trigger.submit_event` gives it (`{"from_trigger": true, "payload": ...}`). Raises TypeError when
-    the payload cannot be stored as JSON."""
+    `Trigger.submit_event` gives it (`{"from_trigger": true, "payload": ...}`); `key`, the trigger's
+    `event_key`, is in the name too. Raises TypeError when the payload cannot be stored as JSON."""
     meta, spec = trigger["metadata"], trigger.get("spec") or {}
     safe = to_json_safe(payload, path="event")
     owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Asset"]
     event_meta: dict[str, Any] = {
-        "name": watcher_event_name(meta["name"], safe),
+        "name": watcher_event_name(meta["name"], safe, key),
         "namespace": meta["namespace"],
     }
     if owners:

@@ -157,3 +157,68 @@ def test_a_custom_resource_becoming_ready_is_one_event_and_again_after_it_was_no
         wait_for(lambda: running.log().count("Recorded asset event") >= 2, "both recorded by the triggerer")
     assert len(events()) == 2
     assert len(runs_of(cluster, namespace, "on-upstream")) == 2
+
+
+def test_file_delete_watchers_record_one_event_per_file_and_each_runs_the_consumer_once(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Airflow 3's `example_asset_with_watchers`, with its paths under the test's directory: a
+    `FileDeleteTrigger` and two `DirectoryFileDeleteTrigger`s on one directory. Each file is deleted
+    and recorded once (Airflow's payload, `True` or the path, is the same for every file: the file's
+    identity tells them apart), and every event is in exactly one consumer run."""
+    single, inbox = tmp_path / "test", tmp_path / "region-flags"
+    inbox.mkdir()
+
+    def watched(uri: str, name: str, classpath: str, **kwargs: Any) -> dict[str, Any]:
+        trigger = {"name": name, "classpath": f"zonda.triggers.file.{classpath}", "kwargs": kwargs}
+        return {"uri": uri, "watchers": [trigger]}
+
+    schedule = {
+        "any": [
+            watched("example_asset", "test_asset_watcher", "FileDeleteTrigger", filepath=str(single),
+                    poke_interval=0.5),
+            *(
+                watched(f"region_{region}_flag", f"{region}_flag_watcher", "DirectoryFileDeleteTrigger",
+                        directory=str(inbox), filename=f"{region}.flag", poke_interval=0.5)
+                for region in ("us", "eu")
+            ),
+        ]
+    }  # fmt: skip
+    dag = consumer(namespace)
+    dag["metadata"]["name"] = "on-files"
+    dag["spec"]["assetSchedule"] = schedule
+    apply(cluster, namespace, dag)
+
+    def events(uri: str) -> list[dict[str, Any]]:
+        return [e for e in get(cluster, namespace, "assetevents")["items"] if e["spec"]["uri"] == uri]
+
+    with (
+        controller(cluster, namespace, tmp_path, executor="local"),
+        triggerer(cluster, namespace, tmp_path, identity="watch-files") as running,
+    ):
+        for uri in ("example_asset", "region_us_flag", "region_eu_flag"):
+            wait_for(lambda uri=uri: f"started for {uri}" in running.log(), f"the watcher of {uri}")  # type: ignore[misc]
+        for n in (1, 2, 3):
+            single.write_text(f"file {n}")
+            wait_for(lambda n=n: len(events("example_asset")) == n, f"file {n}'s AssetEvent")  # type: ignore[misc]
+            assert not single.exists(), "the watcher deleted the file it reported"
+        (inbox / "us.flag").write_text("us")
+        [us] = wait_for(lambda: events("region_us_flag") or None, "us.flag's AssetEvent")
+        assert us["spec"]["extra"] == {"from_trigger": True, "payload": {"filepath": str(inbox / "us.flag")}}
+        assert events("region_eu_flag") == [] and list(inbox.iterdir()) == []
+        (inbox / "eu.flag").write_text("eu")
+        wait_for(lambda: events("region_eu_flag") or None, "eu.flag's AssetEvent")
+        recorded = [e["metadata"]["name"] for uri in ("example_asset", "region_us_flag", "region_eu_flag")
+                    for e in events(uri)]  # fmt: skip
+
+        def consumed() -> list[str]:
+            runs = runs_of(cluster, namespace, "on-files")
+            return [e["name"] for run in runs for e in run["spec"].get("triggeringAssetEvents") or []]
+
+        wait_for(lambda: sorted(consumed()) == sorted(recorded), "every event in a consumer run")
+        assert running.log().count("Recorded asset event") == 5
+        assert "was already recorded" not in running.log()
+    payloads = [e["spec"]["extra"]["payload"] for e in events("example_asset")]
+    assert payloads == [True, True, True], "Airflow's payload, one AssetEvent per file"
+    assert len(set(recorded)) == 5
+    assert sorted(consumed()) == sorted(recorded), "each event in exactly one run"

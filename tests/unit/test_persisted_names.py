@@ -35,6 +35,8 @@ TRIGGER_CLASSPATHS = [
     "zonda.triggers.temporal.DateTimeTrigger",  # TimeDeltaTrigger serializes as it too
     "zonda.triggers.temporal.TimeDeltaTrigger",
     "zonda.triggers.file.FileTrigger",
+    "zonda.triggers.file.FileDeleteTrigger",
+    "zonda.triggers.file.DirectoryFileDeleteTrigger",
     "controller.providers.kubernetes.triggers.ObjectConditionTrigger",
     "controller.providers.kubernetes.dagrun_triggers.DagStateTrigger",
     "controller.providers.kubernetes.dagrun_triggers.WorkflowTrigger",

@@ -62,12 +62,15 @@ def watcher_trigger_name(uri: str, watcher: AssetWatcherRef) -> str:
     return f"watch-{_slug(watcher.name, 30)}-{_digest(uri, watcher.name, watcher.classpath, kwargs)}"
 
 
-def watcher_event_name(trigger: str, payload: Any) -> str:
+def watcher_event_name(trigger: str, payload: Any, key: str | None = None) -> str:
     """The AssetEvent a watcher's event records: from its Trigger and the event's payload. Airflow asks
     a trigger for events "the same wherever the trigger is run" so that duplicates from two triggerers
-    can be dropped: the same event, yielded again after a failover, has this name again and gets 409."""
+    can be dropped: the same event, yielded again after a failover, has this name again and gets 409.
+    `key` is the trigger's `event_key`: one occurrence of what a consuming trigger reports (a deleted
+    file), so equal payloads of different occurrences are different events."""
     canonical = json.dumps(to_json_safe(payload, path="event"), sort_keys=True, separators=(",", ":"))
-    return f"{trigger[:40].rstrip('-')}-{_digest(trigger, canonical)}"
+    parts = (trigger, canonical) if key is None else (trigger, canonical, key)
+    return f"{trigger[:40].rstrip('-')}-{_digest(*parts)}"
 
 
 class AssetSpec(CrdModel):

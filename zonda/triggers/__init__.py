@@ -18,7 +18,7 @@ from zonda.triggers.base import (
     load_trigger,
     serialize_trigger,
 )
-from zonda.triggers.file import FileTrigger
+from zonda.triggers.file import DirectoryFileDeleteTrigger, FileDeleteTrigger, FileTrigger
 from zonda.triggers.temporal import DateTimeTrigger, TimeDeltaTrigger
 
 __all__ = [
@@ -26,6 +26,8 @@ __all__ = [
     "BaseTaskEndEvent",
     "BaseTrigger",
     "DateTimeTrigger",
+    "DirectoryFileDeleteTrigger",
+    "FileDeleteTrigger",
     "FileTrigger",
     "TaskFailedEvent",
     "TaskSkippedEvent",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import functools
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Hashable, Mapping
 from typing import Any, ClassVar
 
 from zonda.resources.json_values import from_json_safe, to_json_safe
@@ -73,13 +73,45 @@ class BaseEventTrigger(BaseTrigger):
     Given to `AssetWatcher(name, trigger)` on an `Asset` in a DAG's schedule, it runs in the triggerer
     for as long as a DAG is scheduled on the asset: every event it yields records an AssetEvent
     (extra `{"from_trigger": true, "payload": ...}`, as Airflow's), and when `run()` returns it is
-    started again. The event's payload names it: the same payload twice is one event (Airflow's rule
-    that events be "the same wherever the trigger is run"), so a watcher replayed after a failover,
-    or restarted, does not update the asset again for what it already reported.
+    started again. The event's payload names it (with `event_key`, when the trigger gives one): the
+    same payload twice is one event (Airflow's rule that events be "the same wherever the trigger is
+    run"), so a watcher replayed after a failover, or restarted, does not update the asset again for
+    what it already reported.
     """
 
     #: What `AssetWatcher` checks, as Airflow's `isinstance(trigger, BaseEventTrigger)`.
     event_trigger: ClassVar[bool] = True
+
+    def event_key(self, event: TriggerEvent) -> str | None:
+        """Zonda's: what, beside the payload, names the AssetEvent that `event` records.
+
+        None (the default): the payload alone, right for a trigger that reports a state (a failover
+        replays it, and the replay is the same event). A trigger that *consumes* what it reports (Airflow's
+        `FileDeleteTrigger` deletes the file and yields ``True`` for every file) returns a key of that one
+        occurrence, the same wherever it is read (a file's inode and times): equal payloads with
+        different keys are different events, and such an event is recorded even if the shard's Lease
+        lapsed meanwhile, since nobody else can see it again. Called as the event is yielded.
+        """
+        return None
+
+    # Airflow 3.3's shared streams: sibling triggers with the same key may share one poll. Zonda's
+    # triggerer runs each watcher's `run()` on its own (Airflow's standalone fallback); these are here so
+    # that triggers written for them load and run unchanged.
+
+    def shared_stream_key(self) -> Hashable | None:
+        """Triggers returning the same key may share one `open_shared_stream` poll (None: not shared)."""
+        return None
+
+    @classmethod
+    async def open_shared_stream(cls, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+        """The shared poll, from one sibling's serialized kwargs; each item goes to every sibling."""
+        raise NotImplementedError(f"{cls.__name__} does not implement open_shared_stream")
+        yield  # pragma: no cover - makes this an async generator, as Airflow's
+
+    async def filter_shared_stream(self, shared_stream: AsyncIterator[Any]) -> AsyncIterator[TriggerEvent]:
+        """This trigger's events out of the shared poll's items."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement filter_shared_stream")
+        yield  # pragma: no cover
 
 
 class TriggerEvent:

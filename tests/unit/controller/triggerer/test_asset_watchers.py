@@ -14,11 +14,11 @@ import textwrap
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from controller.kube import TRIGGERS
+from controller.kube import TRIGGERS, Kube
 from controller.kube.fake import FakeKube
 from controller.providers.kubernetes.triggers import (
     ObjectConditionEventTrigger,
@@ -28,12 +28,21 @@ from controller.providers.kubernetes.triggers import (
 from controller.reconcilers.assets import AssetReconciler
 from controller.reconcilers.common import StatusWriter
 from controller.triggerer.running import drive_watcher
-from controller.triggerer.writes import asset_event_body
+from controller.triggerer.runtime import Triggerer
+from controller.triggerer.settings import TriggererSettings
+from controller.triggerer.writes import Outcome, asset_event_body
 from zonda.authoring import rendering
 from zonda.authoring.assets import Asset, AssetWatcher
 from zonda.resources.asset_models import AssetWatcherRef, asset_name, watcher_trigger_name
 from zonda.schedules import assets
-from zonda.triggers import BaseEventTrigger, BaseTrigger, TriggerEvent, load_trigger
+from zonda.triggers import (
+    BaseEventTrigger,
+    BaseTrigger,
+    DirectoryFileDeleteTrigger,
+    FileDeleteTrigger,
+    TriggerEvent,
+    load_trigger,
+)
 from zonda.triggers.testing import FakeClock
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
@@ -264,7 +273,7 @@ def test_a_watcher_delivers_every_event_and_is_started_again_when_it_returns() -
 
     async def scenario() -> None:
         task = asyncio.ensure_future(
-            drive_watcher(Finite, deliver=lambda e: delivered.append(e.payload), restart_after=5.0)
+            drive_watcher(Finite, deliver=lambda t, e: delivered.append(e.payload), restart_after=5.0)
         )
         await asyncio.sleep(8.0)  # one run (1 s), the pause (5 s), a second run
         task.cancel()
@@ -275,3 +284,170 @@ def test_a_watcher_delivers_every_event_and_is_started_again_when_it_returns() -
         clock.run(scenario())
     assert delivered == [{"n": 1}, {"n": 2}, {"n": 1}, {"n": 2}]
     assert Finite.starts == 2 and Finite.cleanups == 2
+
+
+# ------------------------------------------------------- the standard provider's file-delete watchers
+
+
+def file_events(make: Any, writes: list[tuple[float, Path]], seconds: float) -> list[tuple[Any, str | None]]:
+    """(payload, event_key) of each event a watcher of `make` delivers while `writes` create files (at
+    virtual seconds), run as the triggerer runs it (restarted 5 s after each event)."""
+    delivered: list[tuple[Any, str | None]] = []
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        for at, path in writes:
+            loop.call_later(at, path.write_text, f"written at {at}")
+        task = asyncio.ensure_future(
+            drive_watcher(
+                make,
+                deliver=lambda t, e: delivered.append((e.payload, t.event_key(e))),  # type: ignore[attr-defined]
+                restart_after=5.0,
+            )
+        )
+        await asyncio.sleep(seconds)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    with FakeClock(START) as clock:
+        clock.run(scenario())
+    return delivered
+
+
+def test_a_file_delete_watcher_reports_each_file_once_and_deletes_it(tmp_path: Path) -> None:
+    """Airflow's FileDeleteTrigger yields True for every file: Zonda tells the files apart by the deleted
+    file's identity (`event_key`), so each is one AssetEvent, and a file is reported once."""
+    flag = tmp_path / "test"
+    trigger = FileDeleteTrigger(filepath=str(flag), poke_interval=1.0)
+    events = file_events(lambda: load_trigger(*trigger.serialize()), [(2, flag), (20, flag)], 40)
+    assert [payload for payload, _ in events] == [True, True]
+    assert not flag.exists()
+    keys = [key for _, key in events]
+    assert None not in keys and keys[0] != keys[1]
+    body = {"metadata": {"name": "watch-test-abc", "namespace": NS}, "spec": {"asset": {"uri": URI}}}
+    names = {asset_event_body(body, payload, key)["metadata"]["name"] for payload, key in events}
+    assert len(names) == 2, "two files, two AssetEvents"
+    assert asset_event_body(body, True, keys[0]) == asset_event_body(body, True, keys[0])
+
+
+def test_directory_watchers_fire_each_for_its_own_file_only(tmp_path: Path) -> None:
+    inbox = tmp_path / "region-flags"
+    inbox.mkdir()
+
+    def watcher(filename: str) -> Any:
+        trigger = DirectoryFileDeleteTrigger(directory=str(inbox), filename=filename, poke_interval=1.0)
+        return lambda: load_trigger(*trigger.serialize())
+
+    us = file_events(watcher("us.flag"), [(2, inbox / "us.flag"), (3, inbox / "eu.flag")], 30)
+    assert [payload for payload, _ in us] == [{"filepath": str(inbox / "us.flag")}]
+    assert sorted(p.name for p in inbox.iterdir()) == ["eu.flag"], "the eu watcher's file is left alone"
+    eu = file_events(watcher("eu.flag"), [(12, inbox / "eu.flag")], 30)
+    assert [payload for payload, _ in eu] == [{"filepath": str(inbox / "eu.flag")}] * 2
+    assert eu[0][1] != eu[1][1] and list(inbox.iterdir()) == []
+
+
+def test_a_missing_directory_is_waited_for_and_siblings_share_a_stream_key(tmp_path: Path) -> None:
+    inbox = tmp_path / "later"
+    trigger = DirectoryFileDeleteTrigger(directory=str(inbox), filename="a", poke_interval=1.0)
+
+    async def later() -> None:
+        await asyncio.sleep(3)
+        inbox.mkdir()
+        (inbox / "a").write_text("x")
+
+    def make() -> Any:
+        return load_trigger(*trigger.serialize())
+
+    events: list[Any] = []
+
+    async def scenario() -> None:
+        making = asyncio.ensure_future(later())
+        task = asyncio.ensure_future(drive_watcher(make, deliver=lambda t, e: events.append(e.payload)))
+        await asyncio.sleep(10)
+        task.cancel()
+        await asyncio.gather(task, making, return_exceptions=True)
+
+    with FakeClock(START) as clock:
+        clock.run(scenario())
+    assert events == [{"filepath": str(inbox / "a")}]
+    sibling = DirectoryFileDeleteTrigger(directory=f"{inbox}/", filename="b", poke_interval=1.0)
+    assert sibling.shared_stream_key() == trigger.shared_stream_key() == ("directory-scan", str(inbox), 1.0)
+    assert FileDeleteTrigger("/x").shared_stream_key() is None
+
+
+def test_airflows_example_imports_the_file_triggers_from_the_standard_provider(tmp_path: Path) -> None:
+    (tmp_path / "watched.py").write_text(
+        textwrap.dedent(
+            """
+            from airflow.providers.standard.triggers.file import DirectoryFileDeleteTrigger, FileDeleteTrigger
+            from airflow.sdk import DAG, Asset, AssetWatcher, task
+
+            gone = FileDeleteTrigger(filepath="/tmp/t")
+            one = Asset("one", watchers=[AssetWatcher(name="w1", trigger=gone)])
+            two = Asset("two", watchers=[AssetWatcher(
+                name="w2", trigger=DirectoryFileDeleteTrigger(directory="/tmp/d", filename="f")
+            )])
+            with DAG("on_files", schedule=[one, two]):
+                @task
+                def report():
+                    pass
+                report()
+            """
+        )
+    )
+    report = rendering.render_paths([tmp_path], airflow_compat=True)
+    assert report.file_errors == {}
+    schedule = report.manifests[0]["spec"]["assetSchedule"]["all"]
+    assert [s["watchers"][0] for s in schedule] == [
+        {
+            "name": "w1",
+            "classpath": "zonda.triggers.file.FileDeleteTrigger",
+            "kwargs": {"filepath": "/tmp/t", "poke_interval": 5.0},
+        },
+        {
+            "name": "w2",
+            "classpath": "zonda.triggers.file.DirectoryFileDeleteTrigger",
+            "kwargs": {"directory": "/tmp/d", "filename": "f", "poke_interval": 5.0},
+        },
+    ]
+
+
+def lapsed_triggerer(kube: FakeKube) -> Triggerer:
+    """A replica that holds no shard (its Lease lapsed): only its asset-event writes are exercised."""
+    settings = TriggererSettings(
+        namespace=NS, identity="me", shards=4, capacity=4, lease_duration=3, renew_every=1
+    )
+    return Triggerer(cast(Kube, kube), settings)
+
+
+@pytest.mark.parametrize(
+    ("consumed", "recorded"),
+    [
+        pytest.param(False, [], id="a state's event waits for the shard's new holder, which sees it again"),
+        pytest.param(True, ["e1"], id="a consumed file's event is recorded: nobody else can see it again"),
+    ],
+)
+def test_a_lapsed_lease_fences_state_events_but_not_consumed_ones(
+    consumed: bool, recorded: list[str]
+) -> None:
+    kube = FakeKube()
+    triggerer = lapsed_triggerer(kube)
+    body = {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "AssetEvent",
+        "metadata": {"name": "e1", "namespace": NS},
+        "spec": {"uri": URI},
+    }
+    outcome = Outcome(
+        name=f"{NS}/w", shard=0, status={}, resource_version=None, produced_at=0.0, asset_event=body,
+        consumed=consumed,
+    )  # fmt: skip
+
+    async def write() -> None:
+        await triggerer._write_slots.acquire()
+        triggerer.outcomes.put_nowait(outcome)
+        await triggerer.outcomes.get()
+        await triggerer._write_one(outcome)
+
+    asyncio.run(write())
+    assert [name for (kind, _, name) in kube.objects if kind == "assetevents"] == recorded
