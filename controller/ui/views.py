@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from zonda.resources import wire
+from zonda.schedules import assets
 from zonda.specs import mapping
 from zonda.specs.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
 
@@ -119,11 +120,21 @@ class DagRow:
     owners: tuple[str, ...]
     valid: bool
     runs: tuple[RunMark, ...]
+    #: The asset condition, each asset marked awaited or updated (empty: not scheduled on assets).
+    asset_schedule: tuple[ScheduleToken, ...] = ()
 
     def matches(self, query: str) -> bool:
         needle = query.lower()
         haystack = [self.name, self.namespace, *self.tags, *self.owners]
         return any(needle in text.lower() for text in haystack)
+
+
+def _schedule_summary(spec: Body, status: Body) -> str:
+    summary = str(status.get("timetableSummary") or spec.get("schedule") or "None")
+    if spec.get("assetSchedule") and summary == "None":
+        # Airflow's `AssetTriggeredTimetable.summary` ("Dataset" in Airflow 2's dialect)
+        return "Dataset" if spec.get("assetRunType") == "dataset_triggered" else "Asset"
+    return summary
 
 
 def dag_row(dag: Body, runs: Sequence[Body], *, last: int = 25) -> DagRow:
@@ -139,7 +150,7 @@ def dag_row(dag: Body, runs: Sequence[Body], *, last: int = 25) -> DagRow:
     return DagRow(
         namespace=dag["metadata"]["namespace"],
         name=dag["metadata"]["name"],
-        schedule=status.get("timetableSummary") or spec.get("schedule") or "None",
+        schedule=_schedule_summary(spec, status),
         paused=bool(spec.get("paused")),
         next_run=None if spec.get("paused") else status.get("nextRunAfter"),
         tags=tuple(spec.get("tags") or ()),
@@ -153,7 +164,49 @@ def dag_row(dag: Body, runs: Sequence[Body], *, last: int = 25) -> DagRow:
             )
             for r in newest
         ),
+        asset_schedule=asset_schedule(dag),
     )
+
+
+# ------------------------------------------------------------------------------- asset schedule
+
+
+@dataclass(frozen=True)
+class ScheduleToken:
+    """One piece of a DAG's asset condition as the DAG page writes it: an asset (or alias), marked
+    awaited or updated, or an operator (``&``, ``|``) or parenthesis."""
+
+    text: str
+    key: str | None = None  # a URI or alias:<name>; None for an operator
+    awaited: bool = False
+
+
+def asset_schedule(dag: Body) -> tuple[ScheduleToken, ...]:
+    """The DAG's asset condition, each asset marked awaited when the controller's last pass found no
+    event for it since the DAG's last asset-triggered run (`status.awaitedAssets`); empty for a DAG
+    not scheduled on assets (or whose condition is invalid: the DAG's `Valid` condition says why)."""
+    raw = (dag.get("spec") or {}).get("assetSchedule")
+    if not raw:
+        return ()
+    try:
+        condition = assets.parse_condition(raw)
+    except assets.AssetConditionInvalid:
+        return ()
+    awaited = set((dag.get("status") or {}).get("awaitedAssets") or [])
+    return tuple(_tokens(condition, awaited, top=True))
+
+
+def _tokens(condition: assets.Condition, awaited: set[str], *, top: bool) -> list[ScheduleToken]:
+    if isinstance(condition, assets.Leaf):
+        label = condition.key.replace("alias:", "alias ", 1)
+        return [ScheduleToken(label, condition.key, condition.key in awaited)]
+    operator = " & " if isinstance(condition, assets.AllOf) else " | "
+    found: list[ScheduleToken] = [] if top else [ScheduleToken("(")]
+    for index, item in enumerate(condition.items):
+        if index:
+            found.append(ScheduleToken(operator))
+        found.extend(_tokens(item, awaited, top=False))
+    return found if top else [*found, ScheduleToken(")")]
 
 
 # ------------------------------------------------------------------------------------------ grid

@@ -256,3 +256,30 @@ def test_the_vendored_graphviz_is_the_version_the_lockfile_pins() -> None:
     vendored = (Path(views.__file__).parent / "static" / "vendor" / "viz.js").read_text()[:200]
     assert locked["version"] == wanted
     assert f"Viz.js {wanted}" in vendored
+
+
+# ------------------------------------------------------------------------------- asset schedule
+
+
+def test_the_dag_page_writes_the_asset_condition_with_each_asset_awaited_or_updated() -> None:
+    dag = {
+        "metadata": {"name": "consumer", "namespace": "ns"},
+        "spec": {
+            "assetSchedule": {"any": [{"uri": "s3://a/x"}, {"all": [{"uri": "s3://b/y"}, {"alias": "al"}]}]}
+        },
+        "status": {"awaitedAssets": ["alias:al", "s3://b/y"]},
+    }
+    tokens = views.asset_schedule(dag)
+    assert "".join(t.text for t in tokens) == "s3://a/x | (s3://b/y & alias al)"
+    assert [(t.key, t.awaited) for t in tokens if t.key] == [
+        ("s3://a/x", False), ("s3://b/y", True), ("alias:al", True),
+    ]  # fmt: skip
+    assert views.dag_row(dag, []).asset_schedule == tokens
+    assert views.dag_row(dag, []).schedule == "Asset", "Airflow's AssetTriggeredTimetable.summary"
+    with_summary = {**dag, "status": {**dag["status"], "timetableSummary": "None"}}
+    assert views.dag_row(with_summary, []).schedule == "Asset"
+
+
+def test_a_dag_not_scheduled_on_assets_or_with_an_invalid_condition_shows_none() -> None:
+    assert views.asset_schedule({"metadata": {}, "spec": {"schedule": "@daily"}}) == ()
+    assert views.asset_schedule({"metadata": {}, "spec": {"assetSchedule": {"all": []}}}) == ()
