@@ -3,7 +3,7 @@ real apiserver: the controller gives the asset a watcher Trigger, the triggerer 
 `ObjectConditionEventTrigger` on a ConfigMap and records an AssetEvent when the ConfigMap's field gets
 the value, the consumer DAG runs once. Then the triggerer is SIGKILLed and another takes the shard
 over: it sees the same state, names the same event, gets 409, and nothing runs again. Counts come
-from the apiserver.
+from the apiserver. A real Job completing, and the file-delete watchers, are here too.
 """
 
 from __future__ import annotations
@@ -222,3 +222,76 @@ def test_file_delete_watchers_record_one_event_per_file_and_each_runs_the_consum
     assert payloads == [True, True, True], "Airflow's payload, one AssetEvent per file"
     assert len(set(recorded)) == 5
     assert sorted(consumed()) == sorted(recorded), "each event in exactly one run"
+
+
+def test_a_job_completing_updates_the_asset_once_seen_by_a_watcher_live_before_it_completed(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A real Job (the controller-manager's job controller, its pod on a kwok node) held running until
+    the watcher is proven live: a second watcher on the same Job, for `status.ready` 1, records its
+    event while the Job runs (the triggerer reads this Job, not complete). Then the pod is let go, the
+    Job completes, and the `Complete` watcher records one AssetEvent naming the Job's uid and the
+    condition's transition, and the consumer runs once. Counts from the apiserver."""
+    done_uri, running_uri = "s3://jobs/etl-output", "s3://jobs/etl-running"
+
+    def watching(dag_name: str, uri: str, watcher: str, **wait: Any) -> dict[str, Any]:
+        trigger = {
+            "name": watcher,
+            "classpath": "controller.providers.kubernetes.triggers.ObjectConditionEventTrigger",
+            "kwargs": {"api_version": "batch/v1", "kind": "Job", "name": "etl", "namespace": namespace,
+                       "poll_interval": 0.5, **wait},
+        }  # fmt: skip
+        dag = consumer(namespace)
+        dag["metadata"]["name"] = dag_name
+        dag["spec"]["assetSchedule"] = {"uri": uri, "watchers": [trigger]}
+        return dag
+
+    apply(cluster, namespace, watching("on-etl", done_uri, "etl-done", condition="Complete"))
+    apply(cluster, namespace, watching("on-etl-running", running_uri, "etl-running",
+                                       field_path="status.ready", value=1))  # fmt: skip
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "etl"},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                # kwok runs the pod until this is removed (controller/devtools/data/kwok-stages.yaml)
+                "metadata": {"annotations": {"kwok.zonda.dev/hold": "true"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "etl", "image": "busybox"}]},
+            },
+        },
+    }
+
+    def events(uri: str) -> list[dict[str, Any]]:
+        return [e for e in get(cluster, namespace, "assetevents")["items"] if e["spec"]["uri"] == uri]
+
+    def complete() -> dict[str, Any] | None:
+        conditions = (get(cluster, namespace, "job", "etl").get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Complete" and c["status"] == "True"), None)
+
+    with (
+        controller(cluster, namespace, tmp_path, executor="local"),
+        triggerer(cluster, namespace, tmp_path, identity="watch-job") as running,
+    ):
+        for uri in (done_uri, running_uri):
+            wait_for(lambda uri=uri: f"started for {uri}" in running.log(), f"the watcher of {uri}")  # type: ignore[misc]
+        apply(cluster, namespace, job)
+        # The positive control: the triggerer reads this Job while it runs.
+        [live] = wait_for(lambda: events(running_uri) or None, "the running Job's AssetEvent", timeout=90)
+        uid = get(cluster, namespace, "job", "etl")["metadata"]["uid"]
+        assert live["spec"]["extra"]["payload"]["uid"] == uid
+        assert complete() is None and events(done_uri) == [], "not complete yet, nothing recorded for it"
+        [pod] = get(cluster, namespace, "pods")["items"]
+        assert pod["metadata"]["labels"]["job-name"] == "etl"
+        cluster.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", namespace, "kwok.zonda.dev/hold-")
+        condition = wait_for(complete, "the Job to complete", timeout=90)
+        [event] = wait_for(lambda: events(done_uri) or None, "the completed Job's AssetEvent")
+        payload = event["spec"]["extra"]["payload"]
+        assert (payload["kind"], payload["name"], payload["uid"]) == ("Job", "etl", uid)
+        assert payload["lastTransitionTime"] == condition["lastTransitionTime"]
+        [run] = wait_for(lambda: runs_of(cluster, namespace, "on-etl"), "the consumer's run")
+        assert [e["name"] for e in run["spec"]["triggeringAssetEvents"]] == [event["metadata"]["name"]]
+        assert wait_run_finished(cluster, namespace, run["metadata"]["name"])["status"]["state"] == "success"
+    assert len(events(done_uri)) == 1, "one Job completion, one AssetEvent"
+    assert len(runs_of(cluster, namespace, "on-etl")) == 1
