@@ -220,6 +220,8 @@ class DagReconciler:
             await self._create_run(dag, due, now)
         if plan.asset_run is not None:
             await self._create_asset_run(dag, plan.asset_run, now)
+        for partition_run in plan.partition_runs:
+            await self._create_asset_run(dag, partition_run, now)
         await self._delete_beyond_history_limits(dag, runs)
         self.writer.post_events(dag, plan.events)
         # round-tripped so enum values and datetimes serialise exactly as stored (no needless write)
@@ -290,6 +292,8 @@ class DagReconciler:
         metrics.SCHEDULING_DELAY.labels("asset_event_to_run_created").observe(max(0.0, delay))
         names = ", ".join(e.name for e in due.events)
         message = f"created {due.run_name} for asset events {names}"
+        if due.partition_key is not None:
+            message += f" (partition {due.partition_key})"
         self.writer.post_events(dag, [RunEvent("DagRunCreated", message)])
         uris = ", ".join(sorted({e.uri for e in due.events}))
         self.writer.post_events(
@@ -328,6 +332,7 @@ def run_ref(run: Mapping[str, Any]) -> dag_plans.RunRef:
         consumed_events=frozenset(
             str(e.get("name")) for e in spec.get("triggeringAssetEvents") or [] if isinstance(e, Mapping)
         ),
+        partition_key=spec.get("partitionKey") if isinstance(spec.get("partitionKey"), str) else None,
     )
 
 
@@ -349,6 +354,8 @@ def asset_triggered_run(dag: Mapping[str, Any], due: assets.AssetRunDue) -> dict
             logical_date=due.logical_date,
             data_interval={"start": due.data_interval.start, "end": due.data_interval.end},
             triggering_asset_events=list(due.events),
+            partition_key=due.partition_key,
+            partition_date=due.partition_date,
         ).to_wire(),
     }
     if (meta.get("annotations") or {}).get(ANNOTATION_DELETE_RUNS) == "true":
@@ -374,6 +381,8 @@ def scheduled_run(dag: Mapping[str, Any], run_name: str, due: scheduling.DueRun)
             run_type=RunType.SCHEDULED,
             logical_date=due.logical_date,
             data_interval={"start": due.data_interval.start, "end": due.data_interval.end},
+            partition_key=due.partition_key,
+            partition_date=due.partition_date,
         ).to_wire(),
     }
     if (meta.get("annotations") or {}).get(ANNOTATION_DELETE_RUNS) == "true":

@@ -16,6 +16,11 @@ gets a folder with only its own file (and the helper folders beside it), unless 
 DAG (`TriggerDagRunOperator`, `ExternalTask*`): those see the whole folder. `--resume` keeps the
 outcomes an earlier run of the script recorded in the output and runs only the DAGs without one (or
 whose `dag.test()` timed out); the machine is shared, so a run can be done in parts.
+
+`--partitions` adds (or replaces) only the `partitions` section of an existing output: for each DAG of
+`example_asset_partition.py`, as Airflow's scheduler deserializes it, the partition key its
+CronPartitionTimetable gives sample firings, and what its PartitionedAssetTimetable's mapper for each
+asset makes of sample upstream keys (`to_downstream`, a rollup's `to_upstream`, `to_partition_date`).
 """
 
 from __future__ import annotations
@@ -92,6 +97,83 @@ def _own_folder(home: Path, dags_folder: Path, file: str) -> Path:
             shutil.copy(source, target / helper)
     shutil.copy(dags_folder / file, own / file)
     return own
+
+
+PARTITIONED_FILE = "core/example_asset_partition.py"
+#: Upstream keys tried against every mapper of the partitioned examples.
+SAMPLE_KEYS = (
+    "2026-06-14T03:00:00",
+    "2026-06-14T03:42:15",
+    "2026-06-15T00:00:00",
+    "2026-06-14",
+    "2026-02-01",
+    "us",
+    "xx",
+    "us|2026-06-14T03:00:00",
+    "eu|2026-06-14T23:00:00",
+)
+#: Instants whose next firing's partition key a CronPartitionTimetable is asked.
+SAMPLE_TIMES = ("2026-06-14T02:59:00+00:00", "2026-06-14T23:59:00+00:00")
+
+
+def _mapped(mapper, key: str) -> dict:
+    try:
+        found = mapper.to_downstream(key)
+    except Exception as error:  # what Airflow's scheduler catches: the event is not mapped
+        return {"error": type(error).__name__}
+    keys = [found] if isinstance(found, str) else list(found)
+    entry: dict = {"keys": keys}
+    dates = {}
+    for target in keys:
+        try:
+            date = mapper.to_partition_date(target)
+        except Exception as error:
+            date = type(error).__name__
+        dates[target] = date.isoformat() if hasattr(date, "isoformat") else date
+    entry["partition_dates"] = dates
+    if getattr(mapper, "is_rollup", False):
+        entry["upstream"] = {target: sorted(mapper.to_upstream(target)) for target in keys}
+    return entry
+
+
+def _partition_facts(output: Path) -> None:
+    import pendulum
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    home = Path(tempfile.mkdtemp(prefix="af3-partitions-"))
+    source = _airflow_paths()["core"] / Path(PARTITIONED_FILE).name
+    (home / "dags").mkdir()
+    shutil.copy(source, home / "dags")
+    bag = DagBag(str(home / "dags"))
+    facts: dict = {}
+    for dag_id, dag in sorted(bag.dags.items()):
+        timetable = DagSerialization.from_dict(DagSerialization.to_dict(dag)).timetable  # the scheduler's
+        entry: dict = {"timetable": type(timetable).__name__}
+        if hasattr(timetable, "_get_partition_info"):
+            keys = {}
+            for when in SAMPLE_TIMES:
+                firing = timetable._align_to_next(pendulum.parse(when))
+                date, key = timetable._get_partition_info(firing)
+                keys[firing.isoformat()] = {"key": key, "date": date.isoformat()}
+            entry["firings"] = keys
+        if hasattr(timetable, "get_partition_mapper"):
+            assets = {}
+            condition = timetable.asset_condition
+            for key, _ in condition.iter_assets():
+                mapper = timetable.get_partition_mapper(name=key.name, uri=key.uri)
+                assets[key.uri] = {k: _mapped(mapper, k) for k in SAMPLE_KEYS}
+            for ref in condition.iter_asset_refs():  # `Asset.ref(name=...)`: by name (or uri)
+                name, uri = getattr(ref, "name", ""), getattr(ref, "uri", "")
+                mapper = timetable.get_partition_mapper(name=name, uri=uri)
+                assets[f"name:{name}" if name else uri] = {k: _mapped(mapper, k) for k in SAMPLE_KEYS}
+            if assets:
+                entry["assets"] = assets
+        facts[dag_id] = entry
+    reference = json.loads(output.read_text())
+    reference["partitions"] = facts
+    output.write_text(json.dumps(reference, indent=1, sort_keys=True) + "\n")
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SECONDS) -> None:
@@ -197,6 +279,8 @@ def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SE
 if __name__ == "__main__":
     if sys.argv[1] == "--test":
         _test_one(sys.argv[2], sys.argv[3])
+    elif "--partitions" in sys.argv[2:]:
+        _partition_facts(Path(sys.argv[1]))
     else:
         arguments = sys.argv[2:]
         seconds = float(arguments[arguments.index("--timeout") + 1]) if "--timeout" in arguments else None

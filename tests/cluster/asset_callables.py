@@ -23,3 +23,8 @@ def report(triggering_dataset_events: Any, **_: Any) -> list[dict[str, Any]]:
         for uri, events in sorted(triggering_dataset_events.items())
         for e in events
     ]
+
+
+def partition_of(dag_run: Any, **_: Any) -> str | None:
+    """The run's partition (Airflow 3.2+'s `dag_run.partition_key`), as its task sees it."""
+    return dag_run.partition_key  # type: ignore[no-any-return]

@@ -17,6 +17,7 @@ from typing import Any
 from zonda.resources.asset_refs import sanitize_uri
 from zonda.resources.json_values import to_json_safe
 from zonda.resources.run_types import RunType
+from zonda.timetables.partitions import IdentityMapper, PartitionMapper
 
 
 class BaseAsset:
@@ -89,6 +90,17 @@ class Asset(BaseAsset):
         for watcher in self.watchers:
             if not isinstance(watcher, AssetWatcher):
                 raise TypeError(f"Asset watchers must be AssetWatcher instances, not {watcher!r}")
+
+    @classmethod
+    def ref(cls, *, name: str | None = None, uri: str | None = None) -> Asset:
+        """Airflow 3's `Asset.ref(name=...)` / `Asset.ref(uri=...)`: the asset defined under that name
+        or URI elsewhere (an `@asset` of this file, or by its name or URI alone)."""
+        if (name is None) == (uri is None):
+            raise TypeError("Asset.ref() takes exactly one of 'name' and 'uri'")
+        if name is not None:
+            return _named(name)
+        wanted = sanitize_uri(str(uri))
+        return next((a for a in _DEFINED.values() if a.uri == wanted), None) or Asset(uri=wanted)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Asset) and (self.uri, self.name) == (other.uri, other.name)
@@ -219,6 +231,57 @@ class AssetOrTimeSchedule:
     def __init__(self, *, timetable: Any, assets: Any) -> None:
         self.timetable = timetable
         self.assets = assets if isinstance(assets, BaseAsset) else AssetAll(*assets)
+
+
+class PartitionedAssetTimetable:
+    """Airflow 3.2+'s `PartitionedAssetTimetable(assets=..., partition_mapper_config={},
+    default_partition_mapper=IdentityMapper())`: a run per partition key of the consumed events, once
+    the assets' condition holds for that key; each asset's event key goes through its mapper
+    (`partition_mapper_config`, else the default)."""
+
+    partitioned = True
+
+    def __init__(
+        self,
+        *,
+        assets: Any,
+        partition_mapper_config: dict[Any, PartitionMapper] | None = None,
+        default_partition_mapper: PartitionMapper | None = None,
+    ) -> None:
+        self.assets = assets if isinstance(assets, BaseAsset) else AssetAll(*assets)
+        self.partition_mapper_config = dict(partition_mapper_config or {})
+        self.default_partition_mapper = default_partition_mapper or IdentityMapper()
+        for target, mapper in self.partition_mapper_config.items():
+            if not isinstance(target, Asset):
+                raise TypeError(f"partition_mapper_config keys must be assets, not {target!r}")
+            if not isinstance(mapper, PartitionMapper):
+                raise TypeError(
+                    f"partition_mapper_config[{target.name!r}] must be a partition mapper, not {mapper!r}"
+                )
+        if not isinstance(self.default_partition_mapper, PartitionMapper):
+            raise TypeError(
+                f"default_partition_mapper must be a partition mapper, not {default_partition_mapper!r}"
+            )
+
+    def to_manifest(self) -> dict[str, Any]:
+        """`spec.assetPartitions`: the default mapper and one per configured asset (by URI)."""
+        found: dict[str, Any] = {"defaultMapper": self.default_partition_mapper.to_manifest()}
+        if self.partition_mapper_config:
+            found["mappers"] = [
+                {"uri": target.uri, "mapper": mapper.to_manifest()}
+                for target, mapper in self.partition_mapper_config.items()
+            ]
+        return found
+
+
+class PartitionedAtRuntime:
+    """Airflow 3.2+'s `PartitionedAtRuntime()`: no scheduled runs; a run's partition key is given when
+    it is triggered (`partitionKey` of the DagRun), and a task may emit events for keys it decides
+    (`outlet_events[asset].add_partitions(...)`)."""
+
+    partitioned = True
+    partitioned_at_runtime = True
+    can_be_scheduled = False
 
 
 class DatasetOrTimeSchedule(AssetOrTimeSchedule):
@@ -365,6 +428,8 @@ __all__ = [
     "DatasetAny",
     "DatasetOrTimeSchedule",
     "Metadata",
+    "PartitionedAssetTimetable",
+    "PartitionedAtRuntime",
     "asset",
     "schedule_expression",
 ]

@@ -69,6 +69,22 @@ MODULES: dict[str, str] = {
     "airflow.timetables.assets": "zonda.authoring.assets",
     "airflow.sdk.definitions.asset.decorators": "zonda.authoring.assets",
     "airflow.sdk.definitions.asset.metadata": "zonda.authoring.assets",
+    "airflow.sdk.definitions.timetables.assets": "zonda.authoring.assets",
+    "airflow.sdk.definitions.timetables.trigger": "zonda.timetables.trigger",
+    **{
+        f"airflow.sdk.definitions.partition_mappers.{name}": "zonda.timetables.partitions"
+        for name in (
+            "base",
+            "identity",
+            "allowed_key",
+            "fixed_key",
+            "product",
+            "chain",
+            "temporal",
+            "window",
+            "wait_policy",
+        )
+    },
     "airflow.providers.cncf.kubernetes.operators.kubernetes_pod": "zonda.operators.kubernetes_pod",
     "airflow.providers.cncf.kubernetes.operators.pod": "zonda.operators.kubernetes_pod",
     "airflow.contrib.operators.kubernetes_pod_operator": "zonda.operators.kubernetes_pod",
@@ -136,6 +152,18 @@ MOVED_MODULES: dict[str, str] = {
     "airflow.sdk.timezone": "airflow.utils.timezone",
 }
 
+#: Airflow 3.2+'s partition mappers, windows and wait policies (`zonda.timetables.partitions`).
+PARTITION_NAMES: dict[str, tuple[str, str]] = {
+    name: ("zonda.timetables.partitions", name)
+    for name in (
+        "PartitionMapper", "IdentityMapper", "AllowedKeyMapper", "FixedKeyMapper", "ProductMapper",
+        "ChainMapper", "RollupMapper", "FanOutMapper", "StartOfHourMapper", "StartOfDayMapper",
+        "StartOfWeekMapper", "StartOfMonthMapper", "StartOfQuarterMapper", "StartOfYearMapper",
+        "Window", "HourWindow", "DayWindow", "WeekWindow", "MonthWindow", "QuarterWindow", "YearWindow",
+        "SegmentWindow", "WaitPolicy", "WaitForAll", "MinimumCount",
+    )
+}  # fmt: skip
+
 #: Names of `airflow.sdk` (Airflow 3's authoring API) -> (the Airflow 2 module, name) Zonda maps them from.
 #: Resolved when imported, so a name another part of the mapping provides later is found here too.
 SDK_NAMES: dict[str, tuple[str, str]] = {
@@ -184,6 +212,10 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
         for name in ("RetryPolicy", "RetryRule", "RetryAction", "RetryDecision", "ExceptionRetryPolicy")
     },
     "asset": ("airflow.datasets", "asset"),
+    **PARTITION_NAMES,
+    "CronPartitionTimetable": ("airflow.timetables.trigger", "CronPartitionTimetable"),
+    "PartitionedAssetTimetable": ("zonda.authoring.assets", "PartitionedAssetTimetable"),
+    "PartitionedAtRuntime": ("zonda.authoring.assets", "PartitionedAtRuntime"),
     "timezone": ("airflow.utils.timezone", ""),  # a module: "" names the module itself
 }
 
@@ -250,6 +282,8 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "airflow.sdk.definitions.asset": ASSET_NAMES,
     "airflow.sdk.bases": {},
     "airflow.sdk.definitions": {},
+    "airflow.sdk.definitions.timetables": {},
+    "airflow.sdk.definitions.partition_mappers": PARTITION_NAMES,
     "airflow.task": {},
     "airflow.providers.standard": {},
     "airflow.providers.standard.operators": {},
@@ -277,40 +311,6 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.sdk names Zonda maps)",
     "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
     "docs/authoring.md for those it maps)",
-    **{
-        f"airflow.sdk.{name}": "partitioned assets (Airflow 3.2's partition timetables, mappers, windows "
-        "and rules) are not supported: schedule on the assets themselves, or pass the partition in the "
-        "run's conf"
-        for name in [
-            "AllowedKeyMapper",
-            "ChainMapper",
-            "CronPartitionTimetable",
-            "DayWindow",
-            "FanOutMapper",
-            "FixedKeyMapper",
-            "HourWindow",
-            "IdentityMapper",
-            "MinimumCount",
-            "MonthWindow",
-            "PartitionedAtRuntime",
-            "PartitionedAssetTimetable",
-            "PartitionMapper",
-            "ProductMapper",
-            "QuarterWindow",
-            "RollupMapper",
-            "SegmentWindow",
-            "StartOfDayMapper",
-            "StartOfHourMapper",
-            "StartOfMonthMapper",
-            "StartOfQuarterMapper",
-            "StartOfWeekMapper",
-            "StartOfYearMapper",
-            "WaitForAll",
-            "WeekWindow",
-            "Window",
-            "YearWindow",
-        ]
-    },
     "airflow.sdk.AssetAccessControl": "asset access control (teams) needs Airflow's API server and auth "
     "manager: not supported (use Kubernetes RBAC on the Asset resources)",
     "airflow.sdk.bases.notifier": "notifiers are not supported: use an on_failure_callback",

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from zonda.authoring import compat
-from zonda.authoring.assets import Asset, AssetAlias, AssetOrTimeSchedule, schedule_expression
+from zonda.authoring.assets import (
+    Asset,
+    AssetAlias,
+    AssetOrTimeSchedule,
+    PartitionedAssetTimetable,
+    PartitionedAtRuntime,
+    schedule_expression,
+)
 from zonda.authoring.manifest_values import DAG_FILE_MODULES, ValueWriter, utc_iso
 from zonda.authoring.relations import Node
 from zonda.authoring.task_groups import TaskGroup
@@ -141,6 +148,13 @@ class _Compiler(ValueWriter):
         if isinstance(scheduled, AssetOrTimeSchedule):
             spec.update(self.asset_schedule(scheduled.assets))
             scheduled = scheduled.timetable
+        elif isinstance(scheduled, PartitionedAssetTimetable):
+            spec.update(self.asset_schedule(scheduled.assets))
+            spec["assetPartitions"] = scheduled.to_manifest()
+            scheduled = None
+        elif isinstance(scheduled, PartitionedAtRuntime):
+            spec["partitionedAtRuntime"] = True
+            scheduled = None
         elif schedule_expression(scheduled) is not None:
             spec.update(self.asset_schedule(scheduled))
             scheduled = None

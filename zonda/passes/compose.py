@@ -246,7 +246,12 @@ def compose_pass(gathered: Gathered) -> PassPlan:
         pods_to_delete=history.worker_pods_to_delete(gathered.dag_spec, status.state, gathered.attempts),
         new_sla_misses=due.new_sla_misses,
         asset_events=produced_asset_events(
-            gathered.dag, gathered.run_name, gathered.status, status, gathered.now
+            gathered.dag,
+            gathered.run_name,
+            gathered.status,
+            status,
+            gathered.now,
+            gathered.spec.partition_key,
         ),
         runs_to_wake=plan.runs_to_wake,
         wake_at=min(filter(None, (plan.wake_at, due.wake_at)), default=None),

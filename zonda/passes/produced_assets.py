@@ -28,9 +28,15 @@ class ProducedAssetEvent:
 
 
 def produced_asset_events(
-    dag: ResolvedDag, run_name: str, before: DagRunStatus, after: DagRunStatus, now: datetime
+    dag: ResolvedDag,
+    run_name: str,
+    before: DagRunStatus,
+    after: DagRunStatus,
+    now: datetime,
+    partition_key: str | None = None,
 ) -> list[ProducedAssetEvent]:
-    """The events of the task instances that succeeded between `before` and `after`."""
+    """The events of the task instances that succeeded between `before` and `after`; each carries the
+    run's `partition_key`, or one its task added (`add_partitions`)."""
     produced: list[ProducedAssetEvent] = []
     for key, ti in after.task_instances.items():
         old = before.task_instances.get(key)
@@ -41,7 +47,7 @@ def produced_asset_events(
         if task is None or not task.outlets:
             continue
         reported = (ti.xcoms or {}).get(assets.OUTLET_EVENTS_KEY)
-        for event in assets.outlet_events(list(task.outlets), reported):
+        for event in assets.outlet_events(list(task.outlets), reported, partition_key):
             spec = AssetEventSpec(
                 uri=event.uri,
                 extra=dict(event.extra),
@@ -52,7 +58,9 @@ def produced_asset_events(
                 source_map_index=map_index,
                 source_try=ti.try_number,
                 aliases=list(event.aliases),
+                partition_key=event.partition_key,
             )
-            name = asset_event_name(run_name, task_id, map_index, ti.try_number, event.uri)
+            added = event.partition_key if event.added_partition else None
+            name = asset_event_name(run_name, task_id, map_index, ti.try_number, event.uri, added)
             produced.append(ProducedAssetEvent(name, spec))
     return produced

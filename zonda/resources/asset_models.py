@@ -50,9 +50,15 @@ def asset_name(uri: str) -> str:
     return f"{_slug(tail, 40)}-{_digest(uri)}"
 
 
-def asset_event_name(run: str, task_id: str, map_index: int, try_number: int, uri: str) -> str:
-    """One event per producing try and asset: the same inputs after a restart give the same name."""
-    return f"{_slug(run, 30)}-{_slug(task_id, 16)}-{_digest(run, task_id, map_index, try_number, uri)}"
+def asset_event_name(
+    run: str, task_id: str, map_index: int, try_number: int, uri: str, partition: str | None = None
+) -> str:
+    """One event per producing try and asset (and partition the task added): the same inputs after a
+    restart give the same name."""
+    parts: tuple[object, ...] = (run, task_id, map_index, try_number, uri)
+    if partition is not None:
+        parts = (*parts, partition)
+    return f"{_slug(run, 30)}-{_slug(task_id, 16)}-{_digest(*parts)}"
 
 
 def watcher_trigger_name(uri: str, watcher: AssetWatcherRef) -> str:
@@ -125,6 +131,12 @@ class AssetEventSpec(CrdModel):
     aliases: list[str] = Field(
         default_factory=list, description="AssetAliases (DatasetAliases) the event was emitted through."
     )
+    partition_key: str | None = Field(
+        default=None,
+        max_length=250,
+        description="The partition of the asset the event updates (Airflow 3.2+): its producing run's "
+        "partitionKey, or one its task added (outlet_events[asset].add_partitions).",
+    )
 
     @field_validator("uri")
     @classmethod
@@ -144,6 +156,7 @@ class TriggeringEvent(CrdModel):
     source_task: str | None = None
     source_map_index: int = -1
     aliases: list[str] = Field(default_factory=list)
+    partition_key: str | None = None
     recorded: datetime | None = Field(
         default=None,
         description="When the apiserver recorded the AssetEvent (its creationTimestamp): consumers take "
@@ -171,6 +184,7 @@ def event_from_body(body: dict[str, Any]) -> TriggeringEvent | None:
         source_task=spec.source_task,
         source_map_index=spec.source_map_index,
         aliases=spec.aliases,
+        partition_key=spec.partition_key,
         recorded=recorded,
     )
 

@@ -49,6 +49,18 @@ class DagRunSpec(CrdModel):
         default=None, description="Defaults to the timetable's infer_manual_data_interval."
     )
     conf: JsonObject = Field(default_factory=dict)
+    partition_key: str | None = Field(
+        default=None,
+        max_length=250,
+        description="The partition the run is for (Airflow 3.2+'s dag_run.partition_key): set by a "
+        "CronPartitionTimetable, a PartitionedAssetTimetable, or whoever triggers a PartitionedAtRuntime "
+        "DAG; the asset events its tasks emit carry it.",
+    )
+    partition_date: datetime | None = Field(
+        default=None,
+        description="The start of the run's partition when its key is a time (Airflow's "
+        "dag_run.partition_date): a CronPartitionTimetable's firing, a temporal mapper's period.",
+    )
     triggering_asset_events: list[TriggeringEvent] | None = Field(
         default=None,
         description="An asset-triggered run's consumed AssetEvents (its tasks' triggering_asset_events).",

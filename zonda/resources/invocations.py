@@ -148,6 +148,9 @@ class TaskInvocation(WireStruct, frozen=True, kw_only=True):
     data_interval_end: datetime | None
     #: When the run could start (Airflow 3's `dag_run.run_after`); None from a controller older than it.
     run_after: datetime | None = None
+    #: The run's partition (Airflow 3.2+'s `dag_run.partition_key`), if it has one.
+    partition_key: str | None = None
+    partition_date: datetime | None = None
     timezone: str = "UTC"
     conf: JsonObject = msgspec.field(default_factory=dict)
     params: JsonObject = msgspec.field(default_factory=dict)

@@ -313,6 +313,18 @@ class DagSpec(CrdModel):
         description="The run type of asset runs: asset_triggered (Airflow 3, the default) or "
         "dataset_triggered (Airflow 2 files).",
     )
+    asset_partitions: JsonObject | None = Field(
+        default=None,
+        description="Airflow's PartitionedAssetTimetable: with assetSchedule, a run per partition key of "
+        "the assets' events once the condition holds for that key. {defaultMapper: {kind: ...}, mappers: "
+        "[{uri, mapper}]}; each event's key goes through its asset's mapper (IdentityMapper, "
+        "StartOfHourMapper..., RollupMapper, FanOutMapper).",
+    )
+    partitioned_at_runtime: bool = Field(
+        default=False,
+        description="Airflow's PartitionedAtRuntime: no scheduled runs; a run's partition key is given "
+        "when it is triggered (DagRun spec.partitionKey) or its tasks add partitions to their events.",
+    )
     timezone: str = "UTC"
     start_date: datetime | None = None
     end_date: datetime | None = None

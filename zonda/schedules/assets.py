@@ -146,16 +146,25 @@ class Cursor:
             return False
         return self.time is None or recorded_at(event) >= coerce_utc(self.time)
 
-    def advanced(self, consumed: Iterable[TriggeringEvent], known: Iterable[TriggeringEvent] = ()) -> Cursor:
+    def advanced(
+        self,
+        consumed: Iterable[TriggeringEvent],
+        known: Iterable[TriggeringEvent] = (),
+        hold: datetime | None = None,
+    ) -> Cursor:
         """The cursor once `consumed` are consumed too. `known`: the DAG's assets' events now; a kept
-        name whose event is neither is forgotten (deleted: nothing can bring it back under that name)."""
+        name whose event is neither is forgotten (deleted: nothing can bring it back under that name).
+        `hold`: the horizon does not move past it (a partitioned DAG's oldest event still waiting)."""
         consumed = list(consumed)
         names = self.names | {e.name for e in consumed}
         recorded = {e.name: recorded_at(e) for e in (*known, *consumed)}
         newest = max((recorded[n] for n in names if n in recorded), default=None)
         horizon: datetime | None = None if self.time is None else coerce_utc(self.time)
-        if newest is not None and (horizon is None or newest - ARRIVAL_GRACE > horizon):
-            horizon = newest - ARRIVAL_GRACE
+        candidate = None if newest is None else newest - ARRIVAL_GRACE
+        if candidate is not None and hold is not None:
+            candidate = min(candidate, coerce_utc(hold))
+        if candidate is not None and (horizon is None or candidate > horizon):
+            horizon = candidate
         kept = {n for n in names if n in recorded and (horizon is None or recorded[n] >= horizon)}
         return Cursor(horizon, frozenset(kept))
 
@@ -168,6 +177,9 @@ class AssetRunDue:
     events: tuple[TriggeringEvent, ...]
     logical_date: datetime
     data_interval: DataInterval
+    #: A `PartitionedAssetTimetable` run's (`zonda.schedules.partitioned_assets`): its partition.
+    partition_key: str | None = None
+    partition_date: datetime | None = None
 
 
 def pending_events(
@@ -225,14 +237,40 @@ class OutletEvent:
     uri: str
     extra: Mapping[str, Any]
     aliases: tuple[str, ...] = ()
+    partition_key: str | None = None
+    #: Whether the task added the key (`add_partitions`), not the run: the event's name says it.
+    added_partition: bool = False
 
 
-def outlet_events(outlets: Sequence[AssetRef], reported: Any) -> list[OutletEvent]:
+def outlet_events(
+    outlets: Sequence[AssetRef], reported: Any, partition_key: str | None = None
+) -> list[OutletEvent]:
     """Airflow's `TaskInstance._register_asset_changes`: one event per outlet asset with the extra the
     task set (`outlet_events[asset].extra`, `yield Metadata`), and one per asset a task added to an
-    alias outlet (`outlet_events[alias].add(asset)`); an asset reached both ways is one event."""
-    reported = reported if isinstance(reported, Mapping) else {}
-    extras = reported.get("extras") if isinstance(reported.get("extras"), Mapping) else {}
+    alias outlet (`outlet_events[alias].add(asset)`); an asset reached both ways is one event.
+
+    Each carries the run's `partition_key`; an outlet asset the task added partitions to
+    (`outlet_events[asset].add_partitions(...)`) gets one event per added key instead (Airflow 3.2+)."""
+    found = _outlet_events(outlets, reported if isinstance(reported, Mapping) else {})
+    partitions = reported.get("partitions") if isinstance(reported, Mapping) else None
+    partitions = partitions if isinstance(partitions, Mapping) else {}
+    outlet_uris = {ref.uri for ref in outlets if ref.uri is not None}
+    events: list[OutletEvent] = []
+    for event in found:
+        keys = partitions.get(event.uri) if event.uri in outlet_uris else None
+        if isinstance(keys, list) and keys:
+            events.extend(
+                OutletEvent(event.uri, event.extra, event.aliases, str(key), added_partition=True)
+                for key in sorted({str(k) for k in keys})
+            )
+        else:
+            events.append(OutletEvent(event.uri, event.extra, event.aliases, partition_key))
+    return events
+
+
+def _outlet_events(outlets: Sequence[AssetRef], reported: Mapping[str, Any]) -> list[OutletEvent]:
+    given = reported.get("extras")
+    extras: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     found: dict[str, OutletEvent] = {}
     for ref in outlets:
         if ref.uri is not None:

@@ -12,6 +12,7 @@ Its own module because the DAG reconciler's decisions share nothing with a run's
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,7 +25,7 @@ from zonda.resources.models import DagRunState, DagSpec, DagStatus, dag_display_
 from zonda.resources.run_events import RunEvent
 from zonda.resources.run_types import RunType
 from zonda.resources.states import FINISHED_RUN_STATES
-from zonda.schedules import assets, scheduling
+from zonda.schedules import assets, partitioned_assets, scheduling
 from zonda.specs.dags import DagInvalid, parse_dag_spec, resolve_dag
 from zonda.timetables import DataInterval, Timetable, load_timetable, timetable_for_schedule
 from zonda.timetables.base import coerce_utc
@@ -50,6 +51,7 @@ class RunRef:
     state: DagRunState | None
     data_interval: DataInterval | None  # the spec's, for scheduled and backfill runs
     consumed_events: frozenset[str] = frozenset()  # an asset-triggered run's AssetEvent names
+    partition_key: str | None = None  # the run's spec.partitionKey
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,16 @@ class DagPlan:
     events: tuple[RunEvent, ...] = ()
     wake_at: datetime | None = None
     asset_run: assets.AssetRunDue | None = None
+    #: A `PartitionedAssetTimetable` DAG's runs, one per partition key now due (oldest first).
+    partition_runs: tuple[assets.AssetRunDue, ...] = ()
+
+
+def _with_partition(timetable: Any, due: scheduling.DueRun) -> scheduling.DueRun:
+    """A partitioned timetable's run (Airflow's `DagRunInfo.partition_key`): its partition's key and date."""
+    if not getattr(timetable, "partitioned", False) or not hasattr(timetable, "partition_key"):
+        return due
+    date = timetable.partition_date(due.run_after)
+    return dataclasses.replace(due, partition_key=timetable.partition_key(due.run_after), partition_date=date)
 
 
 def plan_dag(
@@ -95,6 +107,9 @@ def plan_dag(
         condition = None if spec.asset_schedule is None else assets.parse_condition(spec.asset_schedule)
         if condition is not None:
             condition = assets.expand_aliases(condition, alias_resolutions or {})
+        partitions = None
+        if spec.asset_partitions is not None:
+            partitions = partitioned_assets.Partitions.from_manifest(spec.asset_partitions)
     except (DagInvalid, ValueError, ImportError) as exc:
         return _invalid_dag(exc, status=status, generation=generation, now=now)
 
@@ -113,11 +128,18 @@ def plan_dag(
         now=now,
         limit=room,
     )
+    due = [_with_partition(timetable, run) for run in due]
     active += len(due)
     last_interval = due[-1].data_interval if due else last_interval
     asset_update: dict[str, Any] = {}
     asset_run = None
-    if condition is not None:
+    partition_runs: tuple[assets.AssetRunDue, ...] = ()
+    if condition is not None and partitions is not None:
+        partition_runs, asset_update = _partition_runs(
+            name, condition, partitions, status, runs, asset_events, created_at, max(room - len(due), 0)
+        )
+        active += len(partition_runs)
+    elif condition is not None:
         consumed = frozenset().union(*(run.consumed_events for run in runs))
         cursor = assets.Cursor(
             status.asset_cursor_time or created_at, frozenset(status.asset_cursor_events or ())
@@ -199,7 +221,41 @@ def plan_dag(
         events=events,
         wake_at=None if after.due is not None else after.wake_at,
         asset_run=asset_run,
+        partition_runs=partition_runs,
     )
+
+
+def _partition_runs(
+    name: str,
+    condition: assets.Condition,
+    partitions: partitioned_assets.Partitions,
+    status: DagStatus,
+    runs: Sequence[RunRef],
+    asset_events: Sequence[TriggeringEvent],
+    created_at: datetime,
+    room: int,
+) -> tuple[tuple[assets.AssetRunDue, ...], dict[str, Any]]:
+    """A `PartitionedAssetTimetable` DAG's runs due now, and its cursor's new place: an event is
+    consumed once every key it maps to has its run; the horizon waits for the oldest still waiting."""
+    consumed_pairs = frozenset(
+        (run.partition_key, event) for run in runs if run.partition_key for event in run.consumed_events
+    )
+    cursor = assets.Cursor(
+        status.asset_cursor_time or created_at, frozenset(status.asset_cursor_events or ())
+    )
+    # events some run already consumed are decided again: their other keys (a fan-out) may be open
+    pending = assets.pending_events(condition, asset_events, consumed=frozenset(), cursor=cursor)
+    decision = partitioned_assets.decide_partition_runs(
+        name, condition, partitions, pending, consumed=consumed_pairs, limit=room
+    )
+    hold = min((assets.recorded_at(e) for e in decision.waiting), default=None)
+    cursor = cursor.advanced(decision.consumed, asset_events, hold=hold)
+    waiting_names = {e.name for e in decision.waiting}
+    return decision.runs, {
+        "asset_cursor_time": cursor.time,
+        "asset_cursor_events": sorted(cursor.names),
+        "awaited_assets": assets.awaited(condition, [e for e in pending if e.name in waiting_names]),
+    }
 
 
 def _aliases_resolvable(

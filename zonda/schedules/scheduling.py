@@ -52,6 +52,9 @@ class DueRun:
     logical_date: DateTime
     data_interval: DataInterval
     run_after: DateTime
+    #: A partitioned timetable's (`CronPartitionTimetable`): the partition the run is for.
+    partition_key: str | None = None
+    partition_date: DateTime | None = None
 
 
 @dataclass(frozen=True, slots=True)

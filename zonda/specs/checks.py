@@ -37,6 +37,7 @@ def check_dag_settings(spec: DagSpec) -> list[str]:
     if spec.schedule is not None and spec.timetable is not None:
         errors.append("set either schedule or timetable, not both")
     errors.extend(_check_timetable(spec, spec.timezone if timezone_error is None else "UTC"))
+    errors.extend(_check_partitions(spec))
     if spec.dagrun_timeout is not None:
         errors.extend(_check_duration("dagrunTimeout", spec.dagrun_timeout, positive=True))
     scheduled = spec.schedule is not None or spec.timetable is not None
@@ -46,6 +47,31 @@ def check_dag_settings(spec: DagSpec) -> list[str]:
         defaults = {**spec.params, **((task.args or {}).get("params") or {})}
         found = params.schema_errors(task.params_schema, defaults, scheduled=scheduled)
         errors.extend(f"task {task.id!r}: {error}" for error in found)
+    return errors
+
+
+def _check_partitions(spec: DagSpec) -> list[str]:
+    """`assetPartitions` (PartitionedAssetTimetable) needs an `assetSchedule` and mappers Zonda knows;
+    `partitionedAtRuntime` (PartitionedAtRuntime) is a schedule of its own."""
+    from zonda.timetables.partitions import PartitionSpecInvalid, asset_partitions_from_manifest
+
+    errors: list[str] = []
+    if spec.asset_partitions is not None:
+        if spec.asset_schedule is None:
+            errors.append("assetPartitions needs an assetSchedule: the assets whose partitions it maps")
+        if spec.schedule is not None or spec.timetable is not None:
+            errors.append("assetPartitions: a partitioned asset schedule takes no schedule or timetable too")
+        try:
+            asset_partitions_from_manifest(spec.asset_partitions)
+        except PartitionSpecInvalid as error:
+            errors.append(str(error))
+    if spec.partitioned_at_runtime and (
+        spec.schedule is not None or spec.timetable is not None or spec.asset_schedule is not None
+    ):
+        errors.append(
+            "partitionedAtRuntime: its runs are triggered with a partition key, not scheduled: unset "
+            "schedule, timetable and assetSchedule"
+        )
     return errors
 
 

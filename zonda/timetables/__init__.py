@@ -21,13 +21,14 @@ from zonda.timetables.events import EventsTimetable
 from zonda.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
 from zonda.timetables.schedules import load_timetable, timetable_for_schedule
 from zonda.timetables.simple import ContinuousTimetable, NullTimetable, OnceTimetable
-from zonda.timetables.trigger import CronTriggerTimetable, DeltaTriggerTimetable
+from zonda.timetables.trigger import CronPartitionTimetable, CronTriggerTimetable, DeltaTriggerTimetable
 
 __all__ = [
     "CRON_PRESETS",
     "AirflowTimetableInvalid",
     "ContinuousTimetable",
     "CronDataIntervalTimetable",
+    "CronPartitionTimetable",
     "CronTriggerTimetable",
     "DagRunInfo",
     "DataInterval",

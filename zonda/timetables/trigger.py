@@ -19,7 +19,7 @@ from zonda.timetables.base import (
 from zonda.timetables.cron import CronMixin, TimezoneLike, encode_timezone, parse_timezone
 from zonda.timetables.deltas import Delta, decode_delta, encode_delta, is_positive
 
-__all__ = ["CronTriggerTimetable", "DeltaTriggerTimetable"]
+__all__ = ["CronPartitionTimetable", "CronTriggerTimetable", "DeltaTriggerTimetable"]
 
 
 class CronTriggerTimetable(CronMixin, Timetable):
@@ -91,6 +91,84 @@ class CronTriggerTimetable(CronMixin, Timetable):
         if restriction.latest is not None and restriction.latest < next_start_time:
             return None
         return DagRunInfo.interval(coerce_utc(next_start_time - self._interval), next_start_time)
+
+
+class CronPartitionTimetable(CronTriggerTimetable):
+    """Airflow 3.2+'s `CronPartitionTimetable(cron, *, timezone, run_offset=None, run_immediately=False,
+    key_format="%Y-%m-%dT%H:%M:%S")`: runs as `CronTriggerTimetable` (no data interval), and each run is
+    for a partition: its key is the run's firing (moved `run_offset` firings later, or earlier when
+    negative) in the timetable's timezone, formatted with `key_format` (Airflow's `_format_key`).
+    """
+
+    #: The runs it makes carry a partition key (Airflow's `Timetable.partitioned`).
+    partitioned = True
+
+    def __init__(
+        self,
+        cron: str,
+        *,
+        timezone: TimezoneLike,
+        run_offset: int | None = None,
+        run_immediately: bool | dt.timedelta = False,
+        key_format: str = r"%Y-%m-%dT%H:%M:%S",
+    ) -> None:
+        super().__init__(cron, timezone=timezone)
+        if not isinstance(run_offset, int | None) or isinstance(run_offset, bool):
+            raise AirflowTimetableInvalid("Run offset other than integer not supported yet.")
+        if run_immediately is not False:
+            raise AirflowTimetableInvalid(
+                "run_immediately is not supported by Zonda: with catchup off the latest firing already "
+                "passed is run, as CronTriggerTimetable's"
+            )
+        if not isinstance(key_format, str) or not key_format:
+            raise AirflowTimetableInvalid(
+                f"key_format must be a non-empty strftime format, not {key_format!r}"
+            )
+        self._run_offset = run_offset or 0
+        self._key_format = key_format
+
+    @classmethod
+    def deserialize(cls, data: dict[str, Any]) -> Timetable:
+        return cls(
+            data["expression"],
+            timezone=parse_timezone(data["timezone"]),
+            run_offset=data.get("run_offset"),
+            key_format=data.get("key_format", r"%Y-%m-%dT%H:%M:%S"),
+        )
+
+    def serialize(self) -> dict[str, Any]:
+        return {
+            "expression": self._expression,
+            "timezone": encode_timezone(self._timezone),
+            "run_offset": self._run_offset,
+            "key_format": self._key_format,
+        }
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, CronPartitionTimetable):
+            return NotImplemented
+        return bool(
+            super().__eq__(other)
+            and (self._run_offset, self._key_format) == (other._run_offset, other._key_format)
+        )
+
+    def partition_date(self, run_after: dt.datetime) -> DateTime:
+        """The partition a run firing at `run_after` is for (Airflow's `_get_partition_date`)."""
+        date = _pendulum(run_after)
+        step = self._get_next if self._run_offset > 0 else self._get_prev
+        for _ in range(abs(self._run_offset)):
+            date = step(date)
+        return date
+
+    def partition_key(self, run_after: dt.datetime) -> str:
+        """The run's partition key: its partition date in the timetable's timezone, as `key_format`."""
+        return str(self.partition_date(run_after).in_timezone(self._timezone).strftime(self._key_format))
+
+
+def _pendulum(value: dt.datetime) -> DateTime:
+    import pendulum
+
+    return pendulum.instance(coerce_utc(value))
 
 
 class DeltaTriggerTimetable(Timetable):

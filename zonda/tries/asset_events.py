@@ -18,6 +18,8 @@ from zonda.resources.asset_refs import sanitize_uri
 
 #: The XCom key under which a try reports its `outlet_events` (extras, alias additions).
 OUTLET_EVENTS_KEY = "__zonda_outlet_events"
+#: Airflow's `OutletEventAccessor._PARTITION_KEY_MAX_LENGTH`.
+PARTITION_KEY_MAX_LENGTH = 250
 
 
 def _key(target: Any) -> tuple[str, str]:
@@ -42,6 +44,26 @@ class OutletEventAccessor:
     key: Any
     extra: dict[str, Any] = field(default_factory=dict)
     added: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: Airflow 3.2+'s: the partitions the try updated (`add_partitions`), one event each.
+    partition_keys: set[str] = field(default_factory=set)
+
+    def add_partitions(self, keys: str | list[str]) -> None:
+        """Airflow's `OutletEventAccessor.add_partitions`: one event per key instead of one with the
+        run's partition key (duplicates are one)."""
+        if _key(self.key)[0] == "alias" or isinstance(self.key, _Alias):
+            raise TypeError(
+                "add_partitions() is not supported on asset alias outlet events; partition keys can only "
+                "be attached to a concrete asset."
+            )
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        for key in keys:
+            if not isinstance(key, str) or not key.strip():
+                raise ValueError(f"partition_key must not be empty or whitespace-only; got {key!r}.")
+            if len(key) > PARTITION_KEY_MAX_LENGTH:
+                raise ValueError(
+                    f"partition_key must be at most {PARTITION_KEY_MAX_LENGTH} characters; got {len(key)}."
+                )
+        self.partition_keys.update(keys)
 
     def add(self, asset: Any, extra: Mapping[str, Any] | None = None) -> None:
         self.added.append((_key(asset)[1], dict(extra or {})))
@@ -77,7 +99,15 @@ class OutletEventAccessors(Mapping[Any, OutletEventAccessor]):
             if k[0] != "uri"
             for uri, extra in a.added
         ]
-        return {"extras": extras, "aliases": aliases} if extras or aliases else {}
+        partitions = {
+            (sanitize_uri(value) if kind == "str" else value): sorted(accessor.partition_keys)
+            for (kind, value), accessor in self._accessors.items()
+            if kind != "alias" and accessor.partition_keys
+        }
+        found: dict[str, Any] = {"extras": extras, "aliases": aliases} if extras or aliases else {}
+        if partitions:
+            found = {"extras": extras, "aliases": aliases, "partitions": partitions}
+        return found
 
 
 def drain_metadata(generator: Generator[Any, Any, Any], accessors: Any) -> Any:

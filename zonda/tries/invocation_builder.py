@@ -77,6 +77,8 @@ def task_invocation(
         data_interval_start=status.data_interval_start,
         data_interval_end=status.data_interval_end,
         run_after=status.run_after,
+        partition_key=spec.partition_key,
+        partition_date=spec.partition_date,
         timezone=dag_spec.timezone,
         conf=dict(spec.conf),
         outlets=[o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in task.outlets],

@@ -108,6 +108,9 @@ class ContextDagRun:
     #: trigger time); None for an Airflow 2 DAG, which has no such attribute.
     run_after: DateTime | None = None
     airflow_version: str | None = None
+    #: Airflow 3.2+'s: the partition the run is for, and its start when the key is a time.
+    partition_key: str | None = None
+    partition_date: DateTime | None = None
 
     @property
     def execution_date(self) -> DateTime | None:
@@ -316,6 +319,8 @@ def build_context(
         namespace=invocation.namespace,
         run_after=_run_after(invocation) if invocation.airflow_version == "3" else None,
         airflow_version=invocation.airflow_version,
+        partition_key=invocation.partition_key,
+        partition_date=_utc_or_none(invocation.partition_date),
     )
     task_instance = ContextTaskInstance(
         dag_id=invocation.dag_name,
@@ -370,6 +375,8 @@ def _as_airflow3(context: dict[str, Any], invocation: TaskInvocation) -> None:
     for key in AIRFLOW3_REMOVED_KEYS:
         context.pop(key, None)
     context["try_number"] = invocation.try_number
+    context["partition_key"] = invocation.partition_key
+    context["partition_date"] = _utc_or_none(invocation.partition_date)
 
 
 def _logical_date_keys(

@@ -1,0 +1,134 @@
+"""Partitioned assets end to end on a real apiserver (controller process, local executor).
+
+A `CronPartitionTimetable` producer's scheduled runs carry their partition key, and so do the asset
+events its task records; a `PartitionedAssetTimetable` consumer on two assets (the other updated
+with `kubectl`, as Airflow's REST API with a `partition_key`) gets one run per hour once both assets
+have that hour, exactly once, with the key in its run and its task's context. Counted from the
+apiserver.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from controller.devtools.devcluster import Cluster
+from tests.cluster.zonda_processes import apply, controller, get, runs_of, wait_for, wait_run_finished
+
+HOURLY = "s3://partitions-test/hourly"
+OTHER = "s3://partitions-test/other"
+
+
+def _task(task_id: str, **more: Any) -> dict[str, Any]:
+    return {
+        "id": task_id,
+        "operator": "PythonOperator",
+        "args": {"python_callable": "tests.cluster.asset_callables:partition_of"},
+        **more,
+    }
+
+
+def producer(start: dt.datetime, end: dt.datetime) -> dict[str, Any]:
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "hourly-producer"},
+        "spec": {
+            "airflowVersion": "3",
+            "catchup": True,
+            "startDate": start.isoformat(),
+            "endDate": end.isoformat(),  # two firings, even if the test runs into the next hour
+            "timetable": {
+                "class": "zonda.timetables.trigger.CronPartitionTimetable",
+                "params": {
+                    "expression": "0 * * * *",
+                    "timezone": "UTC",
+                    "run_offset": 0,
+                    "key_format": "%Y-%m-%dT%H:%M:%S",
+                },
+            },
+            "tasks": [_task("produce", outlets=[{"uri": HOURLY}])],
+        },
+    }
+
+
+def consumer() -> dict[str, Any]:
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "hourly-consumer"},
+        "spec": {
+            "airflowVersion": "3",
+            "assetSchedule": {"all": [{"uri": HOURLY}, {"uri": OTHER}]},
+            "assetPartitions": {"defaultMapper": {"kind": "StartOfHourMapper"}},
+            "tasks": [_task("consume")],
+        },
+    }
+
+
+def create_event(cluster: Cluster, namespace: str, name: str, key: str) -> None:
+    event = {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "AssetEvent",
+        "metadata": {"name": name},
+        "spec": {"uri": OTHER, "partitionKey": key},
+    }
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(event))
+
+
+def runs_n(cluster: Cluster, namespace: str, dag: str, n: int) -> list[dict[str, Any]] | None:
+    runs = runs_of(cluster, namespace, dag)
+    return runs if len(runs) == n else None
+
+
+def dag_status(cluster: Cluster, namespace: str) -> dict[str, Any]:
+    return get(cluster, namespace, "dag", "hourly-consumer").get("status") or {}
+
+
+def test_partitioned_producer_to_consumer_one_run_per_hour(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    hour = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    previous = hour - dt.timedelta(hours=1)
+    keys = [f"{t:%Y-%m-%dT%H:%M:%S}" for t in (previous, hour)]
+    apply(cluster, namespace, producer(previous, hour + dt.timedelta(minutes=1)))
+    apply(cluster, namespace, consumer())
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        # (1) the producer's two firings since its start date, each run for its hour
+        made = wait_for(lambda: runs_n(cluster, namespace, "hourly-producer", 2), "the producer's two runs")
+        assert sorted(r["spec"]["partitionKey"] for r in made) == keys
+        for run in made:
+            body = wait_run_finished(cluster, namespace, run["metadata"]["name"])
+            assert body["status"]["state"] == "success"
+            assert body["status"]["taskInstances"]["produce"]["xcom"] == run["spec"]["partitionKey"]
+        events = [e for e in get(cluster, namespace, "assetevents")["items"] if e["spec"]["uri"] == HOURLY]
+        assert sorted(e["spec"]["partitionKey"] for e in events) == keys
+        # (2) a pass saw the producer's events (only the other asset is awaited): no run yet
+        awaited = lambda: dag_status(cluster, namespace).get("awaitedAssets") == [OTHER]  # noqa: E731
+        wait_for(awaited, "the consumer to await only the other asset")
+        assert runs_of(cluster, namespace, "hourly-consumer") == []
+        # the other asset's event for the earlier hour (any minute of it): that hour's run, and only it
+        create_event(cluster, namespace, "other-previous", f"{previous:%Y-%m-%dT%H}:30:00")
+        [first] = wait_for(lambda: runs_of(cluster, namespace, "hourly-consumer"), "the earlier hour's run")
+        assert first["spec"]["partitionKey"] == f"{previous:%Y-%m-%dT%H}"
+        assert first["spec"]["runType"] == "asset_triggered"
+        assert first["spec"]["partitionDate"].startswith(previous.strftime("%Y-%m-%dT%H:00:00"))
+        consumed = sorted(e["name"] for e in first["spec"]["triggeringAssetEvents"])
+        assert len(consumed) == 2 and "other-previous" in consumed
+        body = wait_run_finished(cluster, namespace, first["metadata"]["name"])
+        assert body["status"]["taskInstances"]["consume"]["xcom"] == f"{previous:%Y-%m-%dT%H}"
+        # then the later hour's: a second run, for it
+        create_event(cluster, namespace, "other-now", f"{hour:%Y-%m-%dT%H}:05:00")
+        runs = wait_for(lambda: runs_n(cluster, namespace, "hourly-consumer", 2), "the later hour's run")
+        assert sorted(r["spec"]["partitionKey"] for r in runs) == [
+            f"{t:%Y-%m-%dT%H}" for t in (previous, hour)
+        ]
+        # exactly once: once the cursor says both hours' events are consumed, still two runs
+        everything = {e["metadata"]["name"] for e in get(cluster, namespace, "assetevents")["items"]}
+        wait_for(
+            lambda: everything <= set(dag_status(cluster, namespace).get("assetCursorEvents") or ()),
+            "the consumer's cursor to hold every event",
+        )
+        assert len(runs_of(cluster, namespace, "hourly-consumer")) == 2
