@@ -417,11 +417,11 @@ class DagStatus(CrdModel):
     last_automated_data_interval_end: datetime | None = None
     asset_cursor_time: datetime | None = Field(
         default=None,
-        description="Every asset event recorded (creationTimestamp) before this was consumed, or came "
-        "before the DAG: five minutes before the newest consumed one's arrival.",
+        description="Asset events recorded (creationTimestamp) before this are not pending: those "
+        "before the DAG, and those older than the newest 1,000 consumed.",
     )
     asset_cursor_events: list[str] | None = Field(
-        default=None, description="The consumed asset events recorded since assetCursorTime."
+        default=None, description="The consumed asset events that still exist (the newest 1,000)."
     )
     awaited_assets: list[str] | None = Field(
         default=None, description="Assets of the asset schedule with no event since the last asset run."

@@ -114,11 +114,10 @@ def event_keys(event: TriggeringEvent) -> frozenset[str]:
     return frozenset({event.uri, *(f"alias:{alias}" for alias in event.aliases)})
 
 
-#: How long after the apiserver stamped an AssetEvent's creationTimestamp it may still first become
-#: visible (an admission webhook, a slow etcd commit: a create's request times out after 60 s). The
-#: cursor keeps the names of the events it consumed this far back, so an event recorded earlier but
-#: seen later than one already consumed is still pending.
-ARRIVAL_GRACE = timedelta(minutes=5)
+#: The most consumed events a DAG's cursor names (`DagStatus.assetCursorEvents`), the newest by arrival.
+#: The names are kept for as long as their events exist (the assets' history limits bound them, 100 per
+#: asset by default); only beyond this many does the horizon move, past the names it drops.
+MAX_CURSOR_NAMES = 1000
 
 
 def recorded_at(event: TriggeringEvent) -> datetime:
@@ -132,9 +131,12 @@ class Cursor:
     whatever the event's timestamp, so an event created with an old `timestamp`, or a producer's write
     that landed after a newer event, is consumed too.
 
-    `time` is a horizon of arrival: every event of the DAG's assets recorded before it is consumed
-    (or was recorded before the DAG). `names` are the consumed events recorded since; the horizon
-    trails the newest consumed event's arrival by `ARRIVAL_GRACE`, which bounds them.
+    `names` are the consumed events that still exist: an event is consumed once by name, however late
+    it became visible, whatever the clocks said (Airflow's queue row is written in the event's own
+    transaction, so it has no late events; here the apiserver stamps creationTimestamp before the
+    create commits, and several apiservers' clocks may differ). `time` is a horizon of arrival: events
+    recorded before it are not pending — those before the DAG, and those older than the
+    `MAX_CURSOR_NAMES` newest consumed, which the horizon passes as it drops their names.
     """
 
     time: datetime | None
@@ -158,15 +160,16 @@ class Cursor:
         consumed = list(consumed)
         names = self.names | {e.name for e in consumed}
         recorded = {e.name: recorded_at(e) for e in (*known, *consumed)}
-        newest = max((recorded[n] for n in names if n in recorded), default=None)
+        kept = sorted((recorded[n], n) for n in names if n in recorded)
         horizon: datetime | None = None if self.time is None else coerce_utc(self.time)
-        candidate = None if newest is None else newest - ARRIVAL_GRACE
-        if candidate is not None and hold is not None:
-            candidate = min(candidate, coerce_utc(hold))
-        if candidate is not None and (horizon is None or candidate > horizon):
-            horizon = candidate
-        kept = {n for n in names if n in recorded and (horizon is None or recorded[n] >= horizon)}
-        return Cursor(horizon, frozenset(kept))
+        if len(kept) > MAX_CURSOR_NAMES:
+            # past the newest name dropped; names at or after the horizon stay (a held one keeps more)
+            candidate = kept[len(kept) - MAX_CURSOR_NAMES - 1][0] + timedelta(microseconds=1)
+            if hold is not None:
+                candidate = min(candidate, coerce_utc(hold))
+            if horizon is None or candidate > horizon:
+                horizon = candidate
+        return Cursor(horizon, frozenset(n for t, n in kept if horizon is None or t >= horizon))
 
 
 @dataclass(frozen=True)
@@ -345,7 +348,7 @@ def events_beyond_limit(events: Sequence[TriggeringEvent], limit: int) -> list[s
 
 
 __all__ = [
-    "ARRIVAL_GRACE",
+    "MAX_CURSOR_NAMES",
     "OUTLET_EVENTS_KEY",
     "AllOf",
     "AnyOf",

@@ -117,16 +117,42 @@ def test_a_late_event_with_an_old_timestamp_is_pending_by_arrival_and_consumed_o
     ] == ["behind"]
 
 
-def test_the_cursor_keeps_only_the_names_recorded_within_the_grace_of_the_newest() -> None:
-    grace = int(assets.ARRIVAL_GRACE.total_seconds())
-    old, mid, new = (event(n, "a", t, recorded=t) for n, t in (("old", 0), ("mid", 10), ("new", grace + 5)))
-    cursor = assets.Cursor(T0 - timedelta(days=1)).advanced([old, mid], [old, mid])
-    assert cursor.names == {"old", "mid"} and cursor.time == T0 + timedelta(seconds=10) - assets.ARRIVAL_GRACE
-    cursor = cursor.advanced([new], [old, mid, new])
-    assert cursor.names == {"mid", "new"} and cursor.time == T0 + timedelta(seconds=5)
-    assert not cursor.is_past(old) and not cursor.is_past(mid) and not cursor.is_past(new)
+def test_an_event_visible_long_after_newer_ones_were_consumed_is_consumed_once() -> None:
+    """An event whose creationTimestamp is an hour older than events already consumed (a create that
+    committed late, or an apiserver whose clock was behind) is pending when it becomes visible, and
+    consumed once: the cursor names what it consumed for as long as the events exist."""
+    condition = assets.parse_condition({"uri": "a"})
+    newer = [event(f"e{i}", "a", 3600 + i, recorded=3600 + i) for i in range(3)]
+    cursor = assets.Cursor(T0).advanced(newer, newer)
+    assert cursor.names == {"e0", "e1", "e2"} and cursor.time == T0, "the horizon stays at the DAG's start"
+    late = event("late", "a", 5, recorded=5)
+    events = [*newer, late]
+    pending = assets.pending_events(condition, events, consumed=frozenset(), cursor=cursor)
+    assert [e.name for e in pending] == ["late"]
+    after = cursor.advanced(pending, events)
+    assert assets.pending_events(condition, events, consumed=frozenset(), cursor=after) == []
+    assert after.names == {"e0", "e1", "e2", "late"}
     # a consumed event deleted since (history limit): its name is forgotten, it cannot come back
-    assert cursor.advanced([], [new]).names == {"new"}
+    assert after.advanced([], [late]).names == {"late"}
+
+
+def test_beyond_the_most_names_the_oldest_are_dropped_and_the_horizon_passes_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(assets, "MAX_CURSOR_NAMES", 3)
+    consumed = [event(f"e{i}", "a", i, recorded=t) for i, t in enumerate((10, 20, 20, 30, 40))]
+    cursor = assets.Cursor(T0).advanced(consumed, consumed)
+    # e2 shares e1's instant: both are before the horizon, so its name goes too
+    assert cursor.names == {"e3", "e4"}
+    assert cursor.time == T0 + timedelta(seconds=20, microseconds=1)
+    # none of the five is pending again, an event recorded after the horizon is
+    fresh = event("fresh", "a", 25, recorded=25)
+    pending = assets.pending_events(
+        assets.parse_condition({"uri": "a"}), [*consumed, fresh], consumed=frozenset(), cursor=cursor
+    )
+    assert [e.name for e in pending] == ["fresh"]
+    held = assets.Cursor(T0).advanced(consumed, consumed, hold=T0 + timedelta(seconds=15))
+    assert held.names == {"e1", "e2", "e3", "e4"}, "a held horizon keeps the names after it"
 
 
 def test_alias_consumers_match_events_emitted_through_the_alias() -> None:
@@ -287,3 +313,29 @@ def test_an_alias_no_task_outlets_and_nothing_resolved_is_reported_not_refused()
         assert fine["AssetAliasesResolvable"].status == "True"
     plain = dag_plans.plan_dag("d", SPEC, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0)
     assert "AssetAliasesResolvable" not in {c.type for c in plain.status.conditions}
+
+
+def test_plan_dag_consumes_an_event_visible_ten_minutes_late_once_across_a_lost_status_write() -> None:
+    """Before, the horizon trailed the newest consumed arrival by five minutes: this event was missed."""
+    newest = event("newest", "a", 900, recorded=900)
+    plan = dag_plans.plan_dag(
+        "d", SPEC, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0, asset_events=[newest],
+    )  # fmt: skip
+    assert plan.asset_run is not None
+    late = event("late", "a", 300, recorded=300)  # recorded ten minutes before `newest`, seen after it
+    events = [newest, late]
+    again = dag_plans.plan_dag(
+        "d", SPEC, status=plan.status, generation=1, created_at=T0, runs=[], now=T0, asset_events=events,
+    )  # fmt: skip
+    assert again.asset_run is not None and [e.name for e in again.asset_run.events] == ["late"]
+    run = dag_plans.RunRef(
+        name=again.asset_run.run_name, created_at=T0, run_type=None, state=None, data_interval=None,
+        consumed_events=frozenset({"late"}),
+    )  # fmt: skip
+    for runs in ([run], []):  # the cursor write lost: found by its run; then the run deleted too
+        status = plan.status if runs else again.status
+        later = dag_plans.plan_dag(
+            "d", SPEC, status=status, generation=1, created_at=T0, runs=runs, now=T0, asset_events=events,
+        )  # fmt: skip
+        assert later.asset_run is None, "consumed once"
+        assert set(later.status.asset_cursor_events or ()) == {"newest", "late"}
