@@ -41,12 +41,24 @@ _namespace, _run = namespace_or_default, run_kube
     default=None,
     help="ISO 8601 (default: now; an Airflow 3 DAG's run then has no logical date, as in Airflow 3).",
 )
+@click.option(
+    "--partition-key",
+    default=None,
+    help="The partition the run is for (Airflow 3.2+'s partition_key; e.g. of a PartitionedAtRuntime DAG): "
+    "its tasks see dag_run.partition_key and the asset events they record carry it.",
+)
 @kubeconfig_option
 @click.option(
     "--wait", is_flag=True, help="Follow the run with a progress bar until it ends; exit 1 if it fails."
 )
 def trigger(
-    dag: str, namespace: str | None, conf: str, logical_date: str | None, kubeconfig: str | None, wait: bool
+    dag: str,
+    namespace: str | None,
+    conf: str,
+    logical_date: str | None,
+    partition_key: str | None,
+    kubeconfig: str | None,
+    wait: bool,
 ) -> None:
     """Create a manual DagRun of DAG (Airflow's `dags trigger`)."""
     conf_obj = parse_conf(conf)
@@ -59,17 +71,21 @@ def trigger(
     ns = _namespace(namespace)
 
     async def create() -> str:
-        from zonda.schedules.manual_runs import manual_run
+        from zonda.schedules.manual_runs import manual_run, partition_key_problem
 
         async with await connect(kubeconfig) as kube:
             dag_object = await kube.get_custom(DAGS, ns, dag)
             if dag_object is None:
                 raise click.ClickException(f"DAG {dag!r} not found in namespace {ns}")
             spec = dag_object.get("spec") or {}
+            if (problem := partition_key_problem(dag, spec, partition_key)) is not None:
+                raise click.ClickException(problem)
             errors = params.run_conf_errors(spec, conf_obj)
             if errors:
                 raise click.ClickException("conf does not match the DAG's params: " + "; ".join(errors))
-            run = manual_run(dag, spec, ns, logical_date=given, conf=conf_obj, now=now)
+            run = manual_run(
+                dag, spec, ns, logical_date=given, conf=conf_obj, now=now, partition_key=partition_key
+            )
             try:
                 await kube.create_custom(DAGRUNS, ns, run.body)
             except AlreadyExists as exc:

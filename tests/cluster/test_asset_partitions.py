@@ -3,8 +3,10 @@
 A `CronPartitionTimetable` producer's scheduled runs carry their partition key, and so do the asset
 events its task records; a `PartitionedAssetTimetable` consumer on two assets (the other updated
 with `kubectl`, as Airflow's REST API with a `partition_key`) gets one run per hour once both assets
-have that hour, exactly once, with the key in its run and its task's context. Counted from the
-apiserver.
+have that hour, exactly once, with the key in its run and its task's context. And Airflow 3.3.2's own
+`example_asset_partition.py`, unchanged, applied with `zonda dags apply --airflow-compat`: its
+PartitionedAtRuntime producers, triggered, drive its segment rollups, fan-out and AllowedKeyMapper
+consumers as Airflow's scheduler would. Counted from the apiserver.
 """
 
 from __future__ import annotations
@@ -15,7 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import apply, controller, get, runs_of, wait_for, wait_run_finished
+from tests.airflow_examples import compare
+from tests.cluster.zonda_processes import (
+    ZondaProcess,
+    apply,
+    controller,
+    get,
+    runs_of,
+    trigger,
+    wait_for,
+    wait_run_finished,
+    zonda,
+)
 
 HOURLY = "s3://partitions-test/hourly"
 OTHER = "s3://partitions-test/other"
@@ -132,3 +145,97 @@ def test_partitioned_producer_to_consumer_one_run_per_hour(
             "the consumer's cursor to hold every event",
         )
         assert len(runs_of(cluster, namespace, "hourly-consumer")) == 2
+
+
+EXAMPLES = compare.AF3 / "dags" / "core"
+
+
+def _consumer_runs(cluster: Cluster, namespace: str, dag: str) -> list[tuple[str, int]]:
+    """(partition key, number of events consumed) of each run of the DAG, sorted."""
+    return sorted(
+        (r["spec"].get("partitionKey"), len(r["spec"].get("triggeringAssetEvents") or []))
+        for r in runs_of(cluster, namespace, dag)
+    )
+
+
+def test_airflows_partition_example_runs_its_runtime_partitions_as_airflow(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    zonda(
+        cluster,
+        "dags",
+        "apply",
+        str(EXAMPLES / "example_asset_partition.py"),
+        "--airflow-compat",
+        "-n",
+        namespace,
+    )
+    # its cron producers are scheduled too (catchup off: each runs its latest firing); they feed other
+    # consumers than those counted here
+    for name in (
+        "ingest-team-a-player-stats",
+        "team-b-player-stats",
+        "team-c-player-stats",
+        "train-weekly-model",
+    ):
+        zonda(cluster, "dags", "pause", name, "-n", namespace)
+    process = ZondaProcess(
+        "controller",
+        ["controller", "--namespace", namespace, "--executor", "local",
+         "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(cluster.kubeconfig)],
+        cluster,
+        tmp_path,
+        env={"ZONDA_DAGS_FOLDER": str(EXAMPLES)},
+    ).start()  # fmt: skip
+    try:
+        # add_partitions(["us", "eu", "apac"]): three events from one try
+        multi = trigger(cluster, namespace, "multi-region-player-stats")
+        assert wait_run_finished(cluster, namespace, multi, timeout=120)["status"]["state"] == "success"
+        live = trigger(cluster, namespace, "live-region-player-stats")  # add_partitions("us")
+        assert wait_run_finished(cluster, namespace, live, timeout=120)["status"]["state"] == "success"
+        events = get(cluster, namespace, "assetevents")["items"]
+        keys = sorted((e["spec"]["sourceRun"] == multi, e["spec"].get("partitionKey")) for e in events
+                      if e["spec"].get("sourceRun") in (multi, live))  # fmt: skip
+        assert keys == [(False, "us"), (True, "apac"), (True, "eu"), (True, "us")]
+        # ingest_region_stats: externally triggered with a region code as its partition key
+        for key in ("eu", "xx"):
+            region = subprocess_trigger(cluster, namespace, "ingest-region-stats", key)
+            assert wait_run_finished(cluster, namespace, region, timeout=120)["status"]["state"] == "success"
+        expected = {
+            "segment-region-stats-rollup": [("all_regions", 3)],  # WaitForAll over the three regions
+            "scatter-live-region-to-segments": [("apac", 1), ("eu", 1), ("us", 1)],  # one event, three runs
+            "summarize-live-region-stats": [("us", 1)],
+            "regional-stats-breakdown": [("eu", 1)],  # AllowedKeyMapper: "xx" runs nothing
+        }
+        for dag, runs in expected.items():
+            wait_for(lambda d=dag, r=runs: _consumer_runs(cluster, namespace, d) == r, f"{dag}'s runs {runs}")
+        # MinimumCount(2): one run, of two or three events (as its pass saw them arrive)
+        early = wait_for(lambda: _consumer_runs(cluster, namespace, "segment-region-stats-early-rollup"),
+                         "the early rollup's run")  # fmt: skip
+        assert len(early) == 1 and early[0][0] == "all_regions" and early[0][1] in (2, 3)
+        for dag in (*expected, "segment-region-stats-early-rollup"):
+            for run in runs_of(cluster, namespace, dag):
+                body = wait_run_finished(cluster, namespace, run["metadata"]["name"], timeout=120)
+                assert body["status"]["state"] == "success", dag
+                assert body["spec"]["runType"] == "asset_triggered"
+        # exactly once: once every consumer's cursor holds the events its runs consumed, the counts hold
+        for dag in expected:
+            wait_for(lambda d=dag: _cursor_holds_its_runs(cluster, namespace, d), f"{dag}'s cursor")
+        assert {dag: _consumer_runs(cluster, namespace, dag) for dag in expected} == expected
+    finally:
+        process.stop()
+        print(f"--- controller log\n{process.log()[-6000:]}")
+
+
+def _cursor_holds_its_runs(cluster: Cluster, namespace: str, dag: str) -> bool:
+    consumed = {
+        e["name"] for r in runs_of(cluster, namespace, dag) for e in r["spec"]["triggeringAssetEvents"]
+    }
+    cursor = (get(cluster, namespace, "dag", dag).get("status") or {}).get("assetCursorEvents") or []
+    return consumed <= set(cursor)
+
+
+def subprocess_trigger(cluster: Cluster, namespace: str, dag: str, partition_key: str) -> str:
+    """`zonda trigger DAG --partition-key KEY` (Airflow 3.2+'s trigger with a partition_key)."""
+    out = zonda(cluster, "trigger", dag, "-n", namespace, "--partition-key", partition_key).stdout
+    return out.split()[0].split("/", 1)[1]

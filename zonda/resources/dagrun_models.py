@@ -75,12 +75,18 @@ def manual_dagrun(
     conf: JsonObject,
     *,
     run_after: datetime | None = None,
+    partition_key: str | None = None,
 ) -> JsonObject:
     """The DagRun `zonda trigger` creates (`name` from `zonda.schedules.scheduling.dagrun_name`, so the same
     trigger twice is refused as a duplicate rather than run twice). No `logical_date`: an Airflow 3
     manual run, due at `run_after`."""
     spec = DagRunSpec(
-        dag_name=dag, run_type=RunType.MANUAL, logical_date=logical_date, run_after=run_after, conf=conf
+        dag_name=dag,
+        run_type=RunType.MANUAL,
+        logical_date=logical_date,
+        run_after=run_after,
+        conf=conf,
+        partition_key=partition_key,
     )
     return {
         "apiVersion": API_VERSION,

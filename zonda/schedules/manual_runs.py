@@ -19,6 +19,8 @@ from zonda.resources.dagrun_models import manual_dagrun
 from zonda.resources.models import JsonObject
 from zonda.resources.run_types import RunType
 from zonda.schedules.scheduling import dagrun_name
+from zonda.timetables import load_timetable
+from zonda.tries.asset_events import PARTITION_KEY_MAX_LENGTH
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,44 @@ def manual_run(
     logical_date: datetime | None,
     conf: JsonObject,
     now: datetime,
+    partition_key: str | None = None,
 ) -> ManualRun:
-    """The manual run of `dag_name` (its stored `spec`) requested at `now`, at `logical_date` if given."""
+    """The manual run of `dag_name` (its stored `spec`) requested at `now`, at `logical_date` if given,
+    for `partition_key` if given (Airflow 3.2+'s trigger `partition_key`: a PartitionedAtRuntime DAG's
+    run is for the partition its trigger names)."""
     airflow3 = dag_spec.get("airflowVersion") == "3"
     when = logical_date if logical_date is not None else (None if airflow3 else now)
     name = dagrun_name(dag_name, when or now, RunType.MANUAL)
-    body = manual_dagrun(name, namespace, dag_name, when, conf, run_after=now if airflow3 else None)
+    body = manual_dagrun(
+        name,
+        namespace,
+        dag_name,
+        when,
+        conf,
+        run_after=now if airflow3 else None,
+        partition_key=partition_key,
+    )
     return ManualRun(name=name, body=body, logical_date=when, run_after=now)
+
+
+def partition_key_problem(
+    dag_name: str, dag_spec: Mapping[str, Any], partition_key: str | None
+) -> str | None:
+    """Why a trigger's `partition_key` is refused (Airflow's `validate_partition_key`), or None: only a
+    partitioned DAG (a CronPartitionTimetable, a PartitionedAssetTimetable, PartitionedAtRuntime) takes
+    one, of 1 to 250 characters, not blank."""
+    if partition_key is None:
+        return None
+    if not partition_key.strip() or len(partition_key) > PARTITION_KEY_MAX_LENGTH:
+        return f"partition_key must be 1 to {PARTITION_KEY_MAX_LENGTH} characters, not blank"
+    partitioned = bool(dag_spec.get("partitionedAtRuntime")) or dag_spec.get("assetPartitions") is not None
+    timetable = dag_spec.get("timetable")
+    if not partitioned and isinstance(timetable, Mapping):
+        try:
+            loaded = load_timetable(str(timetable.get("class")), dict(timetable.get("params") or {}))
+        except Exception:  # an invalid timetable: the DAG's status says why
+            loaded = None
+        partitioned = bool(getattr(loaded, "partitioned", False))
+    if not partitioned:
+        return f"Dag {dag_name!r} is not a partitioned Dag and does not accept a partition_key."
+    return None

@@ -156,6 +156,8 @@ class AssetEventRecord:
     source_task_id: str | None
     source_map_index: int
     source_aliases: tuple[str, ...] = ()
+    #: Airflow 3.2+'s `AssetEvent.partition_key`: the partition of the asset the event updated.
+    partition_key: str | None = None
 
     @property
     def dataset(self) -> AssetRecord:
@@ -225,6 +227,7 @@ def triggering_events(wire: Iterable[Mapping[str, Any]]) -> TriggeringEvents:
             source_task_id=event.get("sourceTask"),
             source_map_index=int(event.get("sourceMapIndex", -1)),
             source_aliases=tuple(event.get("aliases") or ()),
+            partition_key=event.get("partitionKey"),
         )
         dict.setdefault(grouped, uri, []).append(record)
     return grouped

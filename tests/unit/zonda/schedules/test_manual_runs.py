@@ -48,3 +48,20 @@ def test_a_trigger_with_a_logical_date_or_of_an_airflow2_dag_is_at_that_date() -
     assert af2.name == "etl-manual-20260304t050607123456z"
     assert af2.body["spec"]["logicalDate"] == "2026-03-04T05:06:07.123456Z"
     assert "runAfter" not in af2.body["spec"]
+
+
+def test_a_trigger_for_a_partition_carries_its_key() -> None:
+    """Airflow 3.2+'s REST trigger body `partition_key` (`TriggerDAGRunPostBody`): the run is for it."""
+    run = manual_runs.manual_run(
+        "ingest", {"airflowVersion": "3"}, "ns", logical_date=None, conf={}, now=TRIGGERED, partition_key="eu"
+    )
+    assert run.body["spec"]["partitionKey"] == "eu"
+    at_runtime = {"partitionedAtRuntime": True}
+    assert manual_runs.partition_key_problem("ingest", at_runtime, "eu") is None
+    cron = {"timetable": {"class": "zonda.timetables.trigger.CronPartitionTimetable",
+                          "params": {"expression": "0 * * * *", "timezone": "UTC"}}}  # fmt: skip
+    assert manual_runs.partition_key_problem("hourly", cron, "2026-06-14T03:00:00") is None
+    assert manual_runs.partition_key_problem("etl", {"schedule": "@daily"}, "eu") == (
+        "Dag 'etl' is not a partitioned Dag and does not accept a partition_key."  # Airflow's words
+    )
+    assert "not blank" in str(manual_runs.partition_key_problem("ingest", at_runtime, " "))
