@@ -1,7 +1,8 @@
 """Custom timetables that misbehave, for the controller's time limit on user code (unit and cluster tests).
 
-`HangingTimetable` blocks in `next_dagrun_info` until `RELEASE` is set (in the controller's process
-nobody sets it: it hangs for good, as a timetable stuck on a network call would).
+`HangingTimetable` blocks in `next_dagrun_info` and `infer_manual_data_interval` until `RELEASE` is set
+(in the controller's process nobody sets it: it hangs for good, as a timetable stuck on a network call
+would). `RaisingTimetable` raises `RuntimeError(DOWN)` from both.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class HangingTimetable(Timetable):
     """Every minute, once it answers; it does not answer until `RELEASE` is set."""
 
     def infer_manual_data_interval(self, *, run_after: DateTime) -> DataInterval:
+        ENTERED.set()
+        RELEASE.wait()
         return DataInterval.exact(run_after)
 
     def next_dagrun_info(
@@ -37,3 +40,18 @@ class HangingTimetable(Timetable):
         if last_automated_data_interval is not None:
             start = max(start, last_automated_data_interval.end)
         return DagRunInfo.interval(start, start + timedelta(minutes=1))
+
+
+DOWN = "the calendar service is down"
+
+
+class RaisingTimetable(Timetable):
+    """A timetable whose every answer is an exception (a bug, or a service it asks failing)."""
+
+    def infer_manual_data_interval(self, *, run_after: DateTime) -> DataInterval:
+        raise RuntimeError(DOWN)
+
+    def next_dagrun_info(
+        self, *, last_automated_data_interval: DataInterval | None, restriction: TimeRestriction
+    ) -> DagRunInfo | None:
+        raise RuntimeError(DOWN)

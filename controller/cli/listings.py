@@ -7,6 +7,7 @@ upcoming runs come from the same pure code the scheduler uses (`zonda.schedules.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,8 +17,9 @@ from controller.cli.common import connect, namespace_options, namespace_or_defau
 from controller.cli.progress import progress_bar
 from controller.cli.runs import clock, duration, table
 from controller.kube import DAGRUNS, DAGS, Kube
+from controller.reconcilers import user_code
 from zonda.resources.models import DagSpec, DagStatus
-from zonda.schedules import dag_dependencies, upcoming
+from zonda.schedules import dag_dependencies, dag_plans, scheduling, upcoming
 from zonda.specs import mapping
 
 
@@ -153,8 +155,17 @@ def unpause(dag: str, namespace: str | None, kubeconfig: str | None) -> None:
 @click.command("next-runs")
 @click.argument("dag")
 @click.option("--count", "-c", "count", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option(
+    "--timetable-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=user_code.DEFAULT_LIMIT_SECONDS,
+    show_default=True,
+    help="Seconds the DAG's custom timetable may take to list the runs (as the controller's limit).",
+)
 @namespace_options
-def next_runs(dag: str, count: int, namespace: str | None, kubeconfig: str | None) -> None:
+def next_runs(
+    dag: str, count: int, timetable_timeout: float, namespace: str | None, kubeconfig: str | None
+) -> None:
     """The next logical dates the schedule will run (Airflow's `dags next-execution`)."""
     ns = namespace_or_default(namespace)
 
@@ -165,7 +176,7 @@ def next_runs(dag: str, count: int, namespace: str | None, kubeconfig: str | Non
     body = run_kube(read())
     spec = DagSpec.model_validate(body["spec"])
     status = DagStatus.model_validate(body.get("status") or {})
-    runs = upcoming.next_runs(spec, status, now=datetime.now(UTC), count=count)
+    runs = upcoming_runs(dag, body["spec"], spec, status, count, timetable_timeout)
     if not runs:
         click.echo(f"{dag} has no scheduled runs ahead (schedule: {spec.schedule or 'None'})")
         return
@@ -179,6 +190,29 @@ def next_runs(dag: str, count: int, namespace: str | None, kubeconfig: str | Non
     ]
     paused = " (paused: none is created until it is unpaused)" if spec.paused else ""
     click.echo(table(["LOGICAL DATE", "DATA INTERVAL", "RUN AFTER"], rows) + paused)
+
+
+def upcoming_runs(
+    name: str, raw_spec: dict[str, Any], spec: DagSpec, status: DagStatus, count: int, limit: float
+) -> list[scheduling.DueRun]:
+    """`upcoming.next_runs`; a custom timetable asked in a thread of its own with the time limit (the
+    command ends past it, its thread with the process), and one that raises named with its exception."""
+    now = datetime.now(UTC)
+    class_path = dag_plans.timetable_class(raw_spec)
+    if class_path is None:
+        return upcoming.next_runs(spec, status, now=now, count=count)
+    calls = user_code.BoundedCalls(limit_seconds=limit)
+    try:
+        return asyncio.run(calls.call(name, lambda: upcoming.next_runs(spec, status, now=now, count=count)))
+    except user_code.TimeLimitExceeded as exc:
+        failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, limited_by="this command's")
+        consequence = f"no upcoming runs of {name} listed (a larger --timetable-timeout waits longer)"
+    except Exception as exc:  # the user's timetable raised
+        failure = dag_plans.TimetableFailure.raised(class_path, exc)
+        consequence = f"no upcoming runs of {name} listed"
+    raise click.ClickException(
+        failure.says(consequence).replace("(--timetable-timeout)", "--timetable-timeout")
+    )
 
 
 @click.command("delete")

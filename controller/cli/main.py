@@ -82,8 +82,9 @@ def main() -> None:
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULTS.timetable_timeout,
     show_default=True,
-    help="Seconds a DAG's custom timetable may take in one pass; past it the DAG is reported "
-    "(Ready=False, TimetableTimeout) and the other DAGs go on.",
+    help="Seconds a DAG's custom timetable may take in each call the controller makes (a DAG pass, a "
+    "run's start or LatestOnly window, a Backfill's dates); past it that object is reported "
+    "(TimetableTimeout) and the others go on.",
 )
 @click.option(
     "--trigger-shards",

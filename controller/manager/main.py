@@ -240,7 +240,8 @@ class ControllerProcess:
             enqueue=self.enqueue,
         )
         reconcilers.writer.fold_seconds = ours.event_fold_seconds
-        reconcilers.dags.timetable_calls.limit_seconds = ours.timetable_timeout
+        for calls in (reconcilers.dags, reconcilers.runs, reconcilers.backfills):  # user code: one limit
+            calls.timetable_calls.limit_seconds = ours.timetable_timeout
         reconcilers.runs.triggers = LabelledObjects(LABEL_DAGRUN_UID)  # fed by the Trigger watch below
         reconcilers.dags.keep_runs(DagRunRefs())  # fed by the DagRun watch below and our own writes
         # the AssetEvents by asset and the DAGs by the assets they name: fed by the watches below

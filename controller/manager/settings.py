@@ -63,7 +63,8 @@ class ControllerSettings:
     #: Seconds a run's task outcomes are kept to share one Event (`StatusWriter.post_events`); 0: one
     #: Event per pass, at once.
     event_fold_seconds: float = 2.0
-    #: Seconds a custom timetable may take in one DAG pass before the DAG is reported and skipped.
+    #: Seconds a custom timetable may take in each call the controller makes (a DAG pass, a run's start
+    #: or LatestOnly window, a Backfill's dates) before that object is reported and skipped for now.
     timetable_timeout: float = user_code.DEFAULT_LIMIT_SECONDS
     metrics_port: int | None = None
     health_port: int | None = None

@@ -8,6 +8,7 @@ map from the Backfill watch), so a finished run makes room for the next one.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,13 +20,16 @@ from pydantic import ValidationError
 from controller.kube import BACKFILLS, DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers.common import StatusWriter, parse_status
 from controller.reconcilers.dags import run_ref
+from controller.reconcilers.user_code import BoundedCalls, TimeLimitExceeded
 from zonda.resources.backfill_models import BackfillSpec, BackfillStatus
 from zonda.resources.dagrun_models import DagRunSpec
 from zonda.resources.models import API_VERSION, DagSpec
 from zonda.resources.run_types import RunType
 from zonda.resources.wire import LABEL_DAG, LABEL_RUN_TYPE, label_value
-from zonda.schedules import backfills
+from zonda.schedules import backfills, dag_plans
 from zonda.timetables.base import coerce_utc
+
+logger = logging.getLogger(__name__)
 
 #: On each of a backfill's runs: the backfill's name (the watch wakes the backfill when a run changes).
 LABEL_BACKFILL = "zonda.dev/backfill"
@@ -43,35 +47,14 @@ class BackfillReconciler:
     kept_dates: OrderedDict[tuple[str, int, int], backfills.BackfillDates] = field(
         default_factory=OrderedDict
     )
+    #: A custom timetable is user code: listing a backfill's dates runs with a time limit.
+    timetable_calls: BoundedCalls = field(default_factory=BoundedCalls)
 
     plural = BACKFILLS
 
-    def dates(
-        self,
-        backfill: Mapping[str, Any],
-        spec: BackfillSpec,
-        dag: Mapping[str, Any],
-        dag_spec: DagSpec,
-        now: datetime,
-    ) -> backfills.BackfillDates:
-        """The backfill's dates, listed once per spec and DAG generation when none can still come due."""
-        key = (
-            backfill["metadata"]["uid"],
-            backfill["metadata"].get("generation", 0),
-            dag["metadata"].get("generation", 0),
-        )
-        if (kept := self.kept_dates.get(key)) is not None:
-            self.kept_dates.move_to_end(key)
-            return kept
-        dates = backfills.backfill_dates(spec, dag_spec, now=now)
-        if coerce_utc(spec.to_date) <= now:
-            self.kept_dates[key] = dates
-            while len(self.kept_dates) > KEPT_DATES:
-                self.kept_dates.popitem(last=False)
-        return dates
-
     async def reconcile_object(self, backfill: Mapping[str, Any], now: datetime) -> datetime | None:
-        """One pass; nothing to wake for on a timer (run changes enqueue the backfill)."""
+        """One pass; nothing to wake for on a timer (run changes enqueue the backfill), unless its DAG's
+        custom timetable did not list the dates (asked again after `TIMETABLE_RETRY`)."""
         namespace, name = backfill["metadata"]["namespace"], backfill["metadata"]["name"]
         old_status = parse_status(BackfillStatus, backfill.get("status"))
         spec = BackfillSpec.model_validate(backfill["spec"])  # the CRD schema has checked it
@@ -88,7 +71,10 @@ class BackfillReconciler:
             and dag_spec is not None
             and coerce_utc(spec.from_date) <= coerce_utc(spec.to_date)
         ):
-            dates = self.dates(backfill, spec, dag, dag_spec, now)
+            listed = await self.dates(backfill, spec, dag, dag_spec, old_status, now)
+            if isinstance(listed, backfills.BackfillPlan):  # the custom timetable did not list them
+                return await self._act(backfill, listed, old_status)
+            dates = listed
         runs = [
             run_ref(r)
             for r in await self.kube.list_custom(DAGRUNS, namespace)
@@ -103,7 +89,62 @@ class BackfillReconciler:
             now=now,
             dates=dates,
         )
+        return await self._act(backfill, backfills.listed_again(plan, old_status, now), old_status, spec)
+
+    async def dates(
+        self,
+        backfill: Mapping[str, Any],
+        spec: BackfillSpec,
+        dag: Mapping[str, Any],
+        dag_spec: DagSpec,
+        old_status: BackfillStatus,
+        now: datetime,
+    ) -> backfills.BackfillDates | backfills.BackfillPlan:
+        """The backfill's dates, listed once per spec and DAG generation when none can still come due.
+
+        A DAG's custom timetable lists them with the controller's time limit, in a thread of its own
+        (`controller.reconcilers.user_code`); past the limit, or when it raises, the plan that says so on
+        the Backfill is returned instead (the kept dates are read and written on the event loop only)."""
+        meta = backfill["metadata"]
+        key = (meta["uid"], meta.get("generation", 0), dag["metadata"].get("generation", 0))
+        if (kept := self.kept_dates.get(key)) is not None:
+            self.kept_dates.move_to_end(key)
+            return kept
+
+        def listed() -> backfills.BackfillDates:
+            return backfills.backfill_dates(spec, dag_spec, now=now)
+
+        class_path = dag_plans.timetable_class(dag.get("spec"))
+        if class_path is None:
+            dates = listed()
+        else:
+            failure = None
+            try:
+                dates = await self.timetable_calls.call(("backfill", meta["namespace"], meta["name"]), listed)
+            except TimeLimitExceeded as exc:
+                failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
+            except Exception as exc:  # a user's timetable raised: said on the Backfill, the others go on
+                failure = dag_plans.TimetableFailure.raised(class_path, exc)
+                logger.warning("backfill %s/%s: %s", meta["namespace"], meta["name"], failure.says("no runs"))
+            if failure is not None:
+                generation = meta.get("generation")
+                return backfills.timetable_failed(old_status, failure, generation=generation, now=now)
+        if coerce_utc(spec.to_date) <= now:
+            self.kept_dates[key] = dates
+            while len(self.kept_dates) > KEPT_DATES:
+                self.kept_dates.popitem(last=False)
+        return dates
+
+    async def _act(
+        self,
+        backfill: Mapping[str, Any],
+        plan: backfills.BackfillPlan,
+        old_status: BackfillStatus,
+        spec: BackfillSpec | None = None,
+    ) -> datetime | None:
+        namespace = backfill["metadata"]["namespace"]
         for run in plan.to_create:
+            assert spec is not None
             try:
                 created = await self.kube.create_custom(DAGRUNS, namespace, backfill_run(backfill, spec, run))
             except AlreadyExists:
@@ -113,8 +154,10 @@ class BackfillReconciler:
         if new_wire.get("state") != old_status.to_wire().get("state") or plan.to_create:
             for reason, message in plan.events:
                 await self.kube.emit_event(backfill, reason=reason, message=message)
+        for reason, message in plan.warnings:
+            await self.kube.emit_event(backfill, reason=reason, message=message, warning=True)
         await self.writer.write_status(BACKFILLS, backfill, old_status.to_wire(), new_wire)
-        return None
+        return plan.wake_at
 
 
 def backfill_run(

@@ -8,6 +8,7 @@ gets 409 AlreadyExists instead of a duplicate.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,6 +38,8 @@ from zonda.resources.wire import ANNOTATION_DELETE_RUNS, LABEL_DAG, LABEL_RUN_TY
 from zonda.schedules import assets, dag_plans, scheduling
 from zonda.timetables import DataInterval
 from zonda.timetables.base import coerce_utc
+
+logger = logging.getLogger(__name__)
 
 _RUN_TYPES = frozenset(t.value for t in RunType)
 _RUN_STATES = frozenset(s.value for s in DagRunState)
@@ -192,19 +195,20 @@ class DagReconciler:
                 alias_outlets=inputs.alias_outlets,
             )
 
-        if not (dag.get("spec") or {}).get("timetable"):
+        if (class_path := dag_plans.timetable_class(dag.get("spec"))) is None:
             decided = plan()  # Zonda's own timetables: no user code, called inline
         else:
+            failure = None
             try:
-                decided = await self.timetable_calls.call((namespace, name), plan)
+                decided = await self.timetable_calls.call(("dag", namespace, name), plan)
             except TimeLimitExceeded as exc:
-                decided = dag_plans.timetable_timed_out(
-                    dag["spec"],
-                    status=old_status,
-                    generation=meta.get("generation"),
-                    limit_seconds=exc.limit_seconds,
-                    still_running=exc.earlier,
-                    now=now,
+                failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
+            except Exception as exc:  # a user's timetable raised: said on the DAG, the other DAGs go on
+                failure = dag_plans.TimetableFailure.raised(class_path, exc)
+                logger.warning("DAG %s/%s: %s", namespace, name, failure.says("not scheduled"))
+            if failure is not None:
+                decided = dag_plans.timetable_failed(
+                    failure, status=old_status, generation=meta.get("generation"), now=now
                 )
         return await self._act(dag, decided, runs, old_status, now)
 

@@ -37,12 +37,17 @@ from controller.reconcilers.index import RunIndex, RunSummary, previous_states, 
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake
 from controller.reconcilers.stored_xcoms import StoredXComReader
 from controller.reconcilers.trigger_resources import trigger_body, trigger_report
+from controller.reconcilers.user_code import BoundedCalls, TimeLimitExceeded
 from zonda.passes import compose, decisions, events, plans, status_budget
+from zonda.passes.decisions import Unanswered
 from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus, dag_label_problem
 from zonda.resources.models import Condition, DagSpec
+from zonda.resources.run_events import RunEvent
 from zonda.resources.states import FINISHED_RUN_STATES
 from zonda.resources.wire import LABEL_DAGRUN_UID, parse_time
+from zonda.schedules import dag_plans
+from zonda.schedules.dag_plans import TIMETABLE_RETRY
 from zonda.specs.dags import DagInvalid, ResolvedDag, resolve_dag
 
 logger = logging.getLogger(__name__)
@@ -58,6 +63,17 @@ LEDGER_RETRY = timedelta(milliseconds=200)
 
 class StatusRefused(Exception):
     """The apiserver refused the pass's status as too large; reported on the run already."""
+
+
+@dataclass(frozen=True)
+class TimetableAnswer:
+    """What a pass asked the run's custom timetable: LatestOnly's window (`Unanswered.UNKNOWN` when it
+    did not answer in time or raised), the status with its `Timetable` condition, the Events to post."""
+
+    window: plans.LatestWindow | Unanswered
+    status: DagRunStatus
+    events: tuple[RunEvent, ...]
+    failed: bool
 
 
 @dataclass
@@ -83,6 +99,9 @@ class RunReconciler:
     #: The Triggers by run uid, kept by the controller's Trigger watch (None: listed on every pass,
     #: one API read per pass: a fifth of the reconcile workers' time with 100 runs at once).
     triggers: LabelledObjects | None = None
+    #: A custom timetable is user code: what a run asks of it runs with a time limit (its manual data
+    #: interval at start, LatestOnlyOperator's window), as in the DAG pass (`reconcilers.user_code`).
+    timetable_calls: BoundedCalls = dataclasses.field(default_factory=BoundedCalls)
 
     def __post_init__(self) -> None:
         self.admission = PoolAdmission(self.kube, self.index)
@@ -105,7 +124,7 @@ class RunReconciler:
             start = await self._start(run, spec, status, now)
             if not start.started:  # failed for good (invalid conf), or the DAG is missing or invalid
                 if start.status.state not in FINISHED_RUN_STATES:
-                    return now + DAG_NOT_FOUND_RETRY
+                    return now + (TIMETABLE_RETRY if start.timetable_failed else DAG_NOT_FOUND_RETRY)
                 if start.status.state != status.state and self.on_run_state_change is not None:
                     self.on_run_state_change(namespace, spec.dag_name, name, start.status.state)
                 return None
@@ -115,7 +134,12 @@ class RunReconciler:
         except DagInvalid as exc:  # cannot happen for a snapshot that resolved at start, unless code changed
             await self.kube.emit_event(run, reason="InvalidDag", message=str(exc), warning=True)
             return None
+        answer = await self._ask_timetable(run, status, dag, dag_spec, now)
+        if answer is not None:
+            status = answer.status  # with its Timetable condition
         gathered = await self._gather(run, spec, status, dag, dag_spec, now)
+        if answer is not None:
+            gathered = dataclasses.replace(gathered, latest_window=answer.window)
         plan = compose.compose_pass(gathered)  # no pool limits: only to learn whether it would launch
         before_pass = None
         if plan.launches or plan.adoptions:
@@ -149,12 +173,41 @@ class RunReconciler:
         new_state = plan.status.state.value if plan.status.state is not None else None
         if old_state != new_state and self.on_run_state_change is not None:
             self.on_run_state_change(namespace, spec.dag_name, name, new_state)
-        self.writer.post_events(run, plan.events)
+        self.writer.post_events(run, plan.events if answer is None else [*answer.events, *plan.events])
         log_state_changes(namespace, spec.dag_name, name, before, plan.status)
         metrics.record_run(run, plan.status)
         if plan.new_sla_misses:
             metrics.SLA_MISSES.labels(namespace, spec.dag_name).inc(len(plan.new_sla_misses))
+        if answer is not None and answer.failed:  # ask again then (or sooner, if the run's pods change)
+            retry = now + TIMETABLE_RETRY
+            return retry if plan.wake_at is None else min(plan.wake_at, retry)
         return plan.wake_at
+
+    async def _ask_timetable(
+        self, run: Mapping[str, Any], status: DagRunStatus, dag: ResolvedDag, dag_spec: DagSpec, now: datetime
+    ) -> TimetableAnswer | None:
+        """LatestOnlyOperator's window from the run's custom timetable, with the time limit (None: not
+        a custom timetable, or no LatestOnlyOperator: the pass asks nothing, or Zonda's own inline).
+        Past the limit, or when it raises, LatestOnly waits and the run's `Timetable` condition says why;
+        the rest of the pass goes on."""
+        class_path = dag_plans.timetable_class(status.dag_spec)
+        if class_path is None or not plans.needs_latest_window(dag):
+            return None
+        meta = run["metadata"]
+        failure = None
+        window: plans.LatestWindow | Unanswered = Unanswered.UNKNOWN
+        try:
+            window = await self.timetable_calls.call(
+                ("run", meta["namespace"], meta["name"]),
+                lambda: plans.ask_latest_window(dag_spec, status, now),
+            )
+        except TimeLimitExceeded as exc:
+            failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
+        except Exception as exc:  # a user's timetable raised: said on the run, the pass goes on
+            failure = dag_plans.TimetableFailure.raised(class_path, exc)
+            logger.warning("run %s/%s: %s", meta["namespace"], meta["name"], failure.says("LatestOnly waits"))
+        new, events = plans.timetable_condition(status, failure, now)
+        return TimetableAnswer(window, new, events, failed=failure is not None)
 
     async def _gather(
         self,
@@ -287,18 +340,32 @@ class RunReconciler:
     async def _start(
         self, run: Mapping[str, Any], spec: DagRunSpec, status: DagRunStatus, now: datetime
     ) -> plans.RunStart:
-        """Snapshot the DAG into the run; if it cannot start yet, say why on the run."""
+        """Snapshot the DAG into the run; if it cannot start yet, say why on the run. A DAG with a
+        custom timetable starts its run with the time limit (the timetable is loaded, and a manual
+        run's data interval asked of it)."""
         meta = run["metadata"]
         dag = await self.kube.get_custom(DAGS, meta["namespace"], spec.dag_name)
-        start = plans.start_run(
-            spec,
-            status,
-            plans.DagRef(dag["spec"], dag["metadata"].get("generation")) if dag is not None else None,
-            namespace=meta["namespace"],
-            created_at=parse_time(meta["creationTimestamp"]) or now,
-            generation=meta.get("generation"),
-            now=now,
-        )
+
+        def start_run() -> plans.RunStart:
+            return plans.start_run(
+                spec,
+                status,
+                plans.DagRef(dag["spec"], dag["metadata"].get("generation")) if dag is not None else None,
+                namespace=meta["namespace"],
+                created_at=parse_time(meta["creationTimestamp"]) or now,
+                generation=meta.get("generation"),
+                now=now,
+            )
+
+        class_path = dag_plans.timetable_class(dag["spec"]) if dag is not None else None
+        if class_path is None:
+            start = start_run()
+        else:
+            try:
+                start = await self.timetable_calls.call(("run", meta["namespace"], meta["name"]), start_run)
+            except TimeLimitExceeded as exc:
+                failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
+                start = plans.timetable_not_answered(status, failure, now)
         if not start.started:
             for event in start.events:
                 await self.kube.emit_event(run, reason=event.reason, message=event.message, warning=True)

@@ -22,7 +22,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-#: Seconds a custom timetable's calls in one DAG pass may take (`zonda controller --timetable-timeout`).
+#: Seconds one call of a custom timetable by the controller may take (`zonda controller --timetable-timeout`;
+#: `zonda dags next-runs --timetable-timeout` for the CLI's).
 DEFAULT_LIMIT_SECONDS = 5.0
 
 

@@ -82,6 +82,9 @@ class Gathered:
     stored_xcoms: Mapping[str, Any] = field(default_factory=dict)
     unreadable_xcoms: Mapping[str, str] = field(default_factory=dict)
     limits: PassLimits = DEFAULT_LIMITS
+    #: LatestOnlyOperator's window as the controller asked the timetable for it, with its time limit
+    #: (`plans.ask_latest_window`); not given: asked inline, and only for a DAG with a LatestOnlyOperator.
+    latest_window: plans.LatestWindow | plans.Unanswered = plans.Unanswered.ASK
 
 
 @dataclass(frozen=True)
@@ -183,12 +186,14 @@ def split_attempts(
 def observation(gathered: Gathered) -> Observation:
     """What the pass observes (`plans.observe_run`): current attempts and triggers, strays, and the rest."""
     tries, _ = split_attempts(gathered.attempts)
+    window = gathered.latest_window if plans.needs_latest_window(gathered.dag) else None
     return plans.observe_run(
         gathered.dag_spec,
         gathered.status,
         tries,
         gathered.triggers,
         now=gathered.now,
+        window=window,
         previous_run_states=gathered.previous_run_states,
         running_in_dag=gathered.running_in_dag,
         externally_triggered=gathered.externally_triggered,

@@ -60,6 +60,15 @@ class ObservedTrigger:
     message: str | None = None
 
 
+class Unanswered(enum.Enum):
+    """A LatestOnly window the timetable has not given: `ASK` it (inline, when the pass is composed),
+    or `UNKNOWN`: the controller asked its custom timetable, which did not answer in time or raised, so
+    a LatestOnlyOperator that needs the window waits (the run's `Timetable` condition says why)."""
+
+    ASK = "ask"
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class Observation:
     attempts: dict[str, ObservedAttempt] = field(default_factory=dict)  # by task id, current tries only
@@ -71,8 +80,9 @@ class Observation:
     triggers: dict[str, ObservedTrigger] = field(default_factory=dict)  # by task id
     stray_triggers: tuple[str, ...] = ()  # trigger names whose task instance is no longer deferred
     previous_run_states: dict[str, TaskInstanceState] | None = None  # for dependsOnPast; None: first run
-    #: LatestOnlyOperator's window `(left, right]` (`zonda.passes.plans.latest_window`); None: the last run.
-    latest_window: tuple[datetime, datetime] | None = None
+    #: LatestOnlyOperator's window `(left, right]` (`zonda.passes.plans.latest_window`); None: the last
+    #: run; `Unanswered.UNKNOWN`: the timetable did not answer, a LatestOnlyOperator waits.
+    latest_window: tuple[datetime, datetime] | Unanswered | None = None
     #: Airflow 2's `DagRun.external_trigger`: a manual run a user or another DAG made (every manual run
     #: in the cluster); False for the run of `dag.test()` / `zonda dags test`, which LatestOnly judges.
     externally_triggered: bool = True

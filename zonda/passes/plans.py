@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from zonda.passes.container_mapping import mapped_container_args
-from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger
+from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, ObservedTrigger, Unanswered
 from zonda.resources import conditions
 from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
 from zonda.resources.models import DagRunState, DagSpec, TaskInstanceState
@@ -28,15 +28,19 @@ from zonda.resources.run_events import RunEvent
 from zonda.resources.run_types import RunType
 from zonda.resources.states import FINISHED_RUN_STATES
 from zonda.schedules import scheduling
-from zonda.schedules.dag_plans import timetable_for, utc_interval
+from zonda.schedules.dag_plans import TimetableFailure, timetable_class, timetable_for, utc_interval
 from zonda.specs import params
-from zonda.specs.dags import DagInvalid, parse_dag_spec, resolve_dag
+from zonda.specs.dags import DagInvalid, ResolvedDag, parse_dag_spec, resolve_dag
+from zonda.specs.operator_registry import LATEST_ONLY_OPERATORS
 from zonda.timetables import DataInterval, TimeRestriction, Timetable
 from zonda.timetables.base import coerce_utc, pinned_clock
 
 S = TaskInstanceState
 #: Attempts the executor still runs: a stray in one of these phases is stopped.
 _ALIVE = frozenset({AttemptPhase.PENDING, AttemptPhase.RUNNING})
+
+
+LatestWindow = tuple[datetime, datetime] | None
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,12 @@ class RunStart:
     status: DagRunStatus
     started: bool
     events: tuple[RunEvent, ...] = ()
+
+    @property
+    def timetable_failed(self) -> bool:
+        """Not started because the DAG's custom timetable did not answer in time or raised."""
+        ready = next((c for c in self.status.conditions if c.type == "Ready"), None)
+        return ready is not None and ready.reason in ("TimetableTimeout", "TimetableError")
 
 
 def start_run(
@@ -82,9 +92,17 @@ def start_run(
     try:
         dag_spec = parse_dag_spec(dag.spec)
         resolve_dag(spec.dag_name, dag_spec)
+    except (DagInvalid, ValueError, ImportError) as exc:
+        return _not_started(status, "InvalidDag", f"DAG {spec.dag_name!r} is invalid: {exc}", now)
+    class_path = timetable_class(dag.spec)
+    try:
         timetable = timetable_for(dag_spec)
     except (DagInvalid, ValueError, ImportError) as exc:
         return _not_started(status, "InvalidDag", f"DAG {spec.dag_name!r} is invalid: {exc}", now)
+    except Exception as exc:  # a custom timetable's constructor raised: the run waits, said on it
+        if class_path is None:
+            raise
+        return timetable_not_answered(status, TimetableFailure.raised(class_path, exc), now)
     conf_errors = params.run_conf_errors(dag_spec.to_wire(), spec.conf)
     if conf_errors:
         return _failed_to_start(
@@ -98,6 +116,10 @@ def start_run(
             f"the run's dates are out of range (logicalDate {given.isoformat() if given else None}): {exc}"
         )
         return _failed_to_start(status, "InvalidDates", message, now)
+    except Exception as exc:  # a custom timetable's infer_manual_data_interval raised
+        if class_path is None:
+            raise
+        return timetable_not_answered(status, TimetableFailure.raised(class_path, exc), now)
     conds = conditions.set_condition(
         status.conditions,
         type="Ready",
@@ -158,6 +180,47 @@ def run_dates(spec: DagRunSpec, dag_spec: DagSpec, timetable: Timetable, *, crea
     due = scheduling.manual_run(timetable, run_after=spec.logical_date or created_at)
     run_after = coerce_utc(spec.run_after or due.run_after)
     return RunDates(f"{kind}__{due.logical_date.isoformat()}", due.logical_date, due.data_interval, run_after)
+
+
+def timetable_not_answered(status: DagRunStatus, failure: TimetableFailure, now: datetime) -> RunStart:
+    """A run whose start needs its DAG's custom timetable (its manual data interval), which did not
+    answer within the controller's limit or raised: it waits, queued (`Ready=False`, the failure's
+    reason, a Warning Event when it starts); the controller asks again after `TIMETABLE_RETRY`."""
+    message = failure.says("the run starts once it answers" + ("" if failure.error else " in time"))
+    conds = conditions.set_condition(
+        status.conditions, type="Ready", status=False, reason=failure.reason, message=message, now=now
+    )
+    events: tuple[RunEvent, ...] = ()
+    if conditions.condition_turned(status.conditions, conds, "Ready"):
+        events = (RunEvent(failure.reason, message, warning=True),)
+    new = status.model_copy(update={"conditions": conds, "state": DagRunState.QUEUED})
+    return RunStart(status=new, started=False, events=events)
+
+
+def timetable_condition(
+    status: DagRunStatus, failure: TimetableFailure | None, now: datetime
+) -> tuple[DagRunStatus, tuple[RunEvent, ...]]:
+    """A started run's `Timetable` condition: False with the failure (a Warning Event when it starts)
+    while the custom timetable its pass needs (LatestOnlyOperator's window) does not answer in time
+    or raises; True again (`Answered`) once it does. A run that never needed it has none."""
+    old = next((c for c in status.conditions if c.type == "Timetable"), None)
+    if failure is None:
+        if old is None or old.status == "True":
+            return status, ()
+        conds = conditions.set_condition(
+            status.conditions, type="Timetable", status=True, reason="Answered", message="", now=now
+        )
+        return status.model_copy(update={"conditions": conds}), ()
+    message = failure.says(
+        "this run's pass waits until it answers (LatestOnlyOperator needs the run after this one)"
+    )
+    conds = conditions.set_condition(
+        status.conditions, type="Timetable", status=False, reason=failure.reason, message=message, now=now
+    )
+    events: tuple[RunEvent, ...] = ()
+    if conditions.condition_turned(status.conditions, conds, "Timetable"):
+        events = (RunEvent(failure.reason, message, warning=True),)
+    return status.model_copy(update={"conditions": conds}), events
 
 
 def _not_started(status: DagRunStatus, reason: str, message: str, now: datetime) -> RunStart:
@@ -250,14 +313,34 @@ def observe_run(
     triggers: Iterable[ObservedTrigger],
     *,
     now: datetime,
+    window: LatestWindow | Unanswered = Unanswered.ASK,
     **context: Any,
 ) -> Observation:
     """What a pass over a run observes, as the controller and `DAG.test()` both gather it: `observe`,
-    with the LatestOnly window worked out for `now`; `context` as `observe`'s (previous runs...)."""
-    return observe(status, attempts, triggers, latest_window=latest_window(dag_spec, status, now), **context)
+    with the LatestOnly window (`window`, or worked out for `now` when not given); `context` as
+    `observe`'s (previous runs...)."""
+    if window is Unanswered.ASK:
+        window = latest_window(dag_spec, status, now)
+    return observe(status, attempts, triggers, latest_window=window, **context)
 
 
-def latest_window(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> tuple[datetime, datetime] | None:
+def needs_latest_window(dag: ResolvedDag) -> bool:
+    """Whether a pass over the DAG's runs needs the timetable's next run: only a LatestOnlyOperator
+    does (a custom timetable is not asked on every pass of every run for nothing)."""
+    return any(task.operator in LATEST_ONLY_OPERATORS for task in dag.tasks.values())
+
+
+def latest_window(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> LatestWindow:
+    """`ask_latest_window`, None when the timetable raises (`DAG.test()`: the run proceeds as the last
+    scheduled one; the controller asks `ask_latest_window` itself and reports a custom timetable that
+    raises or hangs)."""
+    try:
+        return ask_latest_window(dag_spec, status, now)
+    except Exception:  # a custom timetable that cannot answer: LatestOnly then treats the run as latest
+        return None
+
+
+def ask_latest_window(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> LatestWindow:
     """LatestOnlyOperator's "is this the latest run" window `(left, right]` for the run's interval, as the
     Airflow the DAG was written for computes it; None when the timetable has no run after this one
     (the run then proceeds as the last scheduled one).
@@ -270,27 +353,24 @@ def latest_window(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> tup
     if status.data_interval_start is None or status.data_interval_end is None:
         return None
     interval = utc_interval(status.data_interval_start, status.data_interval_end)
-    try:
-        timetable = timetable_for(dag_spec)
-        with pinned_clock(coerce_utc(now)):
-            if dag_spec.airflow_version != "3":
-                info = timetable.next_dagrun_info(
-                    last_automated_data_interval=interval,
-                    restriction=TimeRestriction(earliest=None, latest=None, catchup=True),
-                )
-                return (info.data_interval.start, info.data_interval.end) if info else None
-            before = timetable.next_dagrun_info(
+    timetable = timetable_for(dag_spec)
+    with pinned_clock(coerce_utc(now)):
+        if dag_spec.airflow_version != "3":
+            info = timetable.next_dagrun_info(
                 last_automated_data_interval=interval,
-                restriction=TimeRestriction(
-                    earliest=None, latest=interval.end - timedelta(microseconds=1), catchup=True
-                ),
+                restriction=TimeRestriction(earliest=None, latest=None, catchup=True),
             )
-            after = timetable.next_dagrun_info(
-                last_automated_data_interval=interval,
-                restriction=TimeRestriction(earliest=interval.end, latest=None, catchup=True),
-            )
-    except Exception:  # a custom timetable that cannot answer: LatestOnly then treats the run as latest
-        return None
+            return (info.data_interval.start, info.data_interval.end) if info else None
+        before = timetable.next_dagrun_info(
+            last_automated_data_interval=interval,
+            restriction=TimeRestriction(
+                earliest=None, latest=interval.end - timedelta(microseconds=1), catchup=True
+            ),
+        )
+        after = timetable.next_dagrun_info(
+            last_automated_data_interval=interval,
+            restriction=TimeRestriction(earliest=interval.end, latest=None, catchup=True),
+        )
     if after is None:
         return None
     return (before.data_interval.end if before else interval.start, after.data_interval.end)
@@ -298,10 +378,16 @@ def latest_window(dag_spec: DagSpec, status: DagRunStatus, now: datetime) -> tup
 
 __all__ = [
     "DagRef",
+    "LatestWindow",
     "RunStart",
+    "Unanswered",
+    "ask_latest_window",
     "latest_window",
     "mapped_container_args",
+    "needs_latest_window",
     "observe",
     "observe_run",
     "start_run",
+    "timetable_condition",
+    "timetable_not_answered",
 ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from zonda.passes import skips
+from zonda.passes.decisions import Unanswered
 from zonda.passes.graphs import descendants
 from zonda.passes.pass_state import PassState
 from zonda.passes.trigger_rules import TriggerRuleOutcome, evaluate_trigger_rule
@@ -161,6 +162,8 @@ class Readiness:
             reason, latest = "Manually triggered DAG_Run: allowing execution to proceed.", True
         elif manual and self.state.observed.externally_triggered:
             reason, latest = "Externally triggered DAG_Run: allowing execution to proceed.", True
+        elif isinstance(window, Unanswered):
+            return  # the custom timetable did not answer: decided once it does (the run says: Timetable)
         elif window is None:
             reason, latest = "Last scheduled execution: allowing execution to proceed.", True
         elif window[0] < self.state.now <= window[1]:

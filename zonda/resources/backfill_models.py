@@ -11,7 +11,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from zonda.resources.models import CrdModel, JsonObject
+from zonda.resources.models import Condition, CrdModel, JsonObject
 
 
 class ReprocessBehavior(enum.StrEnum):
@@ -57,3 +57,8 @@ class BackfillStatus(CrdModel):
     next_logical_date: datetime | None = None
     planned: list[datetime] = Field(default_factory=list, description="The dates to run, in run order.")
     message: str | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Ready=False while the DAG's custom timetable does not list the dates (TimetableTimeout, "
+        "TimetableError); True again once it does.",
+    )

@@ -39,6 +39,16 @@ def set_condition(
     return result
 
 
+def condition_turned(before: list[Condition], after: list[Condition], type: str) -> bool:
+    """True when `type`'s status or reason differs (its message alone may change without an Event:
+    "still running" after "did not answer" is the same news)."""
+    old = next((c for c in before if c.type == type), None)
+    new = next((c for c in after if c.type == type), None)
+    if old is None or new is None:
+        return old is not new
+    return (old.status, old.reason) != (new.status, new.reason)
+
+
 def condition_changed(before: list[Condition], after: list[Condition], type: str) -> bool:
     """True when `type`'s status or reason differs: the moment to post an Event about it."""
     old = next((c for c in before if c.type == type), None)

@@ -14,16 +14,18 @@ by never creating it; runs already created go on (as Airflow lets running backfi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from zonda.resources import conditions
 from zonda.resources.backfill_models import BackfillSpec, BackfillState, BackfillStatus, ReprocessBehavior
 from zonda.resources.models import DagRunState, DagSpec
 from zonda.resources.run_types import RunType
 from zonda.resources.states import FINISHED_RUN_STATES
 from zonda.schedules import scheduling
-from zonda.schedules.dag_plans import RunRef, timetable_for
+from zonda.schedules.dag_plans import TIMETABLE_RETRY, RunRef, TimetableFailure, timetable_for
 from zonda.timetables.base import DataInterval, coerce_utc
 
 #: At most this many logical dates per backfill (a typo in a range should not make a million runs).
@@ -45,6 +47,48 @@ class BackfillPlan:
     status: BackfillStatus
     to_create: tuple[BackfillRun, ...] = ()
     events: tuple[tuple[str, str], ...] = field(default=())  # (reason, message)
+    #: Warning Events to post whatever the state did (a condition that turned False).
+    warnings: tuple[tuple[str, str], ...] = field(default=())
+    #: When to look again (None: when one of the DAG's runs changes).
+    wake_at: datetime | None = None
+
+
+def timetable_failed(
+    status: BackfillStatus, failure: TimetableFailure, *, generation: int | None, now: datetime
+) -> BackfillPlan:
+    """The DAG's custom timetable did not list the backfill's dates within the controller's limit, or
+    raised: nothing is created (no run from a guess), the status keeps its counts, `Ready=False` names
+    the class and the limit or the exception (a Warning Event when it turns False), and the dates are
+    asked again after `TIMETABLE_RETRY`; the other backfills and DAGs go on."""
+    message = failure.says("no run of this backfill is created until it lists the dates")
+    conds = conditions.set_condition(
+        status.conditions,
+        type="Ready",
+        status=False,
+        reason=failure.reason,
+        message=message,
+        now=now,
+        generation=generation,
+    )
+    warnings: tuple[tuple[str, str], ...] = ()
+    if conditions.condition_turned(status.conditions, conds, "Ready"):
+        warnings = ((failure.reason, message),)
+    new = status.model_copy(update={"conditions": conds, "observed_generation": generation})
+    return BackfillPlan(status=new, warnings=warnings, wake_at=now + TIMETABLE_RETRY)
+
+
+def listed_again(plan: BackfillPlan, previous: BackfillStatus, now: datetime) -> BackfillPlan:
+    """The plan's status with the conditions kept, and `Ready` True again (`DatesListed`) once the
+    timetable that failed to list the dates has listed them."""
+    ready = next((c for c in previous.conditions if c.type == "Ready"), None)
+    if ready is None:
+        return plan
+    conds = previous.conditions
+    if ready.status != "True":
+        conds = conditions.set_condition(
+            conds, type="Ready", status=True, reason="DatesListed", message="", now=now
+        )
+    return dataclasses.replace(plan, status=plan.status.model_copy(update={"conditions": conds}))
 
 
 def run_name(backfill_name: str, logical_date: datetime) -> str:

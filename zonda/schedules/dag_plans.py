@@ -292,47 +292,88 @@ def _aliases_resolvable(
     return new, ()
 
 
-#: How long a DAG whose timetable overran its time limit waits before its timetable is asked again.
+#: How long an object whose custom timetable overran its time limit (or raised) waits before the
+#: timetable is asked again: a DAG, a run that needs it, a Backfill listing its dates.
 TIMETABLE_RETRY = timedelta(seconds=60)
+#: How much of a timetable's exception message a condition and an Event quote.
+TIMETABLE_ERROR_CHARS = 300
 
 
-def timetable_timed_out(
-    raw_spec: Mapping[str, Any],
-    *,
-    status: DagStatus,
-    generation: int | None,
-    limit_seconds: float,
-    still_running: bool,
-    now: datetime,
-) -> DagPlan:
-    """The DAG's status when its custom timetable did not answer within the controller's time limit.
-
-    Nothing is scheduled for it (no run is created from a guess); the other DAGs' passes go on (the
-    controller stopped waiting). `Ready=False` (`TimetableTimeout`) names the class and the limit, with
-    a Warning Event when it starts; the timetable is asked again after `TIMETABLE_RETRY`, and the DAG
-    schedules as before once it answers in time.
-    """
+def timetable_class(raw_spec: Mapping[str, Any] | None) -> str | None:
+    """The class path of a DAG spec's custom timetable (None: Zonda's own, no user code)."""
     timetable = raw_spec.get("timetable") if isinstance(raw_spec, Mapping) else None
     class_path = timetable.get("class") if isinstance(timetable, Mapping) else None
-    message = (
-        f"timetable {class_path or '?'} did not answer within the controller's limit of "
-        f"{limit_seconds:g} s (--timetable-timeout)"
+    return str(class_path) if class_path else None
+
+
+@dataclass(frozen=True)
+class TimetableFailure:
+    """A custom timetable the controller asked that did not answer within its limit (`limit_seconds`;
+    `still_running`: its earlier call has not returned, so it was not called again), or raised (`error`:
+    the exception's type and message, cut). The same words on a DAG, a run and a Backfill."""
+
+    class_path: str
+    limit_seconds: float | None = None
+    still_running: bool = False
+    error: str | None = None
+    #: Whose limit it was: the controller's, or a CLI command's.
+    limited_by: str = "the controller's"
+
+    @classmethod
+    def raised(cls, class_path: str, exc: BaseException) -> TimetableFailure:
+        text = str(exc)
+        if len(text) > TIMETABLE_ERROR_CHARS:
+            text = text[: TIMETABLE_ERROR_CHARS - 3] + "..."
+        return cls(class_path, error=f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+    @property
+    def reason(self) -> str:
+        return "TimetableError" if self.error is not None else "TimetableTimeout"
+
+    def says(self, consequence: str) -> str:
+        """The message: what the timetable did, then `consequence` (what the object does meanwhile)."""
+        if self.error is not None:
+            text = f"timetable {self.class_path} raised {self.error}"
+        else:
+            limit = self.limit_seconds or 0.0
+            text = (
+                f"timetable {self.class_path} did not answer within {self.limited_by} limit of {limit:g} s "
+                "(--timetable-timeout)"
+            )
+            if self.still_running:
+                text += (
+                    "; its earlier call is still running (the controller does not call it again until then)"
+                )
+        return f"{text}: {consequence}"
+
+
+def timetable_failed(
+    failure: TimetableFailure, *, status: DagStatus, generation: int | None, now: datetime
+) -> DagPlan:
+    """The DAG's status when its custom timetable did not answer within the controller's time limit,
+    or raised.
+
+    Nothing is scheduled for it (no run is created from a guess); the other DAGs' passes go on (the
+    controller stopped waiting, or caught the exception). `Ready=False` (`TimetableTimeout` or
+    `TimetableError`) names the class and the limit or the exception, with a Warning Event when it
+    starts; the timetable is asked again after `TIMETABLE_RETRY`, and the DAG schedules as before once
+    it answers in time.
+    """
+    message = failure.says(
+        f"no runs are scheduled for this DAG until it answers{'' if failure.error else ' in time'}"
     )
-    if still_running:
-        message += "; its earlier call is still running (the controller does not call it again until then)"
-    message += ": no runs are scheduled for this DAG until it answers in time"
     conds = conditions.set_condition(
         status.conditions,
         type="Ready",
         status=False,
-        reason="TimetableTimeout",
+        reason=failure.reason,
         message=message,
         now=now,
         generation=generation,
     )
     events: tuple[RunEvent, ...] = ()
-    if conditions.condition_changed(status.conditions, conds, "Ready"):
-        events = (RunEvent("TimetableTimeout", message, warning=True),)
+    if conditions.condition_turned(status.conditions, conds, "Ready"):
+        events = (RunEvent(failure.reason, message, warning=True),)
     new = status.model_copy(update={"conditions": conds, "observed_generation": generation})
     return DagPlan(status=new, events=events, wake_at=now + TIMETABLE_RETRY)
 
@@ -389,9 +430,11 @@ def utc_interval(start: datetime, end: datetime) -> DataInterval:
 __all__ = [
     "DagPlan",
     "RunRef",
+    "TimetableFailure",
     "last_automated_interval",
     "plan_dag",
+    "timetable_class",
+    "timetable_failed",
     "timetable_for",
-    "timetable_timed_out",
     "utc_interval",
 ]

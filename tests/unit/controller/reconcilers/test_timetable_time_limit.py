@@ -65,7 +65,7 @@ def test_a_hanging_timetable_fails_its_dag_and_the_other_dags_are_scheduled() ->
         assert calls.overrunning() == 1
 
         faulty_timetables.RELEASE.set()
-        await calls.returned((NS, "stuck"))  # the runaway thread returns once released
+        await calls.returned(("dag", NS, "stuck"))  # the runaway thread returns once released
         assert calls.overrunning() == 0
         await reconcilers.reconcile("dag", NS, "stuck")
         assert runs_of(kube, "stuck"), "once the timetable answers in time the DAG schedules again"
