@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.kube import BACKFILLS, DAGRUNS, DAGS, AlreadyExists, KubeApi
+from controller.reconcilers import user_code
 from controller.reconcilers.common import StatusWriter, parse_status
 from controller.reconcilers.dags import run_ref
 from controller.reconcilers.user_code import BoundedCalls, TimeLimitExceeded
@@ -120,7 +121,7 @@ class BackfillReconciler:
         else:
             failure = None
             try:
-                dates = await self.timetable_calls.call(("backfill", meta["namespace"], meta["name"]), listed)
+                dates = await self.timetable_calls.call(user_code.key_of("backfill", backfill), listed)
             except TimeLimitExceeded as exc:
                 failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
             except Exception as exc:  # a user's timetable raised: said on the Backfill, the others go on

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
-from controller.reconcilers import metrics
+from controller.reconcilers import metrics, user_code
 from controller.reconcilers.asset_index import (
     AliasResolutions,
     AssetDagIndex,
@@ -200,7 +200,7 @@ class DagReconciler:
         else:
             failure = None
             try:
-                decided = await self.timetable_calls.call(("dag", namespace, name), plan)
+                decided = await self.timetable_calls.call(user_code.key_of("dag", dag), plan)
             except TimeLimitExceeded as exc:
                 failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
             except Exception as exc:  # a user's timetable raised: said on the DAG, the other DAGs go on

@@ -30,7 +30,7 @@ from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
 from controller.reconcilers import callbacks as reconciler_callbacks
-from controller.reconcilers import metrics
+from controller.reconcilers import metrics, user_code
 from controller.reconcilers.assets import fault_point, record_events
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
@@ -198,8 +198,7 @@ class RunReconciler:
         window: plans.LatestWindow | Unanswered = Unanswered.UNKNOWN
         try:
             window = await self.timetable_calls.call(
-                ("run", meta["namespace"], meta["name"]),
-                lambda: plans.ask_latest_window(dag_spec, status, now),
+                user_code.key_of("run", run), lambda: plans.ask_latest_window(dag_spec, status, now)
             )
         except TimeLimitExceeded as exc:
             failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
@@ -362,7 +361,7 @@ class RunReconciler:
             start = start_run()
         else:
             try:
-                start = await self.timetable_calls.call(("run", meta["namespace"], meta["name"]), start_run)
+                start = await self.timetable_calls.call(user_code.key_of("run", run), start_run)
             except TimeLimitExceeded as exc:
                 failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
                 start = plans.timetable_not_answered(status, failure, now)

@@ -16,15 +16,23 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 #: Seconds one call of a custom timetable by the controller may take (`zonda controller --timetable-timeout`;
 #: `zonda dags next-runs --timetable-timeout` for the CLI's).
 DEFAULT_LIMIT_SECONDS = 5.0
+
+
+def key_of(kind: str, obj: Mapping[str, Any]) -> Hashable:
+    """The key of an object's bounded calls: its kind, namespace, name and uid (an object deleted and
+    created again under its name while its call still hangs gets a call of its own, not the old one's
+    report)."""
+    meta = obj["metadata"]
+    return (kind, meta.get("namespace"), meta["name"], meta.get("uid"))
 
 
 class TimeLimitExceeded(Exception):

@@ -8,7 +8,10 @@ controller stays alive, is not busy looping (its CPU time is measured) and keeps
 Small in CI (`ZONDA_FUZZ_EXAMPLES`, default 30, derandomized: the same manifests every run); larger on
 demand. The classes: cycles, self-dependencies, unknown dependencies, duplicate task ids, ids that
 collide after normalisation to DNS names, names at and past the length limits, a cron that never
-fires (Feb 30), a timezone that does not exist, year 9999, and bad dates.
+fires (Feb 30), a timezone that does not exist, year 9999, bad dates, and custom timetables that hang,
+raise or do not exist (`tests.faulty_timetables`): one that hangs or raises is judged on `Ready`
+(`TimetableTimeout`, `TimetableError`, with a Warning Event) instead of `Valid`, whose verdict its
+spec never reaches.
 
 Real: the apiserver (its CRD schema is the admission), the controller process.
 """
@@ -38,6 +41,12 @@ TIMEZONES = st.sampled_from([None, "UTC", "Europe/Paris", "Mars/Olympus", "+25:0
 DATES = st.sampled_from(
     [None, "2024-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "yesterday", "2024-02-30"]
 )
+TIMETABLES = st.sampled_from(
+    [None, None, None, "tests.faulty_timetables.HangingTimetable", "tests.faulty_timetables.RaisingTimetable",
+     "tests.faulty_timetables.NoSuchTimetable"]
+)  # fmt: skip
+#: The reasons of a DAG whose custom timetable did not answer: judged on `Ready`, not `Valid`.
+TIMETABLE_REASONS = ("TimetableTimeout", "TimetableError")
 
 
 @st.composite
@@ -52,12 +61,30 @@ def dag_manifests(draw: st.DrawFn) -> dict[str, Any]:
         spec["timezone"] = timezone
     if (start := draw(DATES)) is not None:
         spec["startDate"] = start
+    if (timetable := draw(TIMETABLES)) is not None:
+        spec.pop("schedule")
+        spec["timetable"] = {"class": timetable, "params": {}}
     return {
         "apiVersion": "zonda.dev/v1alpha1",
         "kind": "DAG",
         "metadata": {"name": draw(NAMES)},
         "spec": spec,
     }
+
+
+def timetable_dag(name: str, class_path: str) -> dict[str, Any]:
+    spec = {"timetable": {"class": class_path, "params": {}}, "startDate": "2024-01-01T00:00:00Z",
+            "tasks": [{"id": "e", "operator": "EmptyOperator"}]}  # fmt: skip
+    return {"apiVersion": "zonda.dev/v1alpha1", "kind": "DAG", "metadata": {"name": name}, "spec": spec}
+
+
+#: The classes the derandomized draws may miss (a valid DAG with a custom timetable is rare among them),
+#: each once: (manifest, what it must get).
+NAMED = [
+    (timetable_dag("tt-hangs", "tests.faulty_timetables.HangingTimetable"), "timetable"),
+    (timetable_dag("tt-raises", "tests.faulty_timetables.RaisingTimetable"), "timetable"),
+    (timetable_dag("tt-missing", "tests.faulty_timetables.NoSuchTimetable"), "invalid"),
+]
 
 
 def conditions_of(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
@@ -78,17 +105,15 @@ def test_bad_dag_manifests_are_refused_or_marked_and_the_controller_keeps_servin
     healthy = {"apiVersion": "zonda.dev/v1alpha1", "kind": "DAG", "metadata": {"name": "healthy"},
                "spec": {"schedule": None, "tasks": [{"id": "e", "operator": "EmptyOperator"}]}}  # fmt: skip
     apply(cluster, namespace, healthy)
-    outcomes: dict[str, int] = {"refused": 0, "valid": 0, "invalid": 0}
+    outcomes: dict[str, int] = {"refused": 0, "valid": 0, "invalid": 0, "timetable": 0}
     said: list[str] = []  # what each manifest got: the admission error or the condition's message
-    with controller(cluster, namespace, tmp_path) as process:
+    with controller(cluster, namespace, tmp_path, extra=["--timetable-timeout", "1"]) as process:
         assert process.process is not None
         wait_run_finished(cluster, namespace, trigger(cluster, namespace, "healthy"), timeout=60)
         cpu_before, wall_before = cpu_seconds(process.process.pid), time.monotonic()
 
-        @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
-        @given(dag_manifests())
-        def one(manifest: dict[str, Any]) -> None:
+        def judge(manifest: dict[str, Any]) -> str:
+            """What the manifest got: refused, valid, invalid or timetable (the outcome's key)."""
             name = manifest["metadata"]["name"]
             cluster.kubectl("delete", "dag", name, "-n", namespace, "--ignore-not-found", "--wait=true")
             result = cluster.kubectl(
@@ -98,24 +123,42 @@ def test_bad_dag_manifests_are_refused_or_marked_and_the_controller_keeps_servin
                 outcomes["refused"] += 1
                 said.append(f"refused: {result.stderr.strip()[-160:]}")
                 assert "spec." in result.stderr or "metadata.name" in result.stderr, result.stderr
-                return
+                return "refused"
             uid = json.loads(cluster.kubectl("get", "dag", name, "-n", namespace, "-o", "json").stdout)
             generation = uid["metadata"]["generation"]
             valid = wait_for(
                 lambda: next(
                     (c for c in conditions_of(cluster, namespace, name)
-                     if c["type"] == "Valid" and c.get("observedGeneration", 1) == generation),
+                     if c.get("observedGeneration", 1) == generation
+                     and (c["type"] == "Valid" or c["reason"] in TIMETABLE_REASONS)),
                     None,
                 ),
                 f"DAG {name} to be judged ({json.dumps(manifest['spec'])})",
                 timeout=30,
             )  # fmt: skip
+            if valid["reason"] in TIMETABLE_REASONS:  # the timetable hung or raised: said, and warned
+                outcomes["timetable"] += 1
+                said.append(f"timetable: {valid['message'][:160]}")
+                assert valid["type"] == "Ready" and valid["status"] == "False", valid
+                assert manifest["spec"]["timetable"]["class"] in valid["message"], valid
+                wait_for(
+                    lambda: [
+                        e
+                        for e in get(cluster, namespace, "events.v1.events.k8s.io")["items"]
+                        if e["regarding"]["uid"] == uid["metadata"]["uid"]
+                        and e["reason"] == valid["reason"]
+                        and e["type"] == "Warning"
+                    ],
+                    f"the {valid['reason']} Event of {name}",
+                    timeout=30,
+                )
+                return "timetable"
             spec = manifest["spec"]
             summary = {k: spec.get(k) for k in ("schedule", "timezone", "startDate")}
             if valid["status"] == "True":
                 outcomes["valid"] += 1
                 said.append(f"valid: {summary}")
-                return
+                return "valid"
             outcomes["invalid"] += 1
             said.append(f"invalid: {valid['message'][:160]}")
             assert valid["reason"] == "InvalidSpec" and valid["message"], valid
@@ -131,6 +174,16 @@ def test_bad_dag_manifests_are_refused_or_marked_and_the_controller_keeps_servin
                 f"the InvalidSpec Event of {name}",
                 timeout=30,
             )
+            return "invalid"
+
+        for manifest, expected in NAMED:  # each class once, whatever the fuzzer draws
+            assert judge(manifest) == expected, manifest
+
+        @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @given(dag_manifests())
+        def one(manifest: dict[str, Any]) -> None:
+            judge(manifest)
 
         one()
         fuzz_cpu = cpu_seconds(process.process.pid) - cpu_before

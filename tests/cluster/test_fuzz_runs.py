@@ -11,8 +11,10 @@ measured) and keeps serving the healthy DAG (a run of it is triggered and timed 
 
 The classes: missing and over-long names, unknown run types, logical dates at year 1 and 9999 and
 invalid ones, data intervals reversed or half given, conf that breaks the DAG's params and a 1 MB
-conf; backfills reversed, of one date, of ten thousand and more dates, of a missing DAG; pools of -2,
--1, 0 and 2^40 slots and names Airflow allows but DNS does not.
+conf; runs and backfills of DAGs whose custom timetable hangs or raises (`tests.faulty_timetables`:
+the run waits, not started, the backfill lists nothing, each with its condition and a Warning Event);
+backfills reversed, of one date, of ten thousand and more dates, of a missing DAG; pools of -2, -1, 0
+and 2^40 slots and names Airflow allows but DNS does not.
 
 Small in CI (`ZONDA_FUZZ_EXAMPLES`, default 20 of each kind, derandomized: the same manifests every run).
 
@@ -57,6 +59,19 @@ HEALTHY_DAG = {
         ],
     },
 }  # fmt: skip
+#: DAGs whose custom timetable hangs or raises in every call: their runs and backfills are fuzzed too.
+FAULTY_DAGS = {
+    "hangs": "tests.faulty_timetables.HangingTimetable",
+    "raises": "tests.faulty_timetables.RaisingTimetable",
+}
+TIMETABLE_REASONS = ("TimetableTimeout", "TimetableError")
+
+
+def faulty_dag(name: str, class_path: str) -> dict[str, Any]:
+    spec = {"timetable": {"class": class_path, "params": {}}, "startDate": "2024-01-01T00:00:00Z",
+            "tasks": [{"id": "first", "operator": "EmptyOperator"}]}  # fmt: skip
+    return {"apiVersion": API, "kind": "DAG", "metadata": {"name": name}, "spec": spec}
+
 
 NAMES = st.sampled_from(["fz", "fz-upper", "a" * 63, "b" * 254, "Fz_Bad"]) | st.from_regex(
     r"\Afz-[a-z0-9]{1,8}\Z"
@@ -73,7 +88,9 @@ RUN_TYPES = st.sampled_from([None, "manual", "scheduled", "backfill", "asset_tri
 
 @st.composite
 def dagrun_manifests(draw: st.DrawFn) -> dict[str, Any]:
-    spec: dict[str, Any] = {"dagName": draw(st.sampled_from([HEALTHY, HEALTHY, "missing", "", "c" * 300]))}
+    spec: dict[str, Any] = {
+        "dagName": draw(st.sampled_from([HEALTHY, HEALTHY, "missing", "", "c" * 300, *FAULTY_DAGS]))
+    }
     if (run_type := draw(RUN_TYPES)) is not None:
         spec["runType"] = run_type
     if (logical := draw(DATES)) is not None:
@@ -104,7 +121,7 @@ def backfill_manifests(draw: st.DrawFn) -> dict[str, Any]:
     }[span]
     big = span in ("decades", "millennia")
     spec: dict[str, Any] = {
-        "dagName": draw(st.sampled_from([HEALTHY, HEALTHY, "missing"])),
+        "dagName": draw(st.sampled_from([HEALTHY, HEALTHY, "missing", *FAULTY_DAGS])),
         "fromDate": dates[0],
         "toDate": dates[1],
         "maxActiveRuns": draw(st.sampled_from([0, 1, 3])),
@@ -140,6 +157,7 @@ def backfill_of(name: str, start: str, end: str, **spec: Any) -> dict[str, Any]:
 
 
 DAY = {"start": "2024-01-02T00:00:00Z", "end": "2024-01-03T00:00:00Z"}
+JAN_5_7 = ("2024-01-05T00:00:00Z", "2024-01-07T00:00:00Z")
 #: Each class once, whatever the fuzzer draws: (resource, manifest, what the user must be told first).
 NAMED: list[tuple[str, dict[str, Any], str | None]] = [
     ("dagrun", run_of("conf-1mb", conf={"blob": "x" * 1_000_000}), "success"),
@@ -157,6 +175,12 @@ NAMED: list[tuple[str, dict[str, Any], str | None]] = [
     ("backfill", backfill_of("one-date", "2024-01-05T00:00:00Z", "2024-01-05T00:00:00Z"), None),
     ("backfill", backfill_of("reversed", "2024-01-07T00:00:00Z", "2024-01-05T00:00:00Z"),
      "failed: total 0 fromDate 2024-01-07T00:00:00+00:00 is after toDate"),
+    ("dagrun", run_of("tt-hangs", dagName="hangs"), "not started (TimetableTimeout): timetable tests."),
+    ("dagrun", run_of("tt-raises", dagName="raises"), "not started (TimetableError): timetable tests."),
+    ("backfill", backfill_of("tt-hangs", *JAN_5_7, dagName="hangs"),
+     "not listed (TimetableTimeout): timetable tests.faulty_timetables.HangingTimetable did not answer"),
+    ("backfill", backfill_of("tt-raises", *JAN_5_7, dagName="raises"),
+     "not listed (TimetableError): timetable tests.faulty_timetables.RaisingTimetable raised RuntimeError"),
 ]  # fmt: skip
 
 
@@ -178,6 +202,9 @@ def run_verdict(body: dict[str, Any]) -> str | None:
 
 def backfill_verdict(body: dict[str, Any]) -> str | None:
     status = body.get("status") or {}
+    ready = condition(body, "Ready")
+    if ready is not None and ready["status"] == "False":
+        return f"not listed ({ready['reason']}): {ready['message']}"
     if status.get("state") in (None, "", "pending"):
         return None
     return f"{status['state']}: total {status.get('total')} {status.get('message') or ''}"
@@ -232,7 +259,7 @@ class Judge:
         said = wait_for(judged, f"{resource} {name} to be judged ({summary})", timeout=90, interval=0.5)
         self.outcomes[f"{resource} {said.split(':')[0].split(' (')[0]}"] += 1
         self.said.append(f"{resource} {said[:200]}")
-        if said.startswith("not started"):  # said on the run's Events too, as a Warning
+        if said.startswith(("not started", "not listed")):  # said on its Events too, as a Warning
             uid = get(self.cluster, self.namespace, resource, name)["metadata"]["uid"]
             wait_for(
                 lambda: [
@@ -250,8 +277,11 @@ def test_bad_runs_backfills_and_pools_are_refused_or_judged_and_the_controller_k
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
     apply(cluster, namespace, HEALTHY_DAG)
+    for name, class_path in FAULTY_DAGS.items():
+        apply(cluster, namespace, faulty_dag(name, class_path))
     judge = Judge(cluster, namespace)
-    with controller(cluster, namespace, tmp_path, executor="local") as process:
+    extra = ["--timetable-timeout", "1"]
+    with controller(cluster, namespace, tmp_path, executor="local", extra=extra) as process:
         assert process.process is not None
         wait_run_finished(cluster, namespace, trigger(cluster, namespace, HEALTHY), timeout=90)
         cpu_before, wall_before = cpu_seconds(process.process.pid), time.monotonic()

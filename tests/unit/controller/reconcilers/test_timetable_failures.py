@@ -20,6 +20,7 @@ import pytest
 from controller.cli.listings import upcoming_runs
 from controller.kube import BACKFILLS, DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
+from controller.reconcilers import user_code
 from controller.reconcilers.reconcilers import Reconcilers
 from tests import faulty_timetables
 from tests.unit.fake_world import NS, FakeExecutor, dag_body, run_body, settle
@@ -176,7 +177,8 @@ def test_latest_only_is_decided_once_the_timetable_answers_again() -> None:
         await reconcilers.reconcile("run", NS, "custom-1")
         assert condition(kube, DAGRUNS, "custom-1", "Timetable")["status"] == "False"
         faulty_timetables.RELEASE.set()
-        await reconcilers.runs.timetable_calls.returned(("run", NS, "custom-1"))
+        run = kube.objects[(DAGRUNS, NS, "custom-1")]
+        await reconcilers.runs.timetable_calls.returned(user_code.key_of("run", run))
         await reconcilers.reconcile("run", NS, "custom-1")
         await settle()
         cond = condition(kube, DAGRUNS, "custom-1", "Timetable")
@@ -247,3 +249,22 @@ def test_next_runs_ends_with_a_message_naming_the_timetable(fault: str) -> None:
     message = raised.value.message
     assert class_path in message and "no upcoming runs of custom listed" in message, message
     assert words.replace("the controller's", "this command's") in message, message
+
+
+def test_a_backfill_created_again_under_its_name_is_asked_again_not_given_the_old_report() -> None:
+    kube = FakeKube()
+    reconcilers = reconcilers_with_limit(kube)
+
+    async def scenario() -> None:
+        await kube.create_custom(DAGS, NS, dag_body("hanging", timetable=timetable(HANGING), startDate=START))
+        await kube.create_custom(DAGS, NS, dag_body("raising", timetable=timetable(RAISING), startDate=START))
+        await kube.create_custom(BACKFILLS, NS, backfill_body("bf", "hanging"))
+        await reconcilers.reconcile("backfill", NS, "bf")  # its call hangs on
+        await kube.delete_custom(BACKFILLS, NS, "bf")
+        await kube.create_custom(BACKFILLS, NS, backfill_body("bf", "raising"))
+        await reconcilers.reconcile("backfill", NS, "bf")
+        await settle()
+        cond = condition(kube, BACKFILLS, "bf", "Ready")
+        assert (cond["reason"], RAISING in cond["message"]) == ("TimetableError", True), cond
+
+    asyncio.run(scenario())

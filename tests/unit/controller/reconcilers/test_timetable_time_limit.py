@@ -13,6 +13,7 @@ import pytest
 
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
+from controller.reconcilers import user_code
 from controller.reconcilers.reconcilers import Reconcilers
 from controller.reconcilers.user_code import BoundedCalls, TimeLimitExceeded
 from tests import faulty_timetables
@@ -65,7 +66,9 @@ def test_a_hanging_timetable_fails_its_dag_and_the_other_dags_are_scheduled() ->
         assert calls.overrunning() == 1
 
         faulty_timetables.RELEASE.set()
-        await calls.returned(("dag", NS, "stuck"))  # the runaway thread returns once released
+        await calls.returned(
+            user_code.key_of("dag", kube.objects[(DAGS, NS, "stuck")])
+        )  # the runaway thread returns once released
         assert calls.overrunning() == 0
         await reconcilers.reconcile("dag", NS, "stuck")
         assert runs_of(kube, "stuck"), "once the timetable answers in time the DAG schedules again"
