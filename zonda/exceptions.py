@@ -93,3 +93,15 @@ class TaskDeferred(BaseException):
 
 class AirflowConfigException(AirflowException):
     """An Airflow configuration option that is not set (`airflow.configuration.conf.get`)."""
+
+
+class HITLTriggerEventError(Exception):
+    """A human-in-the-loop trigger's event is an error (Airflow's standard provider exception)."""
+
+
+class HITLTimeoutError(HITLTriggerEventError):
+    """A human-in-the-loop request's response timeout passed with no answer and no defaults."""
+
+
+class HITLRejectException(AirflowException):
+    """An ApprovalOperator with `fail_on_reject=True` was answered "Reject"."""

@@ -106,6 +106,11 @@ MODULES: dict[str, str] = {
     "airflow.listeners": "zonda.authoring.airflow_names",
     "airflow.task.priority_strategy": "zonda.authoring.airflow_names",
     "airflow.sdk.definitions.retry_policy": "zonda.tries.retry_policies",
+    "airflow.providers.standard.operators.hitl": "zonda.operators.hitl",
+    "airflow.providers.standard.triggers.hitl": "zonda.triggers.hitl",
+    "airflow.providers.standard.exceptions": "zonda.exceptions",
+    "airflow.sdk.bases.notifier": "zonda.utils.notifiers",
+    "airflow.notifications.basenotifier": "zonda.utils.notifiers",
 }
 
 #: `airflow.example_dags.X` is module X of the DAGs folder when it has one (Airflow's example DAGs
@@ -216,6 +221,7 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "CronPartitionTimetable": ("airflow.timetables.trigger", "CronPartitionTimetable"),
     "PartitionedAssetTimetable": ("zonda.authoring.assets", "PartitionedAssetTimetable"),
     "PartitionedAtRuntime": ("zonda.authoring.assets", "PartitionedAtRuntime"),
+    "BaseNotifier": ("zonda.utils.notifiers", "BaseNotifier"),
     "timezone": ("airflow.utils.timezone", ""),  # a module: "" names the module itself
 }
 
@@ -285,6 +291,7 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "airflow.sdk.definitions.timetables": {},
     "airflow.sdk.definitions.partition_mappers": PARTITION_NAMES,
     "airflow.task": {},
+    "airflow.notifications": {},
     "airflow.providers.standard": {},
     "airflow.providers.standard.operators": {},
     "airflow.providers.standard.sensors": {},
@@ -304,8 +311,6 @@ ALTERNATIVES: dict[str, str] = {
     "and use a client library",
     "airflow.providers": "only the standard provider and the cncf.kubernetes pod operator are provided: run "
     "other integrations in a KubernetesPodOperator or PythonOperator",
-    "airflow.providers.standard.operators.hitl": "human-in-the-loop operators need Airflow's API server: "
-    "not supported",
     "airflow.providers.standard.operators.smooth": "not supported: use an EmptyOperator",
     "airflow.sdk": "not provided by Zonda's Airflow compatibility layer (see docs/authoring.md for the "
     "airflow.sdk names Zonda maps)",
@@ -313,8 +318,6 @@ ALTERNATIVES: dict[str, str] = {
     "docs/authoring.md for those it maps)",
     "airflow.sdk.AssetAccessControl": "asset access control (teams) needs Airflow's API server and auth "
     "manager: not supported (use Kubernetes RBAC on the Asset resources)",
-    "airflow.sdk.bases.notifier": "notifiers are not supported: use an on_failure_callback",
-    "airflow.sdk.BaseNotifier": "notifiers are not supported: use an on_failure_callback",
     "airflow.sdk.execution_time": "task and asset state stores need Airflow's API server: not supported",
     "airflow": "not provided by Zonda's Airflow compatibility layer",
 }

@@ -190,7 +190,13 @@ class ValueWriter:
             qualname = getattr(function, "__qualname__", "")
             if not callable(function):
                 self.errors.append(f"{where}: {function!r} is not callable")
-            elif "<" not in qualname and module and module != "__main__" and module not in DAG_FILE_MODULES:
+            elif (
+                qualname  # an object (a notifier) has none: only the DAG file holds it, with its state
+                and "<" not in qualname
+                and module
+                and module != "__main__"
+                and module not in DAG_FILE_MODULES
+            ):
                 references.append(f"{module}:{qualname}")
             elif query is None or self.relative_file is None:
                 self.errors.append(

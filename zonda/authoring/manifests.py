@@ -384,6 +384,10 @@ class _Compiler(ValueWriter):
             elif name in TASK_CALLBACKS:
                 query = {"task_id": str(task.task_id), "callback": name}
                 body[_camel(name)] = self.callbacks(value, f"{where} {name}", query)
+            elif name in getattr(type(task), "callback_arguments", ()):  # a HITL operator's notifiers
+                query = {"task_id": str(task.task_id), "callback": name}
+                if value:
+                    args[name] = self.callbacks(value, f"{where} argument {name!r}", query)
             elif name == "retry_policy" and value is not None:
                 body["retryPolicy"] = self.retry_policy(value, f"{where} retry_policy")
             elif name == "weight_rule" and value is not None:

@@ -44,6 +44,10 @@ BUILTIN_OPERATORS: dict[str, str] = {
     "TimeDeltaSensorAsync": "zonda.sensors.time.TimeDeltaSensorAsync",
     "FileSensor": "zonda.sensors.filesystem.FileSensor",
     "ExternalTaskMarker": "zonda.sensors.external_task.ExternalTaskMarker",
+    **{
+        name: f"zonda.operators.hitl.{name}"
+        for name in ("HITLOperator", "ApprovalOperator", "HITLBranchOperator", "HITLEntryOperator")
+    },
 }
 #: The entry-point group in which provider packages register their operators by name.
 PROVIDER_GROUP = "zonda.operators"
