@@ -30,6 +30,7 @@ from controller.cli import logs as logs_commands
 from controller.cli import operate as operate_commands
 from controller.cli import pools as pools_commands
 from controller.cli import runs as runs_commands
+from controller.cli import tasks as tasks_commands
 from controller.cli import ui as ui_cli
 from controller.cli import xcom as xcom_commands
 from controller.cli.common import kubeconfig_option, namespace_or_default
@@ -353,6 +354,7 @@ main.add_command(backfill_commands.backfills)
 main.add_command(assets_commands.assets_group)
 main.add_command(pools_commands.pools_group)
 listings.register(main, dags_commands.dags, runs_commands.runs)
+listings.tasks.add_command(tasks_commands.respond)
 ui_cli.register(main)
 
 if __name__ == "__main__":

@@ -532,6 +532,18 @@ class Kube:
         status = (await self._json(await _call(call))).get("status") or {}
         return bool(status.get("allowed")), str(status.get("reason") or "")
 
+    async def whoami(self) -> str | None:
+        """The caller's user name as the apiserver authenticated it (a SelfSubjectReview, as `kubectl auth
+        whoami`); None when the apiserver does not answer one (older than 1.28, or forbidden)."""
+        api = client.AuthenticationV1Api(self.api_client)
+        body: Body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            response = await _call(api.create_self_subject_review(body, _preload_content=False))  # type: ignore[arg-type]
+        except KubeError:
+            return None
+        info = ((await self._json(response)).get("status") or {}).get("userInfo") or {}
+        return str(info["username"]) if info.get("username") else None
+
     async def patch_custom(self, plural: str, namespace: str, name: str, patch: Body) -> Body:
         """Merge-patch an object (not its status): user-requested spec changes such as pausing a DAG."""
         return await _call(

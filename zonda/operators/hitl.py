@@ -81,14 +81,13 @@ class HITLOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(params=params, **kwargs)
+        # `execution_timeout` is the controller's (a scheduler argument): it still bounds the wait and
+        # fails the task, where Airflow 3.1+ moves it to `response_timeout` (docs/authoring.md)
         if isinstance(response_timeout, str):  # the manifest's duration ("5m")
             response_timeout = parse_duration(response_timeout)
         elif isinstance(response_timeout, int | float):
             response_timeout = timedelta(seconds=response_timeout)
-        if self.execution_timeout and not response_timeout:
-            # Airflow's backward compatibility: execution_timeout used to bound the human's wait
-            response_timeout, self.execution_timeout = self.execution_timeout, None
-        self.response_timeout = response_timeout
+        self.response_timeout: timedelta | None = response_timeout
         self.subject = subject
         self.body = body
         self.options = list(options)

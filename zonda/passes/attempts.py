@@ -19,6 +19,7 @@ from zonda.passes.decisions import AttemptPhase, ObservedAttempt, ObservedTrigge
 from zonda.passes.graphs import descendants, group_roots
 from zonda.passes.pass_state import PassState
 from zonda.passes.retries import is_eligible_to_retry, next_retry_datetime
+from zonda.resources import hitl
 from zonda.resources.dagrun_models import TaskInstanceStatus
 from zonda.resources.invocations import SKIP_EXIT_CODE, TaskOutcome, TaskResult
 from zonda.resources.models import TaskInstanceState
@@ -250,10 +251,13 @@ class Attempts:
             timeouts.append(execution_deadline)
         timeout_at = min(timeouts, default=None)
         name = trigger_name(self.state.run_name, task_id, ti.try_number, count)
+        request = hitl.request_of(deferral.trigger_classpath, deferral.trigger_kwargs)
         self.state.set(
             task_id,
             S.DEFERRED,
-            f"Waiting for trigger {deferral.trigger_classpath} ({name})",
+            f"Waiting for trigger {deferral.trigger_classpath} ({name})"
+            if request is None
+            else hitl.waiting_reason(request, run_name=self.state.run_name, task_id=task_id),
             deferral=deferral,
             deferral_count=count,
             deferred_at=deferred_at,
