@@ -113,8 +113,11 @@ def env_of(manifests: Iterable[Manifest], component: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ RBAC
 
 
-def grants_of(manifests: list[Manifest], service_account: str, sa_namespace: str) -> set[Grant]:
-    """Everything the ServiceAccount may do, from the rendered (Cluster)Roles and their bindings."""
+def grants_of(
+    manifests: list[Manifest], service_account: str, sa_namespace: str, subject: Manifest | None = None
+) -> set[Grant]:
+    """Everything the ServiceAccount (or another RBAC `subject`) may do, from the rendered (Cluster)Roles
+    and their bindings."""
     roles = {
         (m["metadata"].get("namespace", "*"), m["kind"], m["metadata"]["name"]): m["rules"]
         for m in manifests
@@ -124,8 +127,8 @@ def grants_of(manifests: list[Manifest], service_account: str, sa_namespace: str
     for binding in manifests:
         if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
             continue
-        subject = {"kind": "ServiceAccount", "name": service_account, "namespace": sa_namespace}
-        if subject not in binding["subjects"]:
+        wanted = subject or {"kind": "ServiceAccount", "name": service_account, "namespace": sa_namespace}
+        if wanted not in binding["subjects"]:
             continue
         scope = binding["metadata"].get("namespace", "*")
         ref = binding["roleRef"]
@@ -410,7 +413,7 @@ def test_default_install_renders_every_kind_it_needs(helm: Path, tmp_path: Path)
         "ServiceAccount": 4,
         "Service": 3,
         "PodDisruptionBudget": 2,
-        "Role": 6,
+        "Role": 7,  # with the HITL responders' Role, unbound
         "RoleBinding": 6,
     }, "a default (namespaced) install has nothing cluster-scoped"
 
@@ -693,6 +696,31 @@ def test_every_object_carries_the_standard_labels(helm: Path, tmp_path: Path) ->
 def test_optional_objects(helm: Path, tmp_path: Path, values: dict[str, Any], kinds: dict[str, int]) -> None:
     manifests = render(helm, tmp_path, values)
     assert {kind: len(of_kind(manifests, kind)) for kind in kinds} == kinds
+
+
+HITL_RESPONDER = {
+    ("zonda.dev", "dagruns"): "get",
+    ("zonda.dev", "triggers"): "get",
+    ("zonda.dev", "triggers/status"): "patch",
+    ("events.k8s.io", "events"): "create",
+}
+
+
+@pytest.mark.parametrize(
+    ("values", "scope"),
+    [
+        pytest.param({}, RELEASE_NAMESPACE, id="namespaced: a Role and RoleBinding where the runs are"),
+        pytest.param({"watch": {"clusterWide": True}}, "*", id="cluster-wide: a ClusterRoleBinding"),
+    ],
+)
+def test_hitl_responders_may_answer_and_nothing_more(
+    helm: Path, tmp_path: Path, values: dict[str, Any], scope: str
+) -> None:
+    approvers = {"kind": "Group", "name": "approvers", "apiGroup": "rbac.authorization.k8s.io"}
+    unbound = render(helm, tmp_path, values)
+    assert grants_of(unbound, "", "", subject=approvers) == set()
+    manifests = render(helm, tmp_path, {**values, "hitl": {"responders": [approvers]}})
+    assert grants_of(manifests, "", "", subject=approvers) == table(scope, HITL_RESPONDER)
 
 
 def test_a_disabled_triggerer_has_no_identity_and_no_rules(helm: Path, tmp_path: Path) -> None:
