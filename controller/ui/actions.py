@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from controller.kube import DAGRUNS, DAGS, Kube, KubeError
-from controller.operations import run_actions
+from controller.operations import hitl_responses, run_actions
 from controller.ui import params_form
 from controller.ui.access import Viewer
 from controller.ui.app_state import ACCESS, SETTINGS, STORE, VIEWER, require
@@ -227,7 +227,37 @@ async def mark(request: web.Request) -> web.Response:
     )
 
 
+# ------------------------------------------------------------------------------- human in the loop
+
+
+async def respond(request: web.Request) -> web.Response:
+    """Answer a human-in-the-loop task (`{"options": [...], "params": {...}}`), as the viewer: RBAC's
+    `triggers/status` patch decides who may (`controller.operations.hitl_responses`)."""
+    namespace, run_name, key = (request.match_info[k] for k in ("namespace", "run", "task"))
+    body = await _json_body(request)
+    options, params = body.get("options"), body.get("params") or {}
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise ActionRefused(400, "options must be a list of the chosen options")
+    if not isinstance(params, dict):
+        raise ActionRefused(400, "params must be a JSON object")
+    viewer = request[VIEWER]
+
+    async def answer(kube: Kube) -> hitl_responses.Answered:
+        user = viewer.user or await kube.whoami()
+        try:
+            return await hitl_responses.respond(
+                kube, namespace, run_name, key, options=options, params_input=params, user=user,
+                now=datetime.now(UTC),
+            )  # fmt: skip
+        except hitl_responses.RespondError as exc:
+            raise ActionRefused(409, str(exc)) from exc
+
+    answered = await as_viewer(request, answer)
+    return web.json_response({"trigger": answered.trigger, "chosen": answered.event["chosen_options"]})
+
+
 def add_routes(app: web.Application) -> None:
+    app.router.add_post("/api/runs/{namespace}/{run}/tasks/{task}/respond", respond)
     app.router.add_post("/api/runs/{namespace}/{run}/clear", clear)
     app.router.add_post("/api/runs/{namespace}/{run}/mark", mark)
     app.router.add_post("/api/dags/{namespace}/{dag}/trigger", trigger)

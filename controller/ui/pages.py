@@ -23,6 +23,7 @@ from controller.operations import try_logs as task_logs
 from controller.ui import graphs, log_stream, params_form, tries, views
 from controller.ui.app_state import KUBE, SETTINGS, STATIC_DIR, STORE, TEMPLATES, VIEWER, csrf_token, require
 from controller.ui.markup import render_markdown
+from zonda.resources import hitl
 from zonda.tries.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
 
 PAGE_SIZE = 100
@@ -275,11 +276,23 @@ async def task_page(request: web.Request) -> web.Response:
         rendered = render_task_fields(run, task_id, chosen)
     except RenderingUnavailable as error:
         rendered_note = str(error)
+    deferral = ti.get("deferral") or {}
+    hitl_request = (
+        hitl.request_of(deferral.get("triggerClasspath"), deferral.get("triggerKwargs"))
+        if ti.get("state") == "deferred"
+        else None
+    )
     return render(
         request,
         "task.html",
         run=run,
         ti=ti,
+        hitl_request=hitl_request,
+        # Airflow's link prefill (`generate_link_to_ui`): `_options` and params in the query
+        request_query_options=request.query.getall("_options", []),
+        request_query_params={
+            k: v for k, v in request.query.items() if hitl_request is not None and k in hitl_request.params
+        },
         task_id=task_id,
         task_spec=task_spec,
         dag_doc=dag_spec.get("docMd"),

@@ -121,3 +121,90 @@ def test_a_human_answers_airflows_hitl_example_and_the_chosen_branch_runs(
     assert finished.returncode != 0 and "it is success, not waiting for a response" in finished.stderr
     reasons = cluster.kubectl("get", "events", "-n", namespace, "-o", "jsonpath={.items[*].reason}").stdout
     assert "TaskResponded" in reasons
+
+
+UI_DAG = """
+import pendulum
+from airflow.providers.standard.operators.hitl import HITLBranchOperator
+from airflow.sdk import DAG, task
+
+with DAG("hitl_ui", start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), schedule=None):
+    choose = HITLBranchOperator(task_id="choose", subject="Which way?", options=["left", "right"],
+                                params={"note": "none"})
+
+    @task
+    def left(): ...
+
+    @task
+    def right(): ...
+
+    choose >> [left(), right()]
+"""
+#: The chart's `hitl-responder` Role (tests/unit/chart checks the chart grants exactly these).
+RESPONDER_RULES = [
+    {"apiGroups": ["zonda.dev"], "resources": ["dagruns", "triggers"], "verbs": ["get"]},
+    {"apiGroups": ["zonda.dev"], "resources": ["triggers/status"], "verbs": ["patch"]},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+]
+
+
+async def test_the_uis_form_answers_as_the_viewer_and_rbac_decides_who_may(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from controller.kube import Kube
+    from controller.ui.access import AuthMode
+    from controller.ui.app_state import STORE, UiSettings
+    from controller.ui.server import create_app
+    from tests.cluster.test_ui_server import READ_RULES, Viewer, service_account_token, wait_until
+
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    (folder / "hitl_ui.py").write_text(UI_DAG)
+    zonda(cluster, "dags", "apply", str(folder), "--airflow-compat", "-n", namespace)
+    reader = service_account_token(cluster, namespace, "reader", READ_RULES)
+    responder = service_account_token(cluster, namespace, "responder", [*READ_RULES, *RESPONDER_RULES])
+    kube = await Kube.connect(str(cluster.kubeconfig), component="zonda-ui-test")
+    settings = UiSettings(namespaces=[namespace], auth=AuthMode.TOKEN, state_dir=tmp_path / "state")
+    client = TestClient(TestServer(create_app(kube, settings)))
+    await client.start_server()
+    try:
+        viewers = {"reader": Viewer(client, reader), "responder": Viewer(client, responder)}
+        with (
+            controller(
+                cluster, namespace, tmp_path, executor="local", env={"ZONDA_DAGS_FOLDER": str(folder)}
+            ),
+            triggerer(cluster, namespace, tmp_path),
+        ):
+            run = trigger(cluster, namespace, "hitl-ui")
+            ti = waiting(cluster, namespace, run, "choose")
+
+            def deferred_in_store() -> bool:
+                body = client.app[STORE].runs.get((namespace, run)) or {}
+                tis = (body.get("status") or {}).get("taskInstances") or {}
+                return (tis.get("choose") or {}).get("state") == "deferred"
+
+            await wait_until(deferred_in_store, "the waiting task in the UI's store")
+            status, page = await viewers["responder"].get(f"/runs/{namespace}/{run}/tasks/choose")
+            assert status == 200 and "Which way?" in page and 'id="hitl-form"' in page
+            assert 'value="right"' in page and 'name="note"' in page
+
+            url = f"/api/runs/{namespace}/{run}/tasks/choose/respond"
+            status, refused = await viewers["reader"].post(url, {"options": ["right"], "params": {}})
+            assert status == 403, refused
+            assert "status" not in get(cluster, namespace, "trigger", ti["triggerName"])  # still waiting
+            status, wrong = await viewers["responder"].post(url, {"options": ["up"], "params": {}})
+            assert status == 409 and "'up' not offered" in wrong["error"], wrong
+            status, answered = await viewers["responder"].post(
+                url, {"options": ["right"], "params": {"note": "via the UI"}}
+            )
+            assert status == 200 and answered["chosen"] == ["right"], answered
+            body = wait_run_finished(cluster, namespace, run, timeout=120)
+    finally:
+        await client.close()
+        await kube.close()
+    assert ti_states(body) == {"choose": "success", "left": "skipped", "right": "success"}
+    assert body["status"]["taskInstances"]["choose"]["xcom"] == ["right"]
+    notes = cluster.kubectl("get", "events", "-n", namespace, "-o", "jsonpath={.items[*].message}").stdout
+    assert f"choose: answered 'right' by system:serviceaccount:{namespace}:responder" in notes

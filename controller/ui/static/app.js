@@ -299,6 +299,25 @@ document.addEventListener("change", async (event) => {
   }
 });
 
+// A human-in-the-loop request: the chosen options and the params (JSON when they parse, else text).
+document.addEventListener("submit", async (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement) || form.id !== "hitl-form") return;
+  event.preventDefault();
+  const error = document.getElementById("hitl-error");
+  error.textContent = "";
+  const options = [...form.querySelectorAll('input[name="_options"]:checked')].map((box) => box.value);
+  const params = {};
+  for (const input of form.querySelectorAll("input.hitl-param")) {
+    try { params[input.name] = JSON.parse(input.value); } catch (e) { params[input.name] = input.value; }
+  }
+  const { ns, run, task } = form.dataset;
+  try {
+    await post(`/api/runs/${encodeURIComponent(ns)}/${encodeURIComponent(run)}/tasks/${encodeURIComponent(task)}/respond`, { options, params });
+    toast(`${task} answered: ${options.join(", ")}`);
+  } catch (e) { error.textContent = e.message; }
+});
+
 document.addEventListener("submit", async (event) => {
   const form = event.target;
   if (!(form instanceof HTMLFormElement) || form.id !== "trigger-form") return;
