@@ -62,6 +62,8 @@ UNSUPPORTED_TASK_ARGUMENTS = {
     "email_on_failure": "e-mail is not sent",
     "email_on_retry": "e-mail is not sent",
     "run_as_user": "set securityContext through executor_config's pod_override",
+    "assigned_users": "shown with the human-in-the-loop request, not enforced: Kubernetes RBAC (the chart's "
+    "hitl-responder Role) decides who may answer",
 }
 _CONTAINER_OPERATOR_ARGUMENTS = {"image", "command", "args", "env", "container"}
 

@@ -101,6 +101,8 @@ def _render(
     except manifests.ManifestError as error:
         rendered.errors.extend(error.errors)
         return rendered
+    finally:  # the task arguments Zonda does not act on are noted while the manifest is written
+        rendered.unsupported.update(dag.unsupported)
     name = manifest["metadata"]["name"]
     if name in seen_names:
         other_file, other_id = seen_names[name]
