@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from zonda.authoring import compat, dag_files, manifests
+from zonda.authoring.assets import PartitionedAssetTimetable
 
 
 @dataclass
@@ -137,11 +138,22 @@ DIALECT_DIFFERENCES: dict[str, list[str]] = {
 }
 
 
+#: Where a partitioned DAG's runs differ from Airflow 3.2+'s (docs/assets.md, Partitions).
+PARTITION_DIFFERENCES = [
+    "a PartitionedAssetTimetable run has a logical date and a data interval (its events' times; Airflow's "
+    "has neither), and an event without a partition key or whose key its mapper refuses starts nothing "
+    "and is not logged (Airflow writes an audit-log row)",
+]
+
+
 def differences(dag: Any, dialect: compat.Dialect | None) -> list[str]:
     """Where Zonda's behaviour for `dag` differs from that of the Airflow its file was read as."""
     if dialect is None:
         return []
-    return list(DIALECT_DIFFERENCES.get(dialect.version, []))
+    found = list(DIALECT_DIFFERENCES.get(dialect.version, []))
+    if isinstance(getattr(dag, "schedule_interval", None), PartitionedAssetTimetable):
+        found.extend(PARTITION_DIFFERENCES)
+    return found
 
 
 def migration_table(report: RenderReport) -> str:

@@ -77,6 +77,16 @@ def test_every_partitioned_example_renders_with_its_airflow_timetable(manifests:
             assert kind == "PartitionedAtRuntime" and spec["partitionedAtRuntime"] is True, dag_id
 
 
+def test_the_migration_report_says_where_partitioned_runs_differ() -> None:
+    report = rendering.render_paths(
+        [compare.AF3 / "dags" / "core" / "example_asset_partition.py"], airflow_compat=True
+    )
+    noted = {
+        d.dag_id for d in report.dags if any("PartitionedAssetTimetable run" in x for x in d.differences)
+    }
+    assert noted == {d for d, facts in FACTS.items() if facts["timetable"] == "PartitionedAssetTimetable"}
+
+
 def test_cron_partition_keys_are_airflows(manifests: dict[str, Any]) -> None:
     compared = 0
     for dag_id, facts in FACTS.items():
