@@ -343,7 +343,11 @@ def run_ref(run: Mapping[str, Any]) -> dag_plans.RunRef:
 def asset_triggered_run(dag: Mapping[str, Any], due: assets.AssetRunDue) -> dict[str, Any]:
     """The body of an asset-triggered DagRun (Airflow 2 files: `dataset_triggered`), naming its events."""
     meta = dag["metadata"]
-    run_type = RunType((dag.get("spec") or {}).get("assetRunType") or RunType.ASSET_TRIGGERED.value)
+    dag_spec = dag.get("spec") or {}
+    run_type = RunType(dag_spec.get("assetRunType") or RunType.ASSET_TRIGGERED.value)
+    # Airflow 3 gives an asset-triggered run no logical date and no data interval, and runs it after
+    # the newest event (SchedulerJobRunner._create_dag_runs_asset_triggered); Airflow 2.10 gives it both
+    dated = dag_spec.get("airflowVersion") != "3"
     body: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "DagRun",
@@ -355,8 +359,9 @@ def asset_triggered_run(dag: Mapping[str, Any], due: assets.AssetRunDue) -> dict
         "spec": DagRunSpec(
             dag_name=meta["name"],
             run_type=run_type,
-            logical_date=due.logical_date,
-            data_interval={"start": due.data_interval.start, "end": due.data_interval.end},
+            logical_date=due.logical_date if dated else None,
+            data_interval={"start": due.data_interval.start, "end": due.data_interval.end} if dated else None,
+            run_after=None if dated else due.logical_date,
             triggering_asset_events=list(due.events),
             partition_key=due.partition_key,
             partition_date=due.partition_date,

@@ -130,8 +130,6 @@ DIALECT_DIFFERENCES: dict[str, list[str]] = {
         "(use data_interval_start, prev_data_interval_start_success)",
     ],
     "3": [
-        "asset-triggered runs have a logical date (the newest consumed event's; Airflow 3's have none), "
-        "so ds, ts and logical_date are defined in them",
         "xcom_pull(include_prior_dates=True) orders runs by coalesce(logical_date, run_after); Airflow 3 "
         "orders by logical_date, the database placing runs without one (first on PostgreSQL)",
     ],

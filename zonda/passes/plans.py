@@ -163,7 +163,8 @@ def run_dates(spec: DagRunSpec, dag_spec: DagSpec, timetable: Timetable, *, crea
     A spec's data interval (a scheduled or backfill run's) is kept. A manual run of an Airflow 3 DAG
     without a logical date has none, no data interval and its `run_after` (the trigger's time, else its
     creation), as Airflow 3.1's `TriggerDAGRunPostBody.validate_context` and `trigger_dag._trigger_dag`
-    make it, with the run id of `Timetable.generate_run_id`: ``manual__<run_after>``. Any other manual
+    make it, with the run id of `Timetable.generate_run_id`: ``manual__<run_after>``; so has an Airflow 3
+    DAG's asset-triggered run (``asset_triggered__<run_after>``, the newest event's time). Any other manual
     run gets the timetable's manual interval for its logical date or its creation time (Airflow 2's
     `dags trigger`), due then.
     """
@@ -174,7 +175,8 @@ def run_dates(spec: DagRunSpec, dag_spec: DagSpec, timetable: Timetable, *, crea
         manual = spec.run_type is RunType.MANUAL
         run_after = coerce_utc(spec.run_after or (logical_date if manual else interval.end))
         return RunDates(f"{kind}__{logical_date.isoformat()}", logical_date, interval, run_after)
-    if spec.logical_date is None and spec.run_type is RunType.MANUAL and dag_spec.airflow_version == "3":
+    undated = (RunType.MANUAL, RunType.ASSET_TRIGGERED)
+    if spec.logical_date is None and spec.run_type in undated and dag_spec.airflow_version == "3":
         run_after = coerce_utc(spec.run_after or created_at)
         return RunDates(f"{kind}__{run_after.isoformat()}", None, None, run_after)
     due = scheduling.manual_run(timetable, run_after=spec.logical_date or created_at)
