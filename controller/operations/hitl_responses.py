@@ -17,7 +17,7 @@ from typing import Any
 
 from controller.kube import DAGRUNS, TRIGGERS, Conflict, KubeApi
 from zonda.resources import hitl
-from zonda.specs import mapping
+from zonda.specs import mapping, params
 
 
 class RespondError(Exception):
@@ -32,9 +32,23 @@ class Answered:
     event: dict[str, Any]
 
 
-async def pending_request(
-    kube: KubeApi, namespace: str, run_name: str, key: str
-) -> tuple[hitl.Request, dict[str, Any]]:
+@dataclass(frozen=True)
+class Pending:
+    """A request waiting for its answer: what it asks, its Trigger, and its form's JSON schema (the
+    task's `paramsSchema`, from the run's DAG spec; None without one)."""
+
+    request: hitl.Request
+    trigger: dict[str, Any]
+    params_schema: dict[str, Any] | None
+
+
+def params_errors(pending: Pending, values: Mapping[str, Any]) -> list[str]:
+    """Why the answer's params do not fit the form's schema (Airflow validates them as the Param's;
+    its trigger then fails the task, here the answer is refused before anything is written)."""
+    return params.conf_errors(pending.params_schema, {}, values) if pending.params_schema else []
+
+
+async def pending_request(kube: KubeApi, namespace: str, run_name: str, key: str) -> Pending:
     """The request task instance `key` (a task id, or `task_id[map_index]`) of the run waits on, and
     its Trigger; `RespondError` when it waits on none."""
     run = await kube.get_custom(DAGRUNS, namespace, run_name)
@@ -60,7 +74,10 @@ async def pending_request(
     if why is not None:
         raise RespondError(f"{run_name} task {key}: cannot answer, {why}")
     assert request is not None and trigger is not None
-    return request, trigger
+    task_id = mapping.split_key(key)[0]
+    specs = ((run.get("status") or {}).get("dagSpec") or {}).get("tasks") or []
+    schema = next((t.get("paramsSchema") for t in specs if t.get("id") == task_id), None)
+    return Pending(request, trigger, schema)
 
 
 async def respond(
@@ -76,13 +93,16 @@ async def respond(
 ) -> Answered:
     """Check the answer against the request and fire the request's Trigger with it."""
     for _ in range(3):
-        request, trigger = await pending_request(kube, namespace, run_name, key)
+        pending = await pending_request(kube, namespace, run_name, key)
+        request, trigger = pending.request, pending.trigger
         try:
-            params = hitl.check_response(request, options, params_input)
+            values = hitl.check_response(request, options, params_input)
         except hitl.ResponseError as error:
             raise RespondError(f"{run_name} task {key}: {error}") from None
+        if errors := params_errors(pending, values):
+            raise RespondError(f"{run_name} task {key}: the params do not fit the form: " + "; ".join(errors))
         responder = {"id": user, "name": user} if user else None
-        event = hitl.response_event(options, params, responded_at=now, user=responder)
+        event = hitl.response_event(options, values, responded_at=now, user=responder)
         name = trigger["metadata"]["name"]
         status = {
             "state": "fired",

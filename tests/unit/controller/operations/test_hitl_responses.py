@@ -26,7 +26,13 @@ KWARGS = {
 }
 
 
-def seed(kube: FakeKube, *, state: str = "deferred", trigger_kwargs: dict[str, Any] | None = None) -> None:
+def seed(
+    kube: FakeKube,
+    *,
+    state: str = "deferred",
+    trigger_kwargs: dict[str, Any] | None = None,
+    params_schema: dict[str, Any] | None = None,
+) -> None:
     kwargs = trigger_kwargs if trigger_kwargs is not None else KWARGS
     ti = {
         "state": state,
@@ -36,7 +42,13 @@ def seed(kube: FakeKube, *, state: str = "deferred", trigger_kwargs: dict[str, A
     }
     run = {"apiVersion": "zonda.dev/v1alpha1", "kind": "DagRun", "metadata": {"name": "r1"}, "spec": {}}
     asyncio.run(kube.create_custom(DAGRUNS, NS, run))  # the status is a subresource: written apart
-    asyncio.run(kube.patch_custom_status(DAGRUNS, NS, "r1", {"taskInstances": {"pick": ti}}))
+    task = {
+        "id": "pick",
+        "operator": "HITLOperator",
+        **({"paramsSchema": params_schema} if params_schema else {}),
+    }
+    status = {"taskInstances": {"pick": ti}, "dagSpec": {"tasks": [task]}}
+    asyncio.run(kube.patch_custom_status(DAGRUNS, NS, "r1", status))
     trigger = {
         "kind": "Trigger",
         "metadata": {"name": "r1-pick-1-1"},
@@ -45,10 +57,12 @@ def seed(kube: FakeKube, *, state: str = "deferred", trigger_kwargs: dict[str, A
     asyncio.run(kube.create_custom(TRIGGERS, NS, trigger))
 
 
-def respond(kube: FakeKube, *options: str, key: str = "pick") -> hitl_responses.Answered:
+def respond(
+    kube: FakeKube, *options: str, key: str = "pick", params: dict[str, Any] | None = None
+) -> hitl_responses.Answered:
     return asyncio.run(
         hitl_responses.respond(
-            kube, NS, "r1", key, options=list(options), params_input={}, user="alice", now=NOW
+            kube, NS, "r1", key, options=list(options), params_input=params or {}, user="alice", now=NOW
         )
     )
 
@@ -102,3 +116,15 @@ def test_a_task_waiting_on_another_trigger_is_not_answered() -> None:
     asyncio.run(kube.replace_custom_status(DAGRUNS, NS, run))
     with pytest.raises(hitl_responses.RespondError, match="not a human-in-the-loop request"):
         respond(kube, "task_1")
+
+
+def test_params_are_checked_against_the_tasks_form_schema_before_anything_is_written() -> None:
+    kube = FakeKube()
+    schema = {"type": "object", "properties": {"information": {"type": "string"}}}
+    seed(kube, trigger_kwargs={**KWARGS, "params": {"information": ""}}, params_schema=schema)
+    with pytest.raises(hitl_responses.RespondError, match="param 'information': 3 is not of type 'string'"):
+        respond(kube, "task_1", params={"information": 3})
+    trigger = asyncio.run(kube.get_custom(TRIGGERS, NS, "r1-pick-1-1"))
+    assert trigger is not None and "status" not in trigger
+    answered = respond(kube, "task_1", params={"information": "all good"})
+    assert answered.event["params_input"] == {"information": "all good"}
