@@ -315,9 +315,16 @@ class RunReconciler:
         new, event = status_budget.refused_write(old, size, message, now=now)
         if event is None:
             return
-        await self.writer.write_status(
-            DAGRUNS, run, old_wire, {**old_wire, "conditions": [c.to_wire() for c in new]}
-        )
+        try:
+            await self.writer.write_status(
+                DAGRUNS, run, old_wire, {**old_wire, "conditions": [c.to_wire() for c in new]}
+            )
+        except KubeError as error:  # the condition's own write refused too: the Event still tells
+            if not status_budget.is_too_large(error.status, error.api_message):
+                raise
+            logger.warning(
+                "run %s/%s: its StatusWritten condition was refused too", meta["namespace"], meta["name"]
+            )
         await self.kube.emit_event(run, reason="StatusTooLarge", message=event, warning=True)
 
     def _wake_after(

@@ -11,7 +11,10 @@ record of what the client wrote, and on demand hurts the next N requests:
 - `stall`: hold the request `stall_seconds`, then reset it (a hung apiserver or network);
 - `429` (with Retry-After: 1), `500`, `504`: the apiserver's error answers, as Status objects;
 - `lost-reply`: forward the request (a write is done), then reset instead of answering: the client
-  cannot know whether its create or replace happened, and must retry idempotently.
+  cannot know whether its create or replace happened, and must retry idempotently;
+- `too-large`: the next replace of a DagRun's status is answered 413 as the apiserver refuses a request
+  body past its limit (its Status and message): the status write refused as too large, whatever its
+  size (other requests pass until one comes).
 
 `break_connections()` closes every open connection at once (every watch of the client breaks). Written
 on aiohttp, already a dependency (the Kubernetes client's transport); it runs its own event loop in a
@@ -37,7 +40,9 @@ from aiohttp import web
 
 from controller.devtools.control_plane_files import write_kubeconfig
 
-FAULTS = ("drop", "reset", "stall", "429", "500", "504", "lost-reply")
+FAULTS = ("drop", "reset", "stall", "429", "500", "504", "lost-reply", "too-large")
+#: What the apiserver answers a request body past its limit (`k8s.io/apiserver`'s `limitedReadBody`).
+TOO_LARGE_MESSAGE = "Request entity too large: limit is 3145728"
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade", "host"}
 REASONS = {"429": "TooManyRequests", "500": "InternalError", "504": "Timeout"}
 
@@ -157,10 +162,13 @@ class FaultProxy:
             await self._stopped.wait()
             await runner.cleanup()
 
-    def _next_fault(self, method: str) -> str | None:
-        """The next pending fault; a lost reply waits for a write (a watch's reply never ends)."""
+    def _next_fault(self, method: str, path: str) -> str | None:
+        """The next pending fault; a lost reply waits for a write (a watch's reply never ends), a
+        refusal as too large for a replace of a DagRun's status."""
         with self._lock:
             if not self._pending or (self._pending[0] == "lost-reply" and method == "GET"):
+                return None
+            if self._pending[0] == "too-large" and not _is_run_status_write(method, path):
                 return None
             return self._pending.pop(0)
 
@@ -187,7 +195,7 @@ class FaultProxy:
             )
 
         url = f"{self.upstream}{request.path_qs}"
-        fault = self._next_fault(request.method)
+        fault = self._next_fault(request.method, request.path)
         if fault == "lost-reply":
             self.injected[fault] += 1
             async with session.request(
@@ -201,6 +209,14 @@ class FaultProxy:
             if transport is not None:
                 _reset(transport)
             return web.Response()  # never sent: the connection is gone
+        if fault == "too-large":
+            self.injected[fault] += 1
+            record(413, fault)
+            return web.json_response(
+                {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                 "message": TOO_LARGE_MESSAGE, "reason": "RequestEntityTooLarge", "code": 413},
+                status=413,
+            )  # fmt: skip
         if fault is not None:
             self.injected[fault] += 1
             record(int(fault) if fault.isdigit() else None, fault)
@@ -239,6 +255,10 @@ class FaultProxy:
                 if transport is not None:
                     _reset(transport)  # the client sees its stream break, as from the apiserver
             return response
+
+
+def _is_run_status_write(method: str, path: str) -> bool:
+    return method == "PUT" and "/dagruns/" in path and path.endswith("/status")
 
 
 def _forwarded(request: web.Request) -> dict[str, str]:

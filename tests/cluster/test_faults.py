@@ -6,7 +6,8 @@ restarted (every watch and connection breaks); etcd SIGKILLed and restarted (the
 errors until it is back); task pods deleted (grace 0) and evicted (the Eviction API) while Running;
 a kwok Node deleted under a Running pod (its pods garbage-collected by kube-controller-manager), then
 created again; one of two triggerer replicas SIGKILLed while Triggers wait (the workload then has a
-deferrable sensor), restarted once the other holds its shards.
+deferrable sensor), restarted once the other holds its shards; a fault proxy hurting requests; the
+controller's clock jumped; a run's status writes refused as too large (413, by the fault proxy).
 `ZONDA_FAULT_INJECTIONS=N` runs N of each (on demand, e.g. 40), seed `ZONDA_FAULT_SEED` (22),
 `ZONDA_FAULT_INTERVAL_MINUTES` (10) sets how many runs the last hour holds. The table each prints goes
 to docs/reliability.md.
@@ -249,6 +250,9 @@ class Fault:
     proxied: bool = False
     #: Triggerer replicas started, and the workload's deferrable sensor with them.
     triggerers: int = 0
+    #: How long the runs may take to finish once the schedule ends: a run whose write was refused
+    #: waits for its next pass (a change of its pods, or `STATUS_REFUSED_RETRY`, 5 minutes).
+    settle_seconds: float = 300
 
 
 def kill_controller(target: Target) -> bool:
@@ -481,10 +485,21 @@ def proxy_faults(target: Target) -> bool:
     write) done with its reply lost; a drop or reset breaks every open connection (watches) too."""
     assert target.proxy is not None
     target.proxy.clear()  # what the last strike's requests did not take
-    fault = target.rng.choice(fault_proxy.FAULTS)
+    fault = target.rng.choice([f for f in fault_proxy.FAULTS if f != "too-large"])  # its own type
     target.proxy.hurt(fault, target.rng.randint(1, 6))
     if fault in ("drop", "reset"):
         target.proxy.break_connections()
+    return True
+
+
+def refuse_status_writes(target: Target) -> bool:
+    """The next 2-6 replaces of a DagRun's status answered 413, as the apiserver refuses a body past its
+    limit (the fault proxy's `too-large`): the controller keeps the status last written, says so on the
+    run (StatusWritten=False, an Event) and writes again on the run's next pass; what the refused
+    passes launched first is adopted by name, not launched again."""
+    assert target.proxy is not None
+    target.proxy.clear()
+    target.proxy.hurt("too-large", target.rng.randint(2, 6))
     return True
 
 
@@ -533,6 +548,14 @@ FAULTS = [
     ),
     Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
     Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
+    Fault(
+        "status-too-large",
+        "a run's status write refused as too large (413)",
+        4,
+        refuse_status_writes,
+        proxied=True,
+        settle_seconds=480,
+    ),
 ]
 
 
@@ -597,8 +620,21 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         if proxy is not None:
             proxy.clear()
             print(f"\nrequests the proxy hurt: {dict(proxy.injected)} of {len(proxy.requests)}")
+            if fault.inject is refuse_status_writes:  # the positive control: writes really were refused
+                assert proxy.injected["too-large"], (
+                    "no status write was refused: the audit would prove nothing"
+                )
+                told = [
+                    e for e in get(cluster, namespace, "events")["items"] if e["reason"] == "StatusTooLarge"
+                ]
+                runs_told = {e["involvedObject"]["name"] for e in told}
+                print(f"StatusTooLarge Events: {len(told)} on {len(runs_told)} runs")
         try:
-            runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=300)
+            runs = wait_for(
+                lambda: finished(cluster, namespace, due),
+                f"{due} runs to finish",
+                timeout=fault.settle_seconds,
+            )
         except AssertionError:
             print(unfinished_pods(cluster, namespace))
             raise
