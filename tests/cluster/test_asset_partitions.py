@@ -239,3 +239,47 @@ def subprocess_trigger(cluster: Cluster, namespace: str, dag: str, partition_key
     """`zonda trigger DAG --partition-key KEY` (Airflow 3.2+'s trigger with a partition_key)."""
     out = zonda(cluster, "trigger", dag, "-n", namespace, "--partition-key", partition_key).stdout
     return out.split()[0].split("/", 1)[1]
+
+
+def test_a_controller_killed_after_the_first_run_of_a_fan_out_makes_each_key_once(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """One event fans out to three keys; the controller exits (as SIGKILL) right after creating the
+    first key's run, before its cursor is written; the next one makes the other two: three runs."""
+    fan_out = {
+        "kind": "FanOutMapper",
+        "upstreamMapper": {"kind": "IdentityMapper"},
+        "window": {"kind": "SegmentWindow", "segments": ["us", "eu", "apac"]},
+        "downstreamMapper": {"kind": "IdentityMapper"},
+    }
+    dag = {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "DAG",
+        "metadata": {"name": "fan-out"},
+        "spec": {
+            "assetSchedule": {"uri": OTHER},
+            "assetPartitions": {"defaultMapper": fan_out},
+            "tasks": [{"id": "t", "operator": "EmptyOperator"}],
+        },
+    }
+    apply(cluster, namespace, dag)
+    create_event(cluster, namespace, "live", "us")
+    with controller(
+        cluster, namespace, tmp_path, executor="local", env={"ZONDA_FAULT_EXIT_AT": "asset-run-created"}
+    ) as first:
+        assert first.process is not None
+        wait_for(lambda: first.process.poll() is not None, "the controller to exit after the first run")
+    [made] = runs_of(cluster, namespace, "fan-out")
+    assert "live" not in (get(cluster, namespace, "dag", "fan-out").get("status") or {}).get(
+        "assetCursorEvents", []
+    )
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        cursor = lambda: (get(cluster, namespace, "dag", "fan-out").get("status") or {}).get(  # noqa: E731
+            "assetCursorEvents"
+        )
+        wait_for(lambda: cursor() == ["live"], "the event consumed: every key ran")
+        runs = runs_of(cluster, namespace, "fan-out")
+    assert sorted(r["spec"]["partitionKey"] for r in runs) == ["apac", "eu", "us"]
+    assert made["metadata"]["name"] in {r["metadata"]["name"] for r in runs}, (
+        "the first run kept, not made again"
+    )
