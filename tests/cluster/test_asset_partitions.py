@@ -218,6 +218,9 @@ def test_airflows_partition_example_runs_its_runtime_partitions_as_airflow(
                 body = wait_run_finished(cluster, namespace, run["metadata"]["name"], timeout=120)
                 assert body["status"]["state"] == "success", dag
                 assert body["spec"]["runType"] == "asset_triggered"
+                # an Airflow 3 file's asset-triggered run: no logical date, run after its newest event
+                assert "logicalDate" not in body["spec"] and body["status"].get("logicalDate") is None, dag
+                assert body["status"]["runId"].startswith("asset_triggered__"), dag
         # exactly once: once every consumer's cursor holds the events its runs consumed, the counts hold
         for dag in expected:
             wait_for(lambda d=dag: _cursor_holds_its_runs(cluster, namespace, d), f"{dag}'s cursor")

@@ -138,9 +138,8 @@ DIALECT_DIFFERENCES: dict[str, list[str]] = {
 
 #: Where a partitioned DAG's runs differ from Airflow 3.2+'s (docs/assets.md, Partitions).
 PARTITION_DIFFERENCES = [
-    "a PartitionedAssetTimetable run has a logical date and a data interval (its events' times; Airflow's "
-    "has neither), and an event without a partition key or whose key its mapper refuses starts nothing "
-    "and is not logged (Airflow writes an audit-log row)",
+    "a PartitionedAssetTimetable run is not started by an event without a partition key or whose key "
+    "its mapper refuses, and that event is not logged (Airflow writes an audit-log row)",
 ]
 
 
