@@ -16,6 +16,7 @@ TASK_SERVICE_ACCOUNT = "zonda-task"
 
 TASK_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["zonda.dev"], "resources": ["dagruns"], "verbs": ["get", "list"]},
+    {"apiGroups": ["zonda.dev"], "resources": ["assetevents"], "verbs": ["list"]},
     {"apiGroups": ["zonda.dev"], "resources": ["xcomchunks"], "verbs": ["create", "patch", "get"]},
 ]
 

@@ -45,7 +45,7 @@ from zonda.resources.invocations import (
 from zonda.specs import mapped_groups, mapping, operator_registry
 from zonda.specs.imports import import_string
 from zonda.tries import retry_policies, task_context, templating, xcoms
-from zonda.tries.asset_events import OUTLET_EVENTS_KEY
+from zonda.tries.asset_events import OUTLET_EVENTS_KEY, AssetEventLister
 
 #: Longest `message` kept in a result, so that an exception's text never crowds out the XCom.
 MESSAGE_LIMIT_CHARS = 1024
@@ -99,10 +99,33 @@ def build_operator_context(
         task_params=operator.params,
         xcom_reader=reader,
         earlier_reader=store.earlier_reader(invocation),
+        asset_event_lister=_asset_event_lister(invocation, store),
     )
     context["task"] = operator
     operator.dag = context["dag"]
     return context
+
+
+def _asset_event_lister(invocation: TaskInvocation, store: XComStore) -> AssetEventLister | None:
+    """`inlet_events`: the namespace's AssetEvents, listed with the try's own identity (the chart lets
+    the task ServiceAccount list them) at the first access; a try of no DagRun resource (`zonda dags
+    test`: no `run_uid`) reads only its run's events."""
+    namespace = invocation.namespace
+    if not namespace or not invocation.run_uid:
+        return None
+
+    def listed() -> list[dict[str, Any]]:
+        from controller.kube.rest import KubeRestError
+        from zonda.resources.models import GROUP, VERSION
+
+        try:
+            return store.kube().list_custom(GROUP, VERSION, namespace, "assetevents")
+        except KubeRestError as error:
+            raise RuntimeError(
+                f"inlet_events: cannot list the AssetEvents of {namespace}: {error}"
+            ) from error
+
+    return listed
 
 
 def unmap(invocation: TaskInvocation, store: XComStore) -> TaskInvocation:

@@ -10,7 +10,7 @@ controller turns it into AssetEvents when the try succeeds.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,23 +186,53 @@ def _uri_of(key: Any) -> str:
     return sanitize_uri(value) if kind == "str" else value
 
 
-class InletEventsAccessor(Mapping[Any, list[AssetEventRecord]]):
-    """`context["inlet_events"][asset_or_alias]`: the events of an inlet asset (or those that came
-    through an alias), oldest first. Only the events this run consumed are known to a try (Airflow
-    reads every event of the asset from its database)."""
+#: The namespace's AssetEvent resources (their bodies), read once and only when a task asks
+#: `inlet_events` for an asset (the runner reads them from the apiserver).
+AssetEventLister = Callable[[], Iterable[Mapping[str, Any]]]
 
-    def __init__(self, events: TriggeringEvents) -> None:
+
+class InletEventsAccessor(Mapping[Any, list[AssetEventRecord]]):
+    """`context["inlet_events"][asset_or_alias]`: every event of the asset (or emitted through the
+    alias), oldest first, as Airflow 3's `InletEventsAccessor` asks its API server for them (ascending
+    by timestamp: `[-1]` is the most recent). With `lister` (a try the runner runs on a cluster) they
+    are the namespace's AssetEvents that still exist (each asset keeps its newest
+    `eventsHistoryLimit`), read at the first access; the events this run consumed are always among them
+    (the run keeps its copies). Without (`zonda dags test`, a callback) only those. `for_asset(uri=)`,
+    `for_asset(name=)` and `for_asset_alias(name=)` are Airflow 3's spellings."""
+
+    def __init__(self, events: TriggeringEvents, lister: AssetEventLister | None = None) -> None:
         self._events = events
+        self._lister = lister
+        self._listed: list[AssetEventRecord] | None = None
+
+    def _all(self) -> list[AssetEventRecord]:
+        own = [e for events in self._events.values() for e in events]
+        if self._lister is None:
+            return own
+        if self._listed is None:
+            self._listed = [r for r in map(record_from_body, self._lister()) if r is not None]
+        seen = {e.id for e in self._listed}
+        return [*self._listed, *(e for e in own if e.id not in seen)]
 
     def __getitem__(self, key: Any) -> list[AssetEventRecord]:
         kind, value = _key(key)
-        found = [e for events in self._events.values() for e in events]
+        found = self._all()
         if kind == "alias":
             found = [e for e in found if value in e.source_aliases]
         else:
             uri = sanitize_uri(value) if kind == "str" else value
             found = [e for e in found if e.uri == uri]
-        return sorted(found, key=lambda e: e.timestamp)
+        return sorted(found, key=lambda e: (e.timestamp, e.id))
+
+    def for_asset(self, *, name: str | None = None, uri: str | None = None) -> list[AssetEventRecord]:
+        """Airflow 3's `inlet_events.for_asset(name=..., uri=...)` (a name is this URI's asset here)."""
+        if uri is None and name is None:
+            raise ValueError("Either name or uri must be provided")
+        return self[uri if uri is not None else name]
+
+    def for_asset_alias(self, *, name: str) -> list[AssetEventRecord]:
+        """Airflow 3's `inlet_events.for_asset_alias(name=...)`."""
+        return self[_Alias(name)]
 
     def __iter__(self) -> Any:
         return iter(self._events)
@@ -211,25 +241,50 @@ class InletEventsAccessor(Mapping[Any, list[AssetEventRecord]]):
         return len(self._events)
 
 
+def record_from_body(body: Mapping[str, Any]) -> AssetEventRecord | None:
+    """An AssetEvent resource as a task reads it; None when it has no URI."""
+    spec, meta = body.get("spec") or {}, body.get("metadata") or {}
+    if not spec.get("uri"):
+        return None
+    moment = spec.get("timestamp") or meta.get("creationTimestamp")
+    if moment is None:
+        return None
+    return _record(
+        {
+            "name": meta.get("name"),
+            "uri": sanitize_uri(str(spec["uri"])),
+            "timestamp": moment,
+            **{k: spec[k] for k in ("extra", "sourceDag", "sourceRun", "sourceTask", "sourceMapIndex",
+                                     "aliases", "partitionKey") if k in spec},
+        }
+    )  # fmt: skip
+
+
+def _record(event: Mapping[str, Any]) -> AssetEventRecord:
+    uri = str(event.get("uri"))
+    moment = dt.datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return AssetEventRecord(
+        id=str(event.get("name")),
+        asset=AssetRecord(uri=uri, name=uri),
+        extra=dict(event.get("extra") or {}),
+        timestamp=moment,
+        source_dag_id=event.get("sourceDag"),
+        source_run_id=event.get("sourceRun"),
+        source_task_id=event.get("sourceTask"),
+        source_map_index=int(event.get("sourceMapIndex", -1)),
+        source_aliases=tuple(event.get("aliases") or ()),
+        partition_key=event.get("partitionKey"),
+    )
+
+
 def triggering_events(wire: Iterable[Mapping[str, Any]]) -> TriggeringEvents:
     """The run's consumed events (`DagRunSpec.triggeringAssetEvents`, camelCase) grouped by URI."""
     grouped = TriggeringEvents()
     for event in wire:
-        uri = str(event.get("uri"))
-        moment = dt.datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00"))  # always set
-        record = AssetEventRecord(
-            id=str(event.get("name")),
-            asset=AssetRecord(uri=uri, name=uri),
-            extra=dict(event.get("extra") or {}),
-            timestamp=moment,
-            source_dag_id=event.get("sourceDag"),
-            source_run_id=event.get("sourceRun"),
-            source_task_id=event.get("sourceTask"),
-            source_map_index=int(event.get("sourceMapIndex", -1)),
-            source_aliases=tuple(event.get("aliases") or ()),
-            partition_key=event.get("partitionKey"),
-        )
-        dict.setdefault(grouped, uri, []).append(record)
+        record = _record(event)  # a run's copy always has its timestamp
+        dict.setdefault(grouped, record.uri, []).append(record)
     return grouped
 
 

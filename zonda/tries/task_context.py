@@ -293,6 +293,7 @@ def build_context(
     earlier_reader: EarlierXComReader | None = None,
     task_params: Mapping[str, Any] | None = None,
     configuration: Mapping[str, Mapping[str, str]] | None = None,
+    asset_event_lister: asset_events.AssetEventLister | None = None,
 ) -> dict[str, Any]:
     """Airflow's template context (`TaskInstance.get_template_context`) for one try.
 
@@ -300,7 +301,8 @@ def build_context(
     Airflow with `dag_run_conf_overrides_params`. Dates are in UTC, as Airflow's are. Every value is
     built afresh (conf and params deep-copied) so a template or an operator changing them changes
     nothing else. `xcom_reader` defaults to the XComs carried by the invocation; `earlier_reader` reads
-    the DAG's earlier runs for `include_prior_dates` (none: such a pull is refused).
+    the DAG's earlier runs for `include_prior_dates` (none: such a pull is refused);
+    `asset_event_lister` the namespace's AssetEvents for `inlet_events` (none: only the run's own).
     """
     reader = folding_mapped(xcom_reader or read_invocation_xcoms(invocation), invocation.mapped_counts)
     logical_date = _utc_or_none(invocation.logical_date)
@@ -340,7 +342,7 @@ def build_context(
         "dag": dag,
         "dag_run": dag_run,
         "inlets": [],
-        "inlet_events": asset_events.InletEventsAccessor(triggering),
+        "inlet_events": asset_events.InletEventsAccessor(triggering, asset_event_lister),
         "macros": MACROS,
         "outlets": asset_events.outlet_records(invocation.outlets),
         "outlet_events": asset_events.OutletEventAccessors(),

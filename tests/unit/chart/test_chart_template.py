@@ -206,9 +206,10 @@ def triggerer_grants(namespaces: Iterable[str]) -> set[Grant]:
 JOB_READ_RULE = {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}
 CONFIGMAP_READ_RULE = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}
 
-#: What the task runner needs where DagRuns live: XComChunks (the Kubernetes XCom backend) and
-#: reading DagRuns (include_prior_dates).
-TASK_XCOM = {("zonda.dev", "dagruns"): "get list", ("zonda.dev", "xcomchunks"): "create patch get"}
+#: What the task runner needs where DagRuns live: XComChunks (the Kubernetes XCom backend), reading
+#: DagRuns (include_prior_dates) and listing AssetEvents (inlet_events).
+TASK_READS = {("zonda.dev", "dagruns"): "get list", ("zonda.dev", "assetevents"): "list"}
+TASK_XCOM = {**TASK_READS, ("zonda.dev", "xcomchunks"): "create patch get"}
 
 RBAC_CASES = [
     pytest.param(
@@ -266,8 +267,8 @@ RBAC_CASES = [
         {"xcom": {"backend": "fsspec", "backendUrl": "s3://bucket/xcom"}},
         controller_grants([RELEASE_NAMESPACE]),
         triggerer_grants([RELEASE_NAMESPACE]),
-        table(RELEASE_NAMESPACE, {("zonda.dev", "dagruns"): "get list"}),
-        id="with object storage for XComs, task pods only read DagRuns (include_prior_dates)",
+        table(RELEASE_NAMESPACE, TASK_READS),
+        id="with object storage for XComs, task pods only read DagRuns and AssetEvents",
     ),
     pytest.param(
         {"taskPods": {"rbac": {"dagDependencies": True}}},

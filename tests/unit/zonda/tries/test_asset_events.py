@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from zonda.authoring.assets import Dataset, DatasetAlias
 from zonda.resources.asset_refs import AssetRef
 from zonda.schedules.assets import outlet_events
@@ -48,3 +50,41 @@ def test_triggering_and_inlet_events_are_keyed_by_uri_asset_or_alias() -> None:
     assert [e.id for e in inlets[Dataset("s3://b/a")]] == ["e1", "e2"]
     assert [e.id for e in inlets[DatasetAlias("al")]] == ["e2"]
     assert events["s3://b/a"][0].dataset.uri == "s3://b/a"
+
+
+def body(name: str, uri: str, timestamp: str | None, created: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "creationTimestamp": created},
+        "spec": {"uri": uri, **({"timestamp": timestamp} if timestamp else {}), **spec},
+    }
+
+
+def test_inlet_events_are_every_event_of_the_asset_oldest_first_not_only_the_runs() -> None:
+    """Airflow 3's `inlet_events[asset]` asks the API server for the asset's events, ascending by
+    timestamp: `[-1]` is the most recent, whether or not it triggered the run."""
+    own = asset_events.triggering_events(
+        [{"name": "mine", "uri": "s3://b/a", "timestamp": "2026-03-01T00:00:05Z", "extra": {"n": 5}}]
+    )
+    listed: list[int] = []
+
+    def lister() -> list[dict[str, Any]]:
+        listed.append(1)
+        return [
+            body("late", "s3://b/a", None, "2026-03-01T00:00:09Z", extra={"n": 9}),
+            body("early", "s3://b/a", "2026-03-01T00:00:01Z", "2026-03-01T00:00:08Z", extra={"n": 1}),
+            body("other", "s3://b/other", None, "2026-03-01T00:00:02Z"),
+            body("aliased", "s3://b/c", None, "2026-03-01T00:00:03Z", aliases=["al"]),
+            {"metadata": {"name": "no-uri"}, "spec": {}},
+        ]
+
+    inlets = asset_events.InletEventsAccessor(own, lister)
+    assert listed == [], "nothing is read before a task asks"
+    events = inlets[Dataset("s3://b/a")]
+    assert [e.id for e in events] == ["early", "mine", "late"], "the run's own copy is kept (deleted since)"
+    assert events[-1].extra == {"n": 9} and events[-1].timestamp.tzinfo is not None
+    assert [e.id for e in inlets.for_asset(uri="s3://b/a")] == ["early", "mine", "late"]
+    assert [e.id for e in inlets.for_asset_alias(name="al")] == ["aliased"]
+    assert [e.id for e in inlets["s3://b/other"]] == ["other"]
+    assert listed == [1], "listed once per try"
+    # without a cluster (`zonda dags test`): only the run's own events
+    assert [e.id for e in asset_events.InletEventsAccessor(own)[Dataset("s3://b/a")]] == ["mine"]

@@ -1,0 +1,15 @@
+"""Task functions of tests/cluster/test_inlet_events.py (the runner imports them by path)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def read_inlets(inlet_events: Any, **_: Any) -> dict[str, Any]:
+    """Airflow 3's `inlet_events[asset]`: the asset's events, most recent last (example_inlet_event_extra)."""
+    events = inlet_events["s3://inlets/orders"]
+    return {
+        "extras": [dict(e.extra) for e in events],
+        "last": events[-1].id,
+        "by_uri": [e.id for e in inlet_events.for_asset(uri="s3://inlets/orders")],
+    }
