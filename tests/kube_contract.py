@@ -375,3 +375,52 @@ async def pods_are_created_listed_by_label_and_deleted(kube: KubeApi, namespace:
     assert names(await kube.list_pods(namespace, "run in (one,two)")) == ["p", "q"]
     assert await kube.delete_pod(namespace, "p", grace_period_seconds=0) is True
     assert names(await kube.list_pods(namespace, "run in (one,two)")) == ["q"]
+
+
+def _instances(count: int, state: str = "scheduled") -> Body:
+    return {f"wide[{i}]": {"state": state, "tryNumber": 1} for i in range(count)}
+
+
+@scenario
+async def a_big_run_is_read_and_written_whole_its_instances_in_owned_shards(
+    kube: KubeApi, namespace: str
+) -> None:
+    """Past the inline limit a DagRun's task instances go to DagRunShards the run owns, `<run>-<k>`,
+    each written only when its instances changed; every read (GET, list) has them all."""
+    from zonda.resources import run_shards
+
+    created = await kube.create_custom(DAGRUNS, namespace, dagrun("big"))
+    count = run_shards.DEFAULT_INLINE_TASK_INSTANCES + run_shards.SHARD_INSTANCES + 1
+    tis = _instances(count)
+    written = await kube.replace_custom_status(
+        DAGRUNS, namespace, {**created, "status": {"state": "running", "taskInstances": tis}}
+    )
+    assert written["status"]["taskInstances"] == tis  # the answer is whole
+    shards = await kube.list_custom(run_shards.PLURAL, namespace)
+    expected = [run_shards.shard_name("big", k) for k in range(-(-count // run_shards.SHARD_INSTANCES))]
+    assert sorted(s["metadata"]["name"] for s in shards) == sorted(expected)
+    owner = shards[0]["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("DagRun", "big", created["metadata"]["uid"])
+    read = await kube.get_custom(DAGRUNS, namespace, "big")
+    assert read is not None and read["status"]["taskInstances"] == tis
+    assert read["status"]["state"] == "running" and "taskCounts" not in read["status"]
+    refs = {ref["name"]: ref["resourceVersion"] for ref in read["status"]["taskInstanceShards"]}
+    assert refs == {s["metadata"]["name"]: rv(s) for s in shards}  # each shard at the version read
+    (listed,) = [r for r in await kube.list_custom(DAGRUNS, namespace) if r["metadata"]["name"] == "big"]
+    assert listed["status"]["taskInstances"] == tis
+    versions = {s["metadata"]["name"]: rv(s) for s in shards}
+    # one instance changes: one shard is written, the others keep their resourceVersion
+    changed = {**tis, "wide[3]": {"state": "success", "tryNumber": 1}}
+    await kube.replace_custom_status(
+        DAGRUNS, namespace, {**read, "status": {**read["status"], "taskInstances": changed}}
+    )
+    after = {s["metadata"]["name"]: rv(s) for s in await kube.list_custom(run_shards.PLURAL, namespace)}
+    moved = sorted(name for name in after if after[name] != versions[name])
+    assert moved == [run_shards.shard_name("big", 0)], moved
+    again = await kube.get_custom(DAGRUNS, namespace, "big")
+    assert again is not None and again["status"]["taskInstances"]["wide[3]"]["state"] == "success"
+    # a write on the version read before (the first read) conflicts
+    with pytest.raises(Conflict):
+        await kube.replace_custom_status(
+            DAGRUNS, namespace, {**read, "status": {**read["status"], "taskInstances": tis}}
+        )

@@ -119,6 +119,15 @@ def main() -> None:
     "objects over 1.5 MiB).",
 )
 @click.option(
+    "--inline-task-instances",
+    type=click.IntRange(min=0),
+    envvar="ZONDA_INLINE_TASK_INSTANCES",
+    default=DEFAULTS.inline_task_instances,
+    show_default=True,
+    help="Task instances a run keeps in its own status; a bigger run's are stored in DagRunShard "
+    "objects it owns, 256 to a shard.",
+)
+@click.option(
     "--task-image", envvar="ZONDA_TASK_IMAGE", default=DEFAULTS.pod_defaults.image, show_default=True
 )
 @click.option("--task-service-account", envvar="ZONDA_TASK_SERVICE_ACCOUNT", default=None)
@@ -170,6 +179,7 @@ def controller(
     pod_pending_timeout: float,
     max_map_length: int,
     status_budget_bytes: int,
+    inline_task_instances: int,
     task_image: str,
     task_service_account: str | None,
     task_resources: str | None,
@@ -201,6 +211,7 @@ def controller(
         pod_pending_timeout=pod_pending_timeout,
         max_map_length=max_map_length,
         status_budget_bytes=status_budget_bytes,
+        inline_task_instances=inline_task_instances,
         pod_defaults=dataclasses.replace(
             DEFAULTS.pod_defaults,
             image=task_image,

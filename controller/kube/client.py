@@ -30,7 +30,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kube.cache import ObjectCache, copy_body
 from controller.kube.errors import Conflict, KubeError, NotFound, translate
-from zonda.resources.models import GROUP, VERSION
+from controller.kube.run_shards import RunShards
+from zonda.resources.models import DAGRUNS, GROUP, VERSION
 from zonda.resources.wire import format_micro_time
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -110,6 +111,8 @@ class Kube:
         self.events = client.EventsV1Api(api_client)
         #: Set by the controller, whose watches keep it current (see `cache.ObjectCache`).
         self.cache: ObjectCache | None = None
+        #: A big run's task instances in DagRunShards: DagRuns are read and written whole here.
+        self.run_shards = RunShards()
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, component: str = "zonda") -> Kube:
@@ -157,6 +160,13 @@ class Kube:
     # ------------------------------------------------------------------------ our custom resources
 
     async def get_custom(self, plural: str, namespace: str, name: str) -> Body | None:
+        """The object (a DagRun whole: its shards merged in, `run_shards`), None when it is gone."""
+        body = await self._get_custom(plural, namespace, name)
+        if plural == DAGRUNS and body is not None:
+            return await self.run_shards.whole(self, body)
+        return body
+
+    async def _get_custom(self, plural: str, namespace: str, name: str) -> Body | None:
         cache = self.cache if self.cache is not None and self.cache.caches(plural) else None
         if cache is not None and (kept := cache.get(plural, namespace, name)) is not None:
             return kept
@@ -170,9 +180,13 @@ class Kube:
     async def list_custom(
         self, plural: str, namespace: str | None, label_selector: str | None = None
     ) -> list[Body]:
+        """The objects; DagRuns whole, except those the controller's watch cache serves (summaries:
+        the controller's lists count runs, a pass reads its run whole)."""
         cache = self.cache
         if cache is None or namespace is None or label_selector or plural not in cache.listable:
             items, _ = await self.list_custom_with_version(plural, namespace, label_selector)
+            if plural == DAGRUNS:
+                return await self.run_shards.whole_list(self, namespace, items)
             return items
         if (kept := cache.in_namespace(plural, namespace)) is not None:
             return kept
@@ -237,7 +251,15 @@ class Kube:
         )
 
     async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
-        """Replace the status of `body` (which carries its resourceVersion): optimistic, whole-status."""
+        """Replace the status of `body` (which carries its resourceVersion): optimistic, whole-status.
+        A big DagRun's task instances go to its shards first (`run_shards`); the answer is whole."""
+        if plural == DAGRUNS:
+            stored = await self.run_shards.stored_form(self, namespace, body)
+            written = await self._replace_custom_status(plural, namespace, stored)
+            return await self.run_shards.after_write(self, written, body.get("status") or {})
+        return await self._replace_custom_status(plural, namespace, body)
+
+    async def _replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
         name = body["metadata"]["name"]
         return await self._written(
             plural,

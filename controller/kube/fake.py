@@ -27,7 +27,8 @@ from typing import Any
 
 from controller.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from controller.kube.protocol import Body
-from zonda.resources.models import GROUP
+from controller.kube.run_shards import RunShards
+from zonda.resources.models import DAGRUNS, GROUP
 
 #: How the apiserver names a kind in its messages (`<plural>.<group>`; the core group has none).
 _RESOURCE_NAMES = {"pods": "pods", "leases": "leases.coordination.k8s.io"}
@@ -122,6 +123,8 @@ class FakeKube:
     _versions: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     #: etcd's `--max-request-bytes` (1.5 MiB on a real cluster); None: no limit.
     max_object_bytes: int | None = None
+    #: A big run's task instances in DagRunShards, as `client.Kube` keeps them.
+    run_shards: RunShards = field(default_factory=RunShards)
 
     def _check_size(self, body: Body) -> None:
         """etcd refuses to store an object over its request limit, as the apiserver reports it."""
@@ -189,12 +192,19 @@ class FakeKube:
 
     async def get_custom(self, plural: str, namespace: str, name: str) -> Body | None:
         stored = self.objects.get((plural, namespace, name))
-        return copy.deepcopy(stored) if stored is not None else None
+        if stored is None:
+            return None
+        if plural == DAGRUNS:  # a big run whole, as `client.Kube` reads it
+            return await self.run_shards.whole(self, copy.deepcopy(stored))
+        return copy.deepcopy(stored)
 
     async def list_custom(
         self, plural: str, namespace: str | None, label_selector: str | None = None
     ) -> list[Body]:
-        return self._list(plural, namespace, label_selector)
+        items = self._list(plural, namespace, label_selector)
+        if plural == DAGRUNS:
+            return await self.run_shards.whole_list(self, namespace, items)
+        return items
 
     async def list_custom_with_version(
         self, plural: str, namespace: str | None, label_selector: str | None = None
@@ -216,6 +226,13 @@ class FakeKube:
         return self._write(stored, changed)
 
     async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
+        if plural == DAGRUNS:  # a big run's task instances to its shards first, as `client.Kube`
+            stored = await self.run_shards.stored_form(self, namespace, body)
+            written = self._replace_status(plural, namespace, stored)
+            return await self.run_shards.after_write(self, written, body.get("status") or {})
+        return self._replace_status(plural, namespace, body)
+
+    def _replace_status(self, plural: str, namespace: str, body: Body) -> Body:
         self._count("replace-status", plural)
         name = body["metadata"]["name"]
         stored = self._stored(plural, namespace, name)

@@ -220,6 +220,7 @@ class ControllerProcess:
         kube = await Kube.connect(ours.kubeconfig, component="zonda-controller")
         # The DAGs, runs and Pools as the watches below deliver them: a pass reads its object from here.
         kube.cache = ObjectCache(frozenset({DAGS, DAGRUNS, POOLS}), listable=frozenset({POOLS}))
+        kube.run_shards.inline_limit = ours.inline_task_instances  # past it, a run's instances in shards
         executor: Executor
         if ours.executor == "local":
             executor = LocalExecutor(

@@ -54,6 +54,8 @@ class ControllerSettings:
     max_map_length: int = DEFAULT_LIMITS.max_map_length  # Airflow's [core] max_map_length
     #: A mapped task that would take its run's status past this many bytes fails (etcd's limit: 1.5 MiB).
     status_budget_bytes: int = DEFAULT_LIMITS.status_budget_bytes
+    #: Task instances a run keeps in its own status; a bigger run's go to DagRunShards.
+    inline_task_instances: int = DEFAULT_LIMITS.inline_task_instances
     pod_defaults: PodDefaults = field(
         default_factory=lambda: PodDefaults(
             image_pull_secrets=_ENV["image_pull_secrets"],  # type: ignore[arg-type]
@@ -85,6 +87,7 @@ class ControllerSettings:
             max_map_length=self.max_map_length,
             status_budget_bytes=self.status_budget_bytes,
             pending_timeout_seconds=self.pod_pending_timeout,
+            inline_task_instances=self.inline_task_instances,
         )
 
 

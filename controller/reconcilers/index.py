@@ -7,6 +7,7 @@ the API on every pass would cost a list per task-instance change.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from zonda.passes import run_slots
 from zonda.passes.pools import Candidate, SlotHolder
+from zonda.resources import run_shards
 from zonda.resources.models import DagRunState, DagSpec, TaskInstanceState
 from zonda.resources.wire import parse_time
 from zonda.specs.dags import DagInvalid, ResolvedDag, resolve_dag
@@ -90,6 +92,19 @@ class RunIndex:
         status = body.get("status") or {}
         spec = body.get("spec") or {}
         tis = status.get("taskInstances") or {}
+        previous = self.runs.get(key)
+        if run_shards.is_summary(status) and previous is not None:
+            # a big run as its watch delivers it: the summary without the task instances (they are in
+            # its DagRunShards); what they say is kept from the last whole body (`record`, a pass's)
+            running = status.get("state") == DagRunState.RUNNING.value
+            self.runs[key] = dataclasses.replace(
+                previous,
+                state=status.get("state"),
+                logical_date=parse_time(status.get("logicalDate")),
+                holders=previous.holders if running else (),
+                waiting=previous.waiting if running else (),
+            )
+            return previous
         start, end = parse_time(status.get("dataIntervalStart")), parse_time(status.get("dataIntervalEnd"))
         summary = RunSummary(
             dag_name=spec.get("dagName", ""),
@@ -100,7 +115,6 @@ class RunIndex:
             ti_states={tid: ti.get("state", "none") for tid, ti in tis.items()},
         )
         summary.holders, summary.waiting = self._slots(body, status, tis, summary.logical_date)
-        previous = self.runs.get(key)
         self.runs[key] = summary
         return previous
 

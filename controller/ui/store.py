@@ -18,13 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.kube import DAGRUNS, DAGS, POOLS, Kube, KubeError
+from zonda.resources import run_shards
 from zonda.resources.asset_models import ASSETS
+from zonda.resources.wire import LABEL_DAGRUN_UID
 
 log = logging.getLogger(__name__)
 
 Body = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name)
-KINDS = {DAGS: "DAG", DAGRUNS: "DagRun", POOLS: "Pool", ASSETS: "Asset"}
+KINDS = {DAGS: "DAG", DAGRUNS: "DagRun", POOLS: "Pool", ASSETS: "Asset", run_shards.PLURAL: "DagRunShard"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,11 @@ class Store:
         self.pools: dict[Key, Body] = {}
         self.assets: dict[Key, Body] = {}
         self._runs_by_dag: dict[Key, dict[str, Body]] = {}
+        #: A big run's DagRunShards by run uid, and each run as its watch delivered it (a summary):
+        #: `runs` holds it whole, merged again when it or one of its shards changes.
+        self._shards: dict[str, dict[str, Body]] = {}
+        self._summaries: dict[Key, Body] = {}
+        self._run_of_uid: dict[str, Key] = {}
         self._subscribers: set[asyncio.Queue[Change]] = set()
         self.synced: set[tuple[str, str | None]] = set()  # (plural, namespace) listed at least once
 
@@ -87,7 +94,38 @@ class Store:
 
     # ---- writing (from the watch)
 
-    def apply(self, plural: str, event_type: str, body: Body) -> Change:
+    def _whole(self, run: Body) -> Body:
+        """The run with its shards' task instances (its summary while one of them is not seen yet)."""
+        status = run.get("status") or {}
+        if not run_shards.is_summary(status):
+            return run
+        held = self._shards.get(run["metadata"].get("uid", ""), {})
+        try:
+            merged = run_shards.merge(
+                status,
+                {name: (s.get("status") or {}).get("taskInstances") or {} for name, s in held.items()},
+                {name: s["metadata"].get("resourceVersion", "") for name, s in held.items()},
+            )
+        except run_shards.MissingShard:
+            return run
+        return {**run, "status": merged}
+
+    def _apply_shard(self, event_type: str, body: Body) -> Change | None:
+        """A shard changed: its run is merged again (and that is the change pages see)."""
+        uid = (body["metadata"].get("labels") or {}).get(LABEL_DAGRUN_UID, "")
+        held = self._shards.setdefault(uid, {})
+        if event_type == "DELETED":
+            held.pop(body["metadata"]["name"], None)
+        else:
+            held[body["metadata"]["name"]] = body
+        key = self._run_of_uid.get(uid)
+        if key is None or key not in self._summaries:
+            return None
+        return self.apply(DAGRUNS, "MODIFIED", self._summaries[key])
+
+    def apply(self, plural: str, event_type: str, body: Body) -> Change | None:
+        if plural == run_shards.PLURAL:
+            return self._apply_shard(event_type, body)
         key = _key(body)
         if plural in (POOLS, ASSETS):
             table = self.pools if plural == POOLS else self.assets
@@ -107,10 +145,16 @@ class Store:
             if old is not None:
                 self._runs_by_dag.get((key[0], old["spec"]["dagName"]), {}).pop(key[1], None)
             dag = (body.get("spec") or {}).get("dagName", "")
+            uid = body["metadata"].get("uid", "")
             if event_type == "DELETED":
                 self.runs.pop(key, None)
+                self._summaries.pop(key, None)
+                self._run_of_uid.pop(uid, None)
+                self._shards.pop(uid, None)
             else:
-                self.runs[key] = body
+                self._summaries[key] = body
+                self._run_of_uid[uid] = key
+                body = self.runs[key] = self._whole(body)
                 self._runs_by_dag.setdefault((key[0], dag), {})[key[1]] = body
         change = Change(
             kind=KINDS[plural],
@@ -125,6 +169,15 @@ class Store:
 
     def replace(self, plural: str, namespace: str | None, items: list[Body]) -> None:
         """A fresh list: apply every item, and delete what the store had there that the list lacks."""
+        if plural == run_shards.PLURAL:
+            for held in self._shards.values():
+                for name, shard in list(held.items()):
+                    if namespace is None or shard["metadata"].get("namespace") == namespace:
+                        del held[name]
+            for item in items:
+                self._apply_shard("ADDED", item)
+            self.synced.add((plural, namespace))
+            return
         table = {DAGS: self.dags, DAGRUNS: self.runs, POOLS: self.pools, ASSETS: self.assets}[plural]
         listed = {_key(item) for item in items}
         for key, body in list(table.items()):
@@ -170,7 +223,7 @@ async def follow(kube: Kube, store: Store, plural: str, namespace: str | None, *
             if exc.status != 410:
                 log.warning("watching %s in %s failed: %s; retrying", plural, namespace or "all", exc)
                 # An account without the Pools or Assets grant (a chart older than their pages): retry slowly.
-                slow = exc.status == 403 and plural in (POOLS, ASSETS)
+                slow = exc.status == 403 and plural in (POOLS, ASSETS, run_shards.PLURAL)
                 await asyncio.sleep(max(retry, 60.0) if slow else retry)
         except Exception as exc:  # a dropped connection: list again after a pause
             log.warning("watching %s in %s failed: %r; retrying", plural, namespace or "all", exc)
@@ -182,6 +235,6 @@ def start_following(kube: Kube, store: Store, namespaces: list[str] | None) -> l
     targets: list[str | None] = list(namespaces) if namespaces else [None]
     return [
         asyncio.create_task(follow(kube, store, plural, namespace), name=f"ui-watch-{plural}-{namespace}")
-        for plural in (DAGS, DAGRUNS, POOLS, ASSETS)
+        for plural in (DAGS, DAGRUNS, run_shards.PLURAL, POOLS, ASSETS)
         for namespace in targets
     ]

@@ -6,7 +6,8 @@
    larger than etcd takes (its default `--max-request-bytes`, 1.5 MiB). etcd refuses it
    (``500 etcdserver: request is too large``); the run gets `StatusWritten=False` and one Event, and
    keeps the status last written. Only the executor is fake there (it records launches): the size
-   comes from the run's own task instances, 4 mapped tasks of 2,048 (about 200 bytes each while scheduled).
+   comes from the run's own task instances, 4 mapped tasks of 2,048 (about 200 bytes each while scheduled),
+   kept in the DagRun's own status (`--inline-task-instances` above that: by default they go to shards).
 """
 
 from __future__ import annotations
@@ -85,9 +86,13 @@ def test_a_status_etcd_refuses_sets_a_condition_and_one_event_and_keeps_the_last
     async def scenario() -> tuple[list[Any], dict[str, Any], str, list[Any]]:
         async with await Kube.connect(str(cluster.kubeconfig)) as kube:
             executor = FakeExecutor()
-            # No budget to speak of and a raised max_map_length: only etcd stops this status.
+            # No budget to speak of, a raised max_map_length, and every instance kept in the DagRun's
+            # own status (no DagRunShards: test_big_runs.py has those): only etcd stops this status.
+            kube.run_shards.inline_limit = 10**6
             reconcilers = Reconcilers(
-                kube, executor, limits=PassLimits(max_map_length=4096, status_budget_bytes=10**9)
+                kube,
+                executor,
+                limits=PassLimits(max_map_length=4096, status_budget_bytes=10**9, inline_task_instances=10**6),
             )
             await storage_ready(kube, namespace)
             await kube.create_custom(DAGS, namespace, wide_dag(4, 2048))

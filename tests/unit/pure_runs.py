@@ -80,6 +80,7 @@ class Run:
     last_observation: Observation = field(default_factory=Observation)
     pending_timeout: timedelta | None = None  # the controller's --pod-pending-timeout (here: never)
     status_budget_bytes: int | None = None  # the controller's --status-budget-bytes
+    inline_task_instances: int | None = None  # the controller's --inline-task-instances
 
     def wait(self, delta: timedelta) -> None:
         """Let time pass; reports built afterwards carry the new time."""
@@ -106,6 +107,9 @@ class Run:
             limits=PassLimits(
                 pending_timeout=self.pending_timeout,
                 status_budget_bytes=self.status_budget_bytes or DEFAULT_LIMITS.status_budget_bytes,
+                inline_task_instances=DEFAULT_LIMITS.inline_task_instances
+                if self.inline_task_instances is None
+                else self.inline_task_instances,
             ),
         )
         self.status = plan.status

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from zonda.passes.status_budget import DEFAULT_STATUS_BUDGET_BYTES
+from zonda.resources.run_shards import DEFAULT_INLINE_TASK_INSTANCES
 from zonda.specs.mapping import DEFAULT_MAX_MAP_LENGTH
 
 #: Airflow's `[kubernetes_executor] worker_pods_pending_timeout` default: 300 seconds.
@@ -29,10 +30,18 @@ class PassLimits:
     #: Airflow's `worker_pods_pending_timeout`: a try whose attempt stays Pending this long fails
     #: (None: it waits forever).
     pending_timeout: timedelta | None = DEFAULT_PENDING_TIMEOUT
+    #: Task instances a run keeps in its own status; past that they are stored in DagRunShards
+    #: (`zonda.resources.run_shards`) and the budget applies to each object, not their sum.
+    inline_task_instances: int = DEFAULT_INLINE_TASK_INSTANCES
 
     @classmethod
     def from_options(
-        cls, *, max_map_length: int, status_budget_bytes: int, pending_timeout_seconds: float
+        cls,
+        *,
+        max_map_length: int,
+        status_budget_bytes: int,
+        pending_timeout_seconds: float,
+        inline_task_instances: int = DEFAULT_INLINE_TASK_INSTANCES,
     ) -> PassLimits:
         """The limits as command-line options give them: a pending timeout in seconds, 0 for never."""
         return cls(
@@ -41,6 +50,7 @@ class PassLimits:
             pending_timeout=timedelta(seconds=pending_timeout_seconds)
             if pending_timeout_seconds > 0
             else None,
+            inline_task_instances=inline_task_instances,
         )
 
 

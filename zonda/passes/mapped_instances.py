@@ -159,7 +159,12 @@ class MappedInstances:
             return None  # expanding again within the instances it had: the status grows no further
         status = self.state.status.model_copy(update={"task_instances": self.state.tis}).to_wire()
         return status_budget.expansion_problem(
-            length, new, status, self.state.limits.status_budget_bytes, task.mapped_group
+            length,
+            new,
+            status,
+            self.state.limits.status_budget_bytes,
+            task.mapped_group,
+            inline_limit=self.state.limits.inline_task_instances,
         )
 
     def _source_problem(self, task: ResolvedTask) -> tuple[TaskInstanceState, str] | None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from zonda.resources import conditions
+from zonda.resources import conditions, run_shards
 from zonda.resources.models import FINISHED_TI_STATES, Condition
 
 #: etcd's default `--max-request-bytes`: the most one object (metadata, spec and status) may weigh.
@@ -32,6 +32,8 @@ DEFAULT_STATUS_BUDGET_BYTES = 1_048_576
 #: tenth; an inline XCom can add up to 1 KiB more. Two tasks of 1,024 instances fit the default
 #: budget, a third does not (3 x 1,024 x 448 bytes is past 1 MiB, and 4 x 1,024 x 404 past the limit).
 INSTANCE_BYTES = 448
+#: What one shard's entry in its run's status weighs (name, instance count, resourceVersion).
+SHARD_REF_BYTES = 120
 #: The condition a refused status write sets (False) and a later successful one takes back (True).
 STATUS_WRITTEN = "StatusWritten"
 
@@ -54,19 +56,48 @@ def projected_bytes(status_wire: Mapping[str, Any], new_instances: int) -> int:
     return wire_bytes(status_wire) + growth + new_instances * INSTANCE_BYTES
 
 
+def projected_shard_bytes(status_wire: Mapping[str, Any], new_instances: int) -> int:
+    """A run stored in shards (`zonda.resources.run_shards`): its largest object once the new
+    instances are in, the DagRun (everything but the instances, one entry per shard) or a full shard
+    of finished instances."""
+    instances = len(status_wire.get("taskInstances") or {}) + new_instances
+    rest = {k: v for k, v in status_wire.items() if k not in ("taskInstances", "taskInstanceShards")}
+    shards = -(-instances // run_shards.SHARD_INSTANCES)
+    return max(wire_bytes(rest) + shards * SHARD_REF_BYTES, run_shards.SHARD_INSTANCES * INSTANCE_BYTES)
+
+
 def expansion_problem(
     length: int,
     new_instances: int,
     status_wire: Mapping[str, Any],
     budget_bytes: int,
     group: str | None = None,
+    inline_limit: int | None = None,
 ) -> str | None:
     """The sentence failing a mapped task whose `length` instances (`new_instances` of them not in
-    the status yet, with its mapped task `group`'s) would take the status past `budget_bytes`, or None."""
+    the status yet, with its mapped task `group`'s) would take the status past `budget_bytes`, or None.
+
+    With `inline_limit`, a run that has more instances than that (or is stored in shards already) is
+    checked object by object (`projected_shard_bytes`): its instances no longer add up in one object,
+    and the budget is a safety net for what still would (a DAG spec or run-level lists that large)."""
+    together = f" ({new_instances} with the other tasks of its mapped task group {group})" if group else ""
+    instances = len(status_wire.get("taskInstances") or {}) + new_instances
+    if inline_limit is not None and (
+        run_shards.is_sharded(status_wire) or run_shards.needs_shards(instances, inline_limit)
+    ):
+        projected = projected_shard_bytes(status_wire, new_instances)
+        if projected <= budget_bytes:
+            return None
+        return (
+            f"The mapped task would have {length} instances{together}, taking the largest object of the "
+            f"run's status (its DagRun or one of its DagRunShards of {run_shards.SHARD_INSTANCES} instances) "
+            f"to about {projected:,} bytes, over the status budget of {budget_bytes:,} bytes "
+            f"(--status-budget-bytes; the apiserver refuses an object over "
+            f"{APISERVER_OBJECT_LIMIT_BYTES:,} bytes): map over fewer items or split the work across runs"
+        )
     projected = projected_bytes(status_wire, new_instances)
     if projected <= budget_bytes:
         return None
-    together = f" ({new_instances} with the other tasks of its mapped task group {group})" if group else ""
     return (
         f"The mapped task would have {length} instances{together}, taking the run's status to about "
         f"{projected:,} bytes (about {INSTANCE_BYTES} bytes per finished instance), over the status "

@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from zonda.resources import asset_models, xcom_chunks
+from zonda.resources import asset_models, run_shards, xcom_chunks
 from zonda.resources.backfill_models import BackfillSpec, BackfillStatus
-from zonda.resources.dagrun_models import DagRunSpec, DagRunStatus
+from zonda.resources.dagrun_models import DagRunShardStatus, DagRunSpec, DagRunStatus
 from zonda.resources.models import (
     BACKFILLS,
     DAGRUNS,
@@ -217,7 +217,10 @@ def generate() -> dict[str, Schema]:
             _column("Logical Date", ".status.logicalDate", description="None in an Airflow 3 manual run"),
             _column("Run After", ".status.runAfter", description="When the run could start (UTC)"),
             _column("Started", ".status.startDate", "date"),
+            # set for a run whose task instances are in DagRunShards (`zonda.resources.run_shards`)
+            _column("Progress", ".status.progress", description="Finished task instances / all"),
             _column("Ended", ".status.endDate", "date", priority=1),
+            _column("Shards", ".status.taskInstanceShards[*].name", priority=1),
             _column("Run ID", ".status.runId", priority=1),
             _column("Partition", ".spec.partitionKey", priority=1, description="The partition it is for"),
             _column("Message", ".status.message", priority=1),
@@ -300,6 +303,15 @@ def generate() -> dict[str, Schema]:
         "Airflow's pool: slots the task instances naming it share across every run (default_pool is "
         "default-pool).",
     )
+    dagrun_shard = _crd(
+        run_shards.KIND,
+        run_shards.PLURAL,
+        "drs",
+        schema_for(run_shards.DagRunShardSpec),
+        schema_for(DagRunShardStatus),
+        [_column("DagRun", ".spec.dagRun"), _column("Index", ".spec.index", "integer")],
+        "Some of a big DagRun's task instances (past --inline-task-instances), owned by the run.",
+    )
     asset = _crd(
         "Asset",
         asset_models.ASSETS,
@@ -340,6 +352,7 @@ def generate() -> dict[str, Schema]:
         "assets.zonda.dev.yaml": asset,
         "assetevents.zonda.dev.yaml": asset_event,
         "xcomchunks.zonda.dev.yaml": xcom_chunk,
+        "dagrunshards.zonda.dev.yaml": dagrun_shard,
         "pools.zonda.dev.yaml": pool,
         "dags.zonda.dev.yaml": dag,
         "dagruns.zonda.dev.yaml": dagrun,

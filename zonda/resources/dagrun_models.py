@@ -23,6 +23,7 @@ from zonda.resources.models import (
     JsonObject,
     TaskInstanceState,
 )
+from zonda.resources.run_shards import ShardRef
 from zonda.resources.run_types import RunType
 
 
@@ -211,6 +212,17 @@ class DagRunStatus(CrdModel):
     sla_misses: list[SlaMissRecord] = Field(
         default_factory=list, description="SLA misses, each recorded once."
     )
+    # A big run's stored form (`zonda.resources.run_shards`): its task instances are in these shards,
+    # and a summary of them is here. Only in what the API stores: a run read whole has none of them.
+    task_instance_shards: list[ShardRef] | None = Field(
+        default=None, description="The DagRunShard objects holding this run's task instances."
+    )
+    task_counts: dict[str, int] | None = Field(
+        default=None, description="Task instances by state (a run whose instances are in shards)."
+    )
+    progress: str | None = Field(
+        default=None, description="Finished task instances / all (a run whose instances are in shards)."
+    )
 
     def to_wire(self) -> dict[str, Any]:
         """As every model, and without the task instances' zero counters (a mapped task has up to
@@ -221,6 +233,12 @@ class DagRunStatus(CrdModel):
                 if ti.get(name) == default:
                     del ti[name]
         return wire
+
+
+class DagRunShardStatus(CrdModel):
+    """Some of a big run's task instances (`zonda.resources.run_shards`)."""
+
+    task_instances: dict[str, TaskInstanceStatus] = Field(default_factory=dict)
 
 
 #: Task-instance fields left out of the wire when they hold these defaults (`DagRunStatus.to_wire`).

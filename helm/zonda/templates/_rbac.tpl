@@ -23,6 +23,13 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
 - apiGroups: ["zonda.dev"]
   resources: ["dagruns/status"]
   verbs: ["patch", "update"]
+{{- /* A big run's task instances (past --inline-task-instances), in objects the run owns. */}}
+- apiGroups: ["zonda.dev"]
+  resources: ["dagrunshards"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: ["zonda.dev"]
+  resources: ["dagrunshards/status"]
+  verbs: ["update"]
 - apiGroups: ["zonda.dev"]
   resources: ["triggers"]
   verbs: ["get", "list", "watch", "create", "delete"]

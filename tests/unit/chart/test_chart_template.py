@@ -156,6 +156,8 @@ CONTROLLER_RULES = {
     ("zonda.dev", "dags/status"): "patch update",
     ("zonda.dev", "dagruns"): "get list watch create delete",
     ("zonda.dev", "dagruns/status"): "patch update",
+    ("zonda.dev", "dagrunshards"): "get list watch create delete",
+    ("zonda.dev", "dagrunshards/status"): "update",
     ("zonda.dev", "triggers"): "get list watch create delete",
     ("zonda.dev", "backfills"): "get list watch",
     ("zonda.dev", "backfills/status"): "patch update",

@@ -26,6 +26,7 @@ helm = helm_fixture  # the session fixture, registered under this name for the t
 UI_READS = {
     ("zonda.dev", "dags"): "get list watch",
     ("zonda.dev", "dagruns"): "get list watch",
+    ("zonda.dev", "dagrunshards"): "get list watch",
     ("zonda.dev", "xcomchunks"): "get",
     ("zonda.dev", "pools"): "get list watch",
     ("zonda.dev", "assets"): "get list watch",

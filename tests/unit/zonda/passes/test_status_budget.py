@@ -19,8 +19,8 @@ from controller.reconcilers.reconcilers import Reconcilers
 from tests.unit.fake_world import NS, FakeExecutor, run_body, settle
 from tests.unit.pure_runs import Run, make_dag
 from zonda.passes import status_budget
-from zonda.passes.limits import PassLimits
-from zonda.resources import xcom_refs
+from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
+from zonda.resources import run_shards, xcom_refs
 from zonda.resources.models import Condition, DagRunState, ExpandSpec, TaskInstanceState
 from zonda.specs import mapping
 
@@ -97,13 +97,36 @@ def test_a_second_wide_task_fails_when_the_first_took_the_budget_and_the_first_s
     assert all(run.ti(mapping.ti_key("first", i)).state is S.SUCCESS for i in range(40))
 
 
-def test_the_default_budget_takes_two_tasks_of_1024_instances_and_fails_a_third() -> None:
-    """The issue's case: several wide mapped tasks in one run (3 x 1,024 x 404 bytes > 1.5 MiB)."""
-    run = made(Run(wide_dag("a", "b", "c")), 1024)
+def test_a_run_kept_whole_in_its_status_takes_two_tasks_of_1024_instances_and_fails_a_third() -> None:
+    """The issue's case, with every instance kept in the DagRun's status (no shards: an inline limit
+    above the run's size): 3 x 1,024 x 404 bytes > 1.5 MiB."""
+    run = made(Run(wide_dag("a", "b", "c"), inline_task_instances=1_000_000), 1024)
     assert run.ti("a[1023]").state is S.SCHEDULED and run.ti("b[1023]").state is S.SCHEDULED
     assert run.ti("c").state is S.FAILED and "c[0]" not in run.status.task_instances
     assert "1024 instances" in (run.ti("c").reason or "")
     assert status_budget.wire_bytes(run.status.to_wire()) < status_budget.DEFAULT_STATUS_BUDGET_BYTES
+
+
+def test_by_default_three_tasks_of_1024_go_to_shards_each_object_well_under_the_budget() -> None:
+    """Past the inline limit the instances are stored in shards, so the budget is checked object by
+    object: the third task of 1,024 expands, and the largest object stays far under the budget."""
+    run = made(Run(wide_dag("a", "b", "c")), 1024)
+    assert all(run.ti(f"{task}[1023]").state is S.SCHEDULED for task in "abc")
+    instances = len(run.status.task_instances)
+    assert instances > 3 * 1024
+    stored = run_shards.split(run.status.to_wire(), "run", inline_limit=DEFAULT_LIMITS.inline_task_instances)
+    assert len(stored.shards) == -(-instances // run_shards.SHARD_INSTANCES)
+    largest = max(status_budget.wire_bytes(o) for o in [stored.summary, *stored.shards.values()])
+    assert largest < status_budget.DEFAULT_STATUS_BUDGET_BYTES / 4
+
+
+def test_a_sharded_run_still_fails_an_expansion_when_one_object_would_pass_the_budget() -> None:
+    """The safety net: a budget below a full shard's estimate (256 x 448 bytes) fails the expansion,
+    with the shard size named."""
+    run = made(Run(wide_dag("a"), status_budget_bytes=100_000, inline_task_instances=10), 20)
+    assert run.ti("a").state is S.FAILED
+    assert "DagRunShards of 256 instances" in (run.ti("a").reason or "")
+    assert "status budget of 100,000 bytes" in (run.ti("a").reason or "")
 
 
 # -------------------------------------------------------------------------- a refused status write
@@ -144,8 +167,8 @@ def mapped_dag_body(items: int) -> dict[str, Any]:
 def test_a_status_the_apiserver_refuses_keeps_the_last_one_says_so_once_and_recovers() -> None:
     kube, executor = FakeKube(max_object_bytes=12_000), FakeExecutor()
     reconcilers = Reconcilers(
-        kube, executor, limits=PassLimits(status_budget_bytes=10_000_000)
-    )  # the budget lets it through
+        kube, executor, limits=PassLimits(status_budget_bytes=10_000_000, inline_task_instances=100)
+    )  # the budget lets it through, and the run keeps its instances in its own status
 
     async def scenario() -> list[Any]:
         await kube.create_custom(DAGS, NS, mapped_dag_body(60))
