@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
-from controller.kube import DAGRUNS, DAGS
+from controller.kube import DAGRUNS, DAGS, POOLS
 from controller.kube.client import Kube
 from controller.reconcilers.reconcilers import Reconcilers
 from tests.cluster.test_mapping import DAG_FOLDER, api_writes, local_controller
@@ -82,6 +82,13 @@ def test_a_run_of_5000_mapped_instances_succeeds_in_shards_across_a_restart(
             await storage_ready(kube, namespace)
             await kube.list_custom(run_shards.PLURAL, namespace)
             await kube.create_custom(DAGS, namespace, wide_dag(ITEMS))
+            # Airflow's default_pool has 128 slots: 40 passes of 5,000 instances; with room for all, 5
+            await kube.create_custom(
+                POOLS,
+                namespace,
+                {"apiVersion": "zonda.dev/v1alpha1", "kind": "Pool", "metadata": {"name": "default-pool"},
+                 "spec": {"slots": 10_000}},
+            )  # fmt: skip
             await kube.create_custom(
                 DAGRUNS,
                 namespace,
