@@ -11,7 +11,8 @@ Covered: the fields the server sets on create, 404 and 409 (AlreadyExists, Confl
 API's messages, resourceVersion preconditions on status patches and replaces and on Leases, JSON
 merge patch of the status subresource, a status given on create being dropped, status writes leaving
 spec, metadata and generation alone, a write that changes nothing keeping the resourceVersion, label
-selectors (every operator the API has), list order and cluster-wide lists, deletion, Pods, Leases.
+selectors (every operator the API has), list order and cluster-wide lists, deletion, Pods, Leases,
+a big DagRun read and written whole across its DagRunShards (`controller.kube.run_shards`).
 Not covered, because FakeKube does not model them (its docstring says so): watches, schema validation
 and pruning, admission, garbage collection, pod life cycles, etcd's size limit.
 """

@@ -180,12 +180,13 @@ class Kube:
     async def list_custom(
         self, plural: str, namespace: str | None, label_selector: str | None = None
     ) -> list[Body]:
-        """The objects; DagRuns whole, except those the controller's watch cache serves (summaries:
-        the controller's lists count runs, a pass reads its run whole)."""
+        """The objects; DagRuns whole, except in the controller (a client with a watch cache), whose
+        lists of runs count them and read their states: a big run's summary says those (its pass
+        reads the run whole with a GET)."""
         cache = self.cache
         if cache is None or namespace is None or label_selector or plural not in cache.listable:
             items, _ = await self.list_custom_with_version(plural, namespace, label_selector)
-            if plural == DAGRUNS:
+            if plural == DAGRUNS and cache is None:  # the controller's lists count runs: summaries do
                 return await self.run_shards.whole_list(self, namespace, items)
             return items
         if (kept := cache.in_namespace(plural, namespace)) is not None:

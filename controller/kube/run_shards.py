@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -89,8 +90,17 @@ class RunShards:
     `--inline-task-instances`; other clients never add task instances, so they keep a run's layout)."""
 
     inline_limit: int = run_shards.DEFAULT_INLINE_TASK_INSTANCES
-    #: (namespace, run uid) -> its shards by name, as last read or written (present: the run is split).
-    _seen: dict[tuple[str, str], dict[str, Body]] = field(default_factory=dict)
+    #: The runs whose shards are remembered (the most recent): a run forgotten has each of its shards
+    #: written at its next write, on the version read, as if all had changed.
+    remembered: int = 64
+    #: (namespace, run uid) -> its shards by name, as last read or written.
+    _seen: OrderedDict[tuple[str, str], dict[str, Body]] = field(default_factory=OrderedDict)
+
+    def _remember(self, key: tuple[str, str], shards: dict[str, Body]) -> None:
+        self._seen[key] = shards
+        self._seen.move_to_end(key)
+        while len(self._seen) > self.remembered:
+            self._seen.popitem(last=False)
 
     async def whole(self, api: ShardApi, run: Body) -> Body:
         """The run with every task instance (itself when it is not split). Raises `MissingShard`."""
@@ -112,7 +122,7 @@ class RunShards:
         meta = run["metadata"]
         listed = await api.list_custom(SHARDS, meta["namespace"], f"{LABEL_DAGRUN_UID}={meta['uid']}")
         held = {shard["metadata"]["name"]: shard for shard in listed}
-        self._seen[(meta["namespace"], meta.get("uid", ""))] = held
+        self._remember((meta["namespace"], meta.get("uid", "")), held)
         return held
 
     async def whole_list(self, api: ShardApi, namespace: str | None, runs: list[Body]) -> list[Body]:
@@ -172,7 +182,7 @@ class RunShards:
                 raise
             seen[shard_name] = copy.deepcopy(written)
             versions[shard_name] = written["metadata"]["resourceVersion"]
-        self._seen[key] = seen
+        self._remember(key, seen)
         return {**run, "status": run_shards.with_versions(split.summary, versions)}
 
     async def _created(self, api: ShardApi, run: Body, body: Body) -> Body:

@@ -9,7 +9,7 @@ A DagRun's status took about 404 bytes per instance, and etcd refuses an object 
    executor fake (it records launches; the test finishes them), a controller "restart" midway (new
    client and reconcilers: nothing of the old ones' memory) — the run succeeds, every instance's
    state is read back from the apiserver (whole, through the client, and the shards themselves), and
-   `kubectl get dagrun` shows its progress and counts.
+   `kubectl get dagrun` shows its progress and counts; deleting the run deletes its shards.
 2. A real controller process (local executor: real task-runner processes) with a low inline limit,
    killed with SIGKILL midway and started again: the split run finishes, each instance ran once.
 """
@@ -146,6 +146,13 @@ def test_a_run_of_5000_mapped_instances_succeeds_in_shards_across_a_restart(
         f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
     )
     assert max(sizes) < 1_572_864 // 4
+    # the run owns its shards: deleting it deletes them (the garbage collector of the controller-manager)
+    cluster.kubectl("delete", "dagrun", "big-1", "-n", namespace, "--wait=false")
+    wait_for(
+        lambda: not get(cluster, namespace, "dagrunshards")["items"],
+        "the shards collected with the run",
+        timeout=120,
+    )
 
 
 def test_a_split_run_survives_a_controller_kill_with_the_local_executor(

@@ -92,7 +92,9 @@ def test_a_status_etcd_refuses_sets_a_condition_and_one_event_and_keeps_the_last
             reconcilers = Reconcilers(
                 kube,
                 executor,
-                limits=PassLimits(max_map_length=4096, status_budget_bytes=10**9, inline_task_instances=10**6),
+                limits=PassLimits(
+                    max_map_length=4096, status_budget_bytes=10**9, inline_task_instances=10**6
+                ),
             )
             await storage_ready(kube, namespace)
             await kube.create_custom(DAGS, namespace, wide_dag(4, 2048))

@@ -39,3 +39,41 @@ def test_a_cluster_wide_list_counts_for_every_namespace() -> None:
     store.replace(POOLS, None, [body("gpu", "a"), body("gpu", "b")])
     assert store.listed(POOLS, "a") and store.listed(POOLS, "anything")
     assert [p["metadata"]["namespace"] for p in store.pools_in("b")] == ["b"]
+
+
+def test_a_big_run_is_kept_whole_from_its_summary_and_its_shards_and_a_shard_change_is_the_runs() -> None:
+    """A split run's watch delivers its summary; its DagRunShards' watch the instances: the grid and
+    the run page read it whole, and a shard's change is announced as its DagRun's."""
+    from controller.kube import DAGRUNS
+    from zonda.resources import run_shards
+    from zonda.resources.wire import LABEL_DAGRUN_UID
+
+    tis = {f"w[{i}]": {"state": "running"} for i in range(300)}
+    stored = run_shards.split({"state": "running", "taskInstances": tis}, "big-1", inline_limit=10)
+    run = {"metadata": {"name": "big-1", "namespace": "team", "uid": "u1"}, "spec": {"dagName": "big"},
+           "status": stored.summary}  # fmt: skip
+
+    def shard(name: str, held: dict[str, Any], version: str) -> dict[str, Any]:
+        meta = {
+            "name": name,
+            "namespace": "team",
+            "labels": {LABEL_DAGRUN_UID: "u1"},
+            "resourceVersion": version,
+        }
+        return {"metadata": meta, "spec": {}, "status": {"taskInstances": held}}
+
+    store = Store()
+    store.replace(DAGRUNS, "team", [run])
+    assert "taskInstances" not in store.runs[("team", "big-1")]["status"]  # shards not seen yet: the summary
+    store.replace(run_shards.PLURAL, "team", [shard(n, held, "1") for n, held in stored.shards.items()])
+    assert store.runs[("team", "big-1")]["status"]["taskInstances"] == tis
+    assert store.runs_of("team", "big") == [store.runs[("team", "big-1")]]
+    with store.subscription() as queue:
+        store.apply(
+            run_shards.PLURAL,
+            "MODIFIED",
+            shard("big-1-1", {**stored.shards["big-1-1"], "w[300]": {"state": "success"}}, "2"),
+        )
+        change = queue.get_nowait()
+    assert (change.kind, change.name, change.dag) == ("DagRun", "big-1", "big")
+    assert store.runs[("team", "big-1")]["status"]["taskInstances"]["w[300]"] == {"state": "success"}
