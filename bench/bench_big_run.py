@@ -140,9 +140,9 @@ def main() -> int:
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()} on {os.cpu_count()} CPUs")
     with connect_cluster("existing" if args.existing else "local") as cluster:
-        namespace = f"bench-big-{int(time.time())}"
-        cluster.kubectl("create", "namespace", namespace)
         for slots in (int(s) for s in args.slots.split(",")):
+            namespace = f"bench-big-{slots}-{int(time.time())}"  # a default-pool of its own
+            cluster.kubectl("create", "namespace", namespace)
             result = asyncio.run(one_run(cluster, namespace, args.items, slots))
             print(
                 f"\n{args.items} mapped instances (+2), default-pool {slots} slots: {result['state']} "
