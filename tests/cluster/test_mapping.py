@@ -119,8 +119,13 @@ def test_1024_mapped_instances_finish_with_the_local_executor(
     assert states.pop("make_numbers") == "success" and states.pop("count") == "success"
     assert states == {f"square[{index}]": "success" for index in range(1024)}
     assert body["status"]["taskInstances"]["count"]["xcom"] == 1024
-    writes = {kind: after.get(kind, 0) - before.get(kind, 0) for kind in ("dagruns", "events", "pods")}
-    status_bytes = len(json.dumps(body["status"], separators=(",", ":")))
+    writes = {
+        kind: after.get(kind, 0) - before.get(kind, 0)
+        for kind in ("dagruns", "dagrunshards", "events", "pods")
+    }
+    status_bytes = len(json.dumps(body["status"], separators=(",", ":")))  # whole (1,026 > 1,000: in shards)
+    stored = get(cluster, namespace, "dagrun", run)
+    assert stored["status"]["progress"] == "1026/1026" and len(stored["status"]["taskInstanceShards"]) == 5
     load = os.getloadavg()
     print(
         f"1024 mapped instances, local executor, --parallelism 16: wall {wall:.1f} s; "

@@ -208,7 +208,23 @@ def wait_run_finished(cluster: Cluster, namespace: str, run: str, timeout: float
         return body if (body.get("status") or {}).get("state") in ("success", "failed") else None
 
     result: dict[str, Any] = wait_for(finished, f"DagRun {run} to finish", timeout)
-    return result
+    return whole_run(cluster, namespace, result)
+
+
+def whole_run(cluster: Cluster, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A DagRun as kubectl read it, with a big run's task instances merged in from its DagRunShards
+    (`zonda.resources.run_shards`), as Zonda's own clients read it."""
+    from zonda.resources import run_shards
+
+    status = body.get("status") or {}
+    if not run_shards.is_summary(status):
+        return body
+    selector = f"zonda.dev/dagrun-uid={body['metadata']['uid']}"
+    shards = json.loads(
+        cluster.kubectl("get", "dagrunshards", "-n", namespace, "-l", selector, "-o", "json").stdout
+    )["items"]
+    held = {s["metadata"]["name"]: (s.get("status") or {}).get("taskInstances") or {} for s in shards}
+    return {**body, "status": run_shards.merge(status, held)}
 
 
 def trigger(cluster: Cluster, namespace: str, dag: str, conf: dict[str, Any] | None = None) -> str:
