@@ -89,3 +89,47 @@ def test_a_conflicting_write_is_not_overwritten_the_action_is_applied_again() ->
     assert result.changed == ("a", "b") and before["a"].state is S.FAILED
     assert [e.reason for e in kube.events] == ["TaskCleared", "TaskCleared"]
     assert kube.writes["replace-status dagruns"] == 2  # the refused write, and the one that landed
+
+
+def test_a_clear_of_a_run_kept_in_shards_rewrites_only_the_shard_it_changed() -> None:
+    """A big run (its instances in DagRunShards): the user's clear reads it whole, and the write
+    replaces the one shard holding the cleared instance, then the DagRun; the rest stay as they were."""
+    from zonda.resources import run_shards
+
+    kube = FakeKube()
+    kube.run_shards.inline_limit = 2
+    spec = DagSpec(tasks=[TaskSpec(id=f"t{i}", operator="EmptyOperator") for i in range(600)])
+    status = DagRunStatus(
+        state=DagRunState.SUCCESS,
+        dag_spec=spec.to_wire(),
+        task_instances={f"t{i}": TaskInstanceStatus(state=S.SUCCESS, try_number=1) for i in range(600)},
+    )
+
+    def versions() -> dict[str, str]:
+        return {
+            s["metadata"]["name"]: s["metadata"]["resourceVersion"]
+            for s in kube._list(run_shards.PLURAL, NS, None)
+        }
+
+    async def scenario() -> dict[str, Any]:
+        created = await kube.create_custom(DAGRUNS, NS, {**finished_run(), "status": None})
+        await kube.replace_custom_status(DAGRUNS, NS, {**created, "status": status.to_wire()})
+        before = versions()
+        assert len(before) == 3  # 600 instances, 256 a shard
+
+        def clear_one(dag: ResolvedDag, s: DagRunStatus) -> clear_and_mark.ActionResult:
+            return clear_and_mark.clear(dag, s, task_ids=["t300"], now=NOW)
+
+        await act_on_run(kube, NS, "r", clear_one)
+        after = versions()
+        stored = run_shards.split(status.to_wire(), "r", inline_limit=2).shards
+        (holder,) = [name for name, held in stored.items() if "t300" in held]
+        assert [name for name in after if after[name] != before[name]] == [holder]
+        run = await kube.get_custom(DAGRUNS, NS, "r")
+        assert run is not None
+        return run
+
+    run = asyncio.run(scenario())
+    tis = run["status"]["taskInstances"]
+    assert tis["t300"]["state"] != "success" and tis["t299"]["state"] == "success" and len(tis) == 600
+    assert "taskInstances" not in kube.objects[(DAGRUNS, NS, "r")]["status"]  # stored as a summary
