@@ -316,8 +316,9 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.sdk names Zonda maps)",
     "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
     "docs/authoring.md for those it maps)",
-    "airflow.sdk.AssetAccessControl": "asset access control (teams) needs Airflow's API server and auth "
-    "manager: not supported (use Kubernetes RBAC on the Asset resources)",
+    "airflow.sdk.AssetAccessControl": "asset access control (teams) is not supported: in Zonda a team is a "
+    "namespace, and a DAG sees only its own namespace's asset events (Airflow's multi-team default); "
+    "events across namespaces (producer_teams, consumer_teams) are not provided (see docs/assets.md)",
     "airflow.sdk.execution_time": "task and asset state stores need Airflow's API server: not supported",
     "airflow": "not provided by Zonda's Airflow compatibility layer",
 }
