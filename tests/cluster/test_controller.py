@@ -112,6 +112,24 @@ def test_container_tasks_succeed_fail_with_retries_and_skip_on_kwok(
     assert pod["spec"]["restartPolicy"] == "Never"
 
 
+def test_a_kwok_pod_runs_as_long_as_its_duration_annotation_says(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """The fake nodes honour `kwok.zonda.dev/duration-ms` (the fault suite's pod faults need a pod that
+    is still Running): kwok parses it as a Go duration, so a bare "3000" used to fall back to 300 ms."""
+    apply(cluster, namespace, dag("durations", [container_task("long", duration_ms=3000)]))
+    with controller(cluster, namespace, tmp_path):
+        run = trigger(cluster, namespace, "durations")
+        body = wait_run_finished(cluster, namespace, run)
+    assert ti_states(body) == {"long": "success"}
+    pod = get(cluster, namespace, "pod", body["status"]["taskInstances"]["long"]["podName"])
+    started = datetime.fromisoformat(pod["status"]["startTime"])
+    [container] = pod["status"]["containerStatuses"]
+    finished = datetime.fromisoformat(container["state"]["terminated"]["finishedAt"])
+    # RFC 3339 to the second: 3 s of running is at least 2 s apart; the 300 ms default is at most 1
+    assert (finished - started).total_seconds() >= 2, (started, finished)
+
+
 def reasons_about(cluster: Cluster, namespace: str, name: str) -> list[str]:
     """The reasons of the Events about object `name`."""
     return cluster.kubectl(
