@@ -244,8 +244,10 @@ class Fault:
     name: str
     ci_injections: int
     inject: Callable[[Target], bool]  # True when it struck (a pod fault may find nothing to hit)
-    #: Task pods' duration on kwok: long enough for a pod fault to find one Running.
-    duration_ms: int = 400
+    #: Task pods' duration on kwok: long enough for a pod fault to find one Running, and for the
+    #: workload to outlast the schedule's first strike (0.5-4 s in: at 400 ms the six runs could all
+    #: finish before it, and the schedule struck nothing, seen once in CI at load 10).
+    duration_ms: int = 1000
     #: The controller talks to the apiserver through a FaultProxy.
     proxied: bool = False
     #: Triggerer replicas started, and the workload's deferrable sensor with them.
