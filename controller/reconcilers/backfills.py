@@ -21,7 +21,7 @@ from controller.kube import BACKFILLS, DAGRUNS, DAGS, AlreadyExists, KubeApi
 from controller.reconcilers import user_code
 from controller.reconcilers.common import StatusWriter, parse_status
 from controller.reconcilers.dags import run_ref
-from controller.reconcilers.user_code import BoundedCalls, TimeLimitExceeded
+from controller.reconcilers.user_code import BoundedCalls
 from zonda.resources.backfill_models import BackfillSpec, BackfillStatus
 from zonda.resources.dagrun_models import DagRunSpec
 from zonda.resources.models import API_VERSION, DagSpec
@@ -119,17 +119,15 @@ class BackfillReconciler:
         if class_path is None:
             dates = listed()
         else:
-            failure = None
-            try:
-                dates = await self.timetable_calls.call(user_code.key_of("backfill", backfill), listed)
-            except TimeLimitExceeded as exc:
-                failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
-            except Exception as exc:  # a user's timetable raised: said on the Backfill, the others go on
-                failure = dag_plans.TimetableFailure.raised(class_path, exc)
-                logger.warning("backfill %s/%s: %s", meta["namespace"], meta["name"], failure.says("no runs"))
-            if failure is not None:
+            key_of = user_code.key_of("backfill", backfill)
+            answer = await self.timetable_calls.ask_timetable(key_of, class_path, listed)
+            if isinstance(answer, dag_plans.TimetableFailure):
+                if answer.error is not None:
+                    where = f"{meta['namespace']}/{meta['name']}"
+                    logger.warning("backfill %s: %s", where, answer.says("no runs"))
                 generation = meta.get("generation")
-                return backfills.timetable_failed(old_status, failure, generation=generation, now=now)
+                return backfills.timetable_failed(old_status, answer, generation=generation, now=now)
+            dates = answer
         if coerce_utc(spec.to_date) <= now:
             self.kept_dates[key] = dates
             while len(self.kept_dates) > KEPT_DATES:

@@ -27,7 +27,7 @@ from controller.reconcilers.asset_index import (
 )
 from controller.reconcilers.assets import fault_point
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
-from controller.reconcilers.user_code import BoundedCalls, TimeLimitExceeded
+from controller.reconcilers.user_code import BoundedCalls
 from zonda.passes import history
 from zonda.resources.asset_models import ASSETEVENTS, ASSETS, TriggeringEvent, event_from_body
 from zonda.resources.dagrun_models import DagRunSpec
@@ -198,18 +198,14 @@ class DagReconciler:
         if (class_path := dag_plans.timetable_class(dag.get("spec"))) is None:
             decided = plan()  # Zonda's own timetables: no user code, called inline
         else:
-            failure = None
-            try:
-                decided = await self.timetable_calls.call(user_code.key_of("dag", dag), plan)
-            except TimeLimitExceeded as exc:
-                failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
-            except Exception as exc:  # a user's timetable raised: said on the DAG, the other DAGs go on
-                failure = dag_plans.TimetableFailure.raised(class_path, exc)
-                logger.warning("DAG %s/%s: %s", namespace, name, failure.says("not scheduled"))
-            if failure is not None:
-                decided = dag_plans.timetable_failed(
-                    failure, status=old_status, generation=meta.get("generation"), now=now
+            answer = await self.timetable_calls.ask_timetable(user_code.key_of("dag", dag), class_path, plan)
+            if isinstance(answer, dag_plans.TimetableFailure):
+                if answer.error is not None:
+                    logger.warning("DAG %s/%s: %s", namespace, name, answer.says("not scheduled"))
+                answer = dag_plans.timetable_failed(
+                    answer, status=old_status, generation=meta.get("generation"), now=now
                 )
+            decided = answer
         return await self._act(dag, decided, runs, old_status, now)
 
     async def _act(

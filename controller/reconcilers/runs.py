@@ -194,17 +194,19 @@ class RunReconciler:
         if class_path is None or not plans.needs_latest_window(dag):
             return None
         meta = run["metadata"]
-        failure = None
+        answer = await self.timetable_calls.ask_timetable(
+            user_code.key_of("run", run), class_path, lambda: plans.ask_latest_window(dag_spec, status, now)
+        )
         window: plans.LatestWindow | Unanswered = Unanswered.UNKNOWN
-        try:
-            window = await self.timetable_calls.call(
-                user_code.key_of("run", run), lambda: plans.ask_latest_window(dag_spec, status, now)
-            )
-        except TimeLimitExceeded as exc:
-            failure = dag_plans.TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
-        except Exception as exc:  # a user's timetable raised: said on the run, the pass goes on
-            failure = dag_plans.TimetableFailure.raised(class_path, exc)
-            logger.warning("run %s/%s: %s", meta["namespace"], meta["name"], failure.says("LatestOnly waits"))
+        failure = None
+        if isinstance(answer, dag_plans.TimetableFailure):
+            failure = answer
+            if failure.error is not None:
+                logger.warning(
+                    "run %s/%s: %s", meta["namespace"], meta["name"], failure.says("LatestOnly waits")
+                )
+        else:
+            window = answer
         new, events = plans.timetable_condition(status, failure, now)
         return TimetableAnswer(window, new, events, failed=failure is not None)
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from zonda.schedules.dag_plans import TimetableFailure
+
 T = TypeVar("T")
 
 #: Seconds one call of a custom timetable by the controller may take (`zonda controller --timetable-timeout`;
@@ -93,6 +95,19 @@ class BoundedCalls:
             self._overrun[key] = (done, started)  # type: ignore[assignment]
             done.add_done_callback(lambda late: late.cancelled() or late.exception())  # dropped, unlogged
             raise TimeLimitExceeded(self.limit_seconds, time.monotonic() - started) from None
+
+    async def ask_timetable(
+        self, key: Hashable, class_path: str, fn: Callable[[], T]
+    ) -> T | TimetableFailure:
+        """`call` for a custom timetable: its answer, or the failure the object it was asked for says
+        (past the limit, or it raised) while the pass goes on — one way for the DAG, run and Backfill
+        passes."""
+        try:
+            return await self.call(key, fn)
+        except TimeLimitExceeded as exc:
+            return TimetableFailure(class_path, exc.limit_seconds, exc.earlier)
+        except Exception as exc:  # a user's timetable raised: said on its object, the others go on
+            return TimetableFailure.raised(class_path, exc)
 
     async def returned(self, key: Hashable) -> None:
         """Wait until `key`'s call past its limit has returned (at once if none is running)."""
