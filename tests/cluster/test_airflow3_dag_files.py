@@ -11,7 +11,7 @@ from pathlib import Path
 
 from controller.devtools import dag_runs
 from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import ZondaProcess, get, ti_states, trigger, wait_run_finished, zonda
+from tests.cluster.zonda_processes import controller, get, ti_states, trigger, wait_run_finished, zonda
 
 FOLDER = Path(__file__).parent / "airflow3_dags"
 DAGS = {"af3-example": "af3_taskflow.py", "af3-branching": "af3_branching.py"}
@@ -30,20 +30,11 @@ def test_unchanged_airflow3_files_run_under_the_controller_as_under_dags_test(
     assert sorted(dags) == sorted(DAGS)
     assert {name: d["spec"]["airflowVersion"] for name, d in dags.items()} == dict.fromkeys(DAGS, "3")
     assert dags["af3-branching"]["spec"]["timetable"]["class"].endswith("CronTriggerTimetable")
-    process = ZondaProcess(
-        "controller",
-        ["controller", "--namespace", namespace, "--executor", "local",
-         "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(cluster.kubeconfig)],
-        cluster,
-        tmp_path,
-        env={"ZONDA_DAGS_FOLDER": str(FOLDER)},
-    ).start()  # fmt: skip
-    try:
+    with controller(
+        cluster, namespace, tmp_path, executor="local", env={"ZONDA_DAGS_FOLDER": str(FOLDER)}, log_tail=6000
+    ):
         runs = {name: trigger(cluster, namespace, name) for name in DAGS}
         finished = {
             name: wait_run_finished(cluster, namespace, run, timeout=120) for name, run in runs.items()
         }
-    finally:
-        process.stop()
-        print(f"--- controller log\n{process.log()[-6000:]}")
     assert {name: ti_states(run) for name, run in finished.items()} == expected

@@ -19,7 +19,6 @@ from typing import Any
 from controller.devtools.devcluster import Cluster
 from tests.airflow_examples import compare
 from tests.cluster.zonda_processes import (
-    ZondaProcess,
     apply,
     controller,
     get,
@@ -179,15 +178,14 @@ def test_airflows_partition_example_runs_its_runtime_partitions_as_airflow(
         "train-weekly-model",
     ):
         zonda(cluster, "dags", "pause", name, "-n", namespace)
-    process = ZondaProcess(
-        "controller",
-        ["controller", "--namespace", namespace, "--executor", "local",
-         "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(cluster.kubeconfig)],
+    with controller(
         cluster,
+        namespace,
         tmp_path,
+        executor="local",
         env={"ZONDA_DAGS_FOLDER": str(EXAMPLES)},
-    ).start()  # fmt: skip
-    try:
+        log_tail=6000,
+    ):
         # add_partitions(["us", "eu", "apac"]): three events from one try
         multi = trigger(cluster, namespace, "multi-region-player-stats")
         assert wait_run_finished(cluster, namespace, multi, timeout=120)["status"]["state"] == "success"
@@ -225,9 +223,6 @@ def test_airflows_partition_example_runs_its_runtime_partitions_as_airflow(
         for dag in expected:
             wait_for(lambda d=dag: _cursor_holds_its_runs(cluster, namespace, d), f"{dag}'s cursor")
         assert {dag: _consumer_runs(cluster, namespace, dag) for dag in expected} == expected
-    finally:
-        process.stop()
-        print(f"--- controller log\n{process.log()[-6000:]}")
 
 
 def _cursor_holds_its_runs(cluster: Cluster, namespace: str, dag: str) -> bool:

@@ -19,7 +19,7 @@ import yaml
 
 from controller.devtools.devcluster import REPO_ROOT, Cluster
 from tests.cluster.zonda_processes import (
-    ZondaProcess,
+    controller,
     get,
     ti_states,
     trigger,
@@ -60,22 +60,18 @@ def test_rendered_dags_apply_and_run_on_the_local_executor(
     )
     managers = {entry["manager"] for entry in json.loads(shown.stdout)["metadata"]["managedFields"]}
     assert "zonda-dags" in managers
-    process = ZondaProcess(
-        "controller",
-        ["controller", "--namespace", namespace, "--executor", "local",
-         "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(cluster.kubeconfig)],
+    with controller(
         cluster,
+        namespace,
         tmp_path,
+        executor="local",
         env={"ZONDA_DAGS_FOLDER": str(DAG_FOLDER)},
-    ).start()  # fmt: skip
-    try:
+        log_tail=6000,
+    ):
         pipeline_run = trigger(cluster, namespace, "authoring-pipeline")
         airflow_run = trigger(cluster, namespace, "unchanged-airflow")
         pipeline = wait_run_finished(cluster, namespace, pipeline_run, timeout=120)
         airflow = wait_run_finished(cluster, namespace, airflow_run, timeout=120)
-    finally:
-        process.stop()
-        print(f"--- controller log\n{process.log()[-6000:]}")
     assert ti_states(pipeline) == {
         task_id: "success"
         for task_id in ("extract", "add", "checks.positive", "checks.describe", "constant", "echo")

@@ -14,7 +14,7 @@ import yaml
 
 from controller.devtools import dag_runs
 from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import ZondaProcess, apply, ti_states, trigger, wait_run_finished, zonda
+from tests.cluster.zonda_processes import apply, controller, ti_states, trigger, wait_run_finished, zonda
 
 SEED_DAGS = Path(__file__).parent / "seed_dags"
 
@@ -41,15 +41,14 @@ def test_the_controller_and_dags_test_end_in_the_same_states(
         manifest = by_id[dag_id]
         manifest["spec"]["paused"] = True  # no scheduled runs: only the manual one below
         apply(cluster, namespace, manifest)
-    process = ZondaProcess(
-        "controller",
-        ["controller", "--namespace", namespace, "--executor", "local",
-         "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(cluster.kubeconfig)],
+    with controller(
         cluster,
+        namespace,
         tmp_path,
+        executor="local",
         env={"ZONDA_DAGS_FOLDER": str(SEED_DAGS)},
-    ).start()  # fmt: skip
-    try:
+        log_tail=4000,
+    ):
         runs = {
             dag_id: trigger(cluster, namespace, by_id[dag_id]["metadata"]["name"]) for _, dag_id in RUNNABLE
         }
@@ -57,9 +56,6 @@ def test_the_controller_and_dags_test_end_in_the_same_states(
             dag_id: ti_states(wait_run_finished(cluster, namespace, run, timeout=180))
             for dag_id, run in runs.items()
         }
-    finally:
-        process.stop()
-        print(f"--- controller log\n{process.log()[-4000:]}")
     for file, dag_id in RUNNABLE:
         outcome = dag_runs.test_file(SEED_DAGS / file, dag_id=dag_id, airflow_compat=True)
         assert outcome.task_states == controller_states[dag_id], dag_id

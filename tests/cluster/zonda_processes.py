@@ -85,7 +85,10 @@ def controller(
     executor: str = "kubernetes",
     extra: list[str] | None = None,
     env: Mapping[str, str] | None = None,
+    log_tail: int = 0,
 ) -> Iterator[ZondaProcess]:
+    """A `zonda controller` for the test's namespace, stopped on exit; `log_tail`: print the last that
+    many characters of its log then (what a failing run's story needs)."""
     process = ZondaProcess(
         "controller",
         [
@@ -108,6 +111,8 @@ def controller(
         yield process
     finally:
         process.stop()
+        if log_tail:
+            print(f"--- controller log\n{process.log()[-log_tail:]}")
         print(f"--- controller log ({process.log_path})\n{process.log()[-6000:]}")
 
 
