@@ -65,6 +65,40 @@ class AssetWatcher:
         }
 
 
+def _teams(field: str, value: Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    for entry in value:
+        if not isinstance(entry, str) or not entry.strip():
+            raise ValueError(f"Each entry in {field} must be a non-empty string")
+    return list(value)
+
+
+class AssetAccessControl:
+    """Airflow 3.3's `AssetAccessControl(producer_teams=[], consumer_teams=None, allow_global=True)`
+    (its multi-team mode). Accepted and kept on the asset, not acted on: in Zonda a team is a namespace
+    and a consumer sees its own namespace's events, which is what Airflow does with multi-team off
+    (its default); events across namespaces are not provided (docs/assets.md, Teams)."""
+
+    def __init__(
+        self,
+        producer_teams: Sequence[str] | None = None,
+        consumer_teams: Sequence[str] | None = None,
+        allow_global: bool = True,
+    ) -> None:
+        if not isinstance(allow_global, bool):
+            raise TypeError(f"'allow_global' must be a bool, not {allow_global!r}")
+        self.producer_teams = _teams("producer_teams", producer_teams) or []
+        self.consumer_teams = _teams("consumer_teams", consumer_teams)
+        self.allow_global = allow_global
+
+    def __repr__(self) -> str:
+        return (
+            f"AssetAccessControl(producer_teams={self.producer_teams!r}, "
+            f"consumer_teams={self.consumer_teams!r}, allow_global={self.allow_global!r})"
+        )
+
+
 class Asset(BaseAsset):
     """Airflow 3's `Asset(name=None, uri=None, *, group="asset", extra=None)`: either of name and uri
     stands for the other when only one is given."""
@@ -77,9 +111,13 @@ class Asset(BaseAsset):
         group: str = "asset",
         extra: dict[str, Any] | None = None,
         watchers: Sequence[AssetWatcher] | None = None,
+        access_control: AssetAccessControl | None = None,
     ) -> None:
         if name is None and uri is None:
             raise TypeError("Asset() requires either 'name' or 'uri'")
+        if access_control is not None and not isinstance(access_control, AssetAccessControl):
+            raise TypeError(f"access_control must be an AssetAccessControl, not {access_control!r}")
+        self.access_control = access_control
         if name is not None and not name.strip():
             raise ValueError("Asset name cannot be empty")
         self.name = name if name is not None else str(uri)

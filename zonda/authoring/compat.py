@@ -211,6 +211,7 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "AssetAll": ("airflow.datasets", "AssetAll"),
     "AssetAny": ("airflow.datasets", "AssetAny"),
     "AssetWatcher": ("airflow.datasets", "AssetWatcher"),
+    "AssetAccessControl": ("zonda.authoring.assets", "AssetAccessControl"),
     "Metadata": ("airflow.datasets.metadata", "Metadata"),
     **{
         name: ("zonda.tries.retry_policies", name)
@@ -316,9 +317,6 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.sdk names Zonda maps)",
     "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
     "docs/authoring.md for those it maps)",
-    "airflow.sdk.AssetAccessControl": "asset access control (teams) is not supported: in Zonda a team is a "
-    "namespace, and a DAG sees only its own namespace's asset events (Airflow's multi-team default); "
-    "events across namespaces (producer_teams, consumer_teams) are not provided (see docs/assets.md)",
     "airflow.sdk.execution_time": "task and asset state stores need Airflow's API server: not supported",
     "airflow": "not provided by Zonda's Airflow compatibility layer",
 }

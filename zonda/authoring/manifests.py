@@ -26,6 +26,7 @@ from zonda.authoring.assets import (
     Asset,
     AssetAlias,
     AssetOrTimeSchedule,
+    BaseAsset,
     PartitionedAssetTimetable,
     PartitionedAtRuntime,
     schedule_expression,
@@ -126,6 +127,22 @@ def dump_yaml(manifests: list[dict[str, Any]]) -> str:
 NON_CRON_SCHEDULES = ("@once", "@continuous")
 
 
+def access_controlled_assets(dag: DAG) -> list[str]:
+    """The names of the DAG's assets (its schedule's, its tasks' outlets and inlets) that carry an
+    `AssetAccessControl`: accepted, not acted on (the report says so)."""
+    scheduled = dag.timetable if dag.timetable is not None else dag.schedule_interval
+    roots: list[Any] = [getattr(scheduled, "assets", scheduled)]
+    for task in dag.tasks:
+        arguments = getattr(task, "authored_arguments", {})
+        roots += [arguments.get("outlets") or [], arguments.get("inlets") or []]
+    found: set[str] = set()
+    for root in roots:
+        for item in root if isinstance(root, list | tuple) else [root]:
+            if isinstance(item, BaseAsset):
+                found.update(a.name for a in item.iter_assets() if getattr(a, "access_control", None))
+    return sorted(found)
+
+
 class _Compiler(ValueWriter):
     def __init__(self, dag: DAG, dags_folder: Path | None) -> None:
         super().__init__(dag, dags_folder)
@@ -144,6 +161,13 @@ class _Compiler(ValueWriter):
         }
         if dag.airflow_version is not None:
             spec["airflowVersion"] = dag.airflow_version
+        if controlled := access_controlled_assets(dag):
+            self.dag.unsupported.setdefault(
+                "access_control",
+                f"AssetAccessControl on {', '.join(controlled)}: accepted, not enforced — a consumer sees "
+                "its own namespace's events, every producer's there (Airflow with multi_team off); events "
+                "across namespaces are not provided",
+            )
         if dag.dag_display_name:
             spec["displayName"] = dag.dag_display_name
         scheduled = dag.timetable if dag.timetable is not None else dag.schedule_interval

@@ -94,13 +94,13 @@ def test_what_airflow3_names_zonda_lacks_fails_naming_the_line_and_why(tmp_path:
         tmp_path,
         "assets.py",
         """
-        from airflow.sdk import DAG, AssetAccessControl
+        from airflow.sdk import DAG, AssetStateStore
         from airflow.providers.standard.operators.smooth import SmoothOperator
         from airflow.sdk.execution_time.task_state import TaskStateStore
         """,
     )
     message = rendering.render_paths([tmp_path], airflow_compat=True).file_errors["assets.py"]
-    assert "line 2: airflow.sdk.AssetAccessControl is not supported by Zonda: asset access control" in message
+    assert "line 2: airflow.sdk.AssetStateStore is not supported by Zonda: not provided" in message
     assert "line 3: airflow.providers.standard.operators.smooth is not supported" in message
     assert "line 4: airflow.sdk.execution_time is not supported" in message
 

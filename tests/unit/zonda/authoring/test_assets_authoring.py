@@ -204,3 +204,58 @@ def test_an_asset_functions_parameters_are_given_as_airflow_3s_asset_operator_gi
 
 def star(**kw: Any) -> None:
     """Module level: a nested function is refused before its parameters are looked at (as Airflow)."""
+
+
+def test_asset_access_control_is_accepted_kept_and_named_in_the_report(tmp_path: Path) -> None:
+    """Airflow 3.3's `AssetAccessControl` (task-sdk `definitions/asset/access_control.py`): teams are
+    non-empty strings, `allow_global` a bool. With multi-team off (Airflow's default) it changes
+    nothing: the file renders as without it, and the report says it is not enforced."""
+    from zonda.authoring import rendering
+
+    source = textwrap.dedent(
+        """
+        import pendulum
+        from airflow.providers.standard.operators.bash import BashOperator
+        from airflow.sdk import DAG, Asset, AssetAccessControl
+
+        shared = Asset(name="shared", uri="s3://lake/shared.csv",
+                       access_control=AssetAccessControl(producer_teams=["analytics"], allow_global=False))
+        start = pendulum.datetime(2024, 1, 1, tz="UTC")
+        with DAG(dag_id="producer", start_date=start, schedule="@daily"):
+            BashOperator(task_id="produce", outlets=[shared], bash_command="true")
+        with DAG(dag_id="consumer", start_date=start, schedule=[shared]):
+            BashOperator(task_id="consume", bash_command="true")
+        with DAG(dag_id="unrelated", start_date=start, schedule="@daily"):
+            BashOperator(task_id="t", bash_command="true")
+        """
+    )
+    path = tmp_path / "teams.py"
+    path.write_text(source)
+    report = rendering.render_paths([path], airflow_compat=True)
+    assert not report.file_errors
+    by_id = {d.dag_id: d for d in report.dags}
+    assert by_id["consumer"].manifest["spec"]["assetSchedule"] == {
+        "uri": "s3://lake/shared.csv",
+        "name": "shared",
+    }
+    assert by_id["producer"].manifest["spec"]["tasks"][0]["outlets"] == [
+        {"uri": "s3://lake/shared.csv", "name": "shared"}
+    ]
+    for dag_id in ("producer", "consumer"):
+        assert "not enforced" in by_id[dag_id].unsupported["access_control"], dag_id
+    assert "access_control" not in by_id["unrelated"].unsupported  # the negative beside the positives
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"producer_teams": [""]}, ValueError),
+        ({"consumer_teams": ["ok", " "]}, ValueError),
+        ({"allow_global": "yes"}, TypeError),
+    ],
+)
+def test_asset_access_control_refuses_what_airflow_refuses(kwargs: dict[str, Any], error: type) -> None:
+    from zonda.authoring.assets import AssetAccessControl
+
+    with pytest.raises(error):
+        AssetAccessControl(**kwargs)
