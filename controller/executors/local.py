@@ -32,7 +32,13 @@ from controller.executors import pods
 from controller.executors.local_forkserver import RUNNER_MODULE, ForkServer, ForkServerLost
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources import wire
-from zonda.resources.invocations import INVOCATION_ENV, RESULT_PATH_ENV, TaskInvocation, TaskOutcome
+from zonda.resources.invocations import (
+    INVOCATION_ENV,
+    MAX_ENV_STRING,
+    RESULT_PATH_ENV,
+    TaskInvocation,
+    TaskOutcome,
+)
 from zonda.specs import operator_registry
 from zonda.specs.dags import ResolvedTask
 
@@ -42,8 +48,6 @@ logger = logging.getLogger(__name__)
 ADOPTED_POLL_SECONDS = 0.5
 
 ENVIRONMENT_FILE = "environment.json"
-#: Linux's MAX_ARG_STRLEN (128 KiB) less room for the name: no exec takes a longer environment string.
-MAX_ENV_STRING = 128 * 1024 - 64
 
 #: (namespace, task) -> the variables and connections a try of the task gets in its environment.
 EnvironmentFor = Callable[[str, ResolvedTask], Awaitable[Mapping[str, str]]]

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
-from zonda.resources.invocations import INVOCATION_ENV, TaskInvocation, TaskResult
+from zonda.resources.invocations import (
+    INVOCATION_ENV,
+    INVOCATION_PARTS_ENV,
+    TaskInvocation,
+    TaskResult,
+    invocation_env,
+)
 from zonda.resources.models import API_VERSION
 from zonda.resources.wire import (
     ANNOTATION_LOGICAL_DATE,
@@ -79,6 +85,23 @@ def _container_from_kpo_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return container
 
 
+def escape_env_value(value: str) -> str:
+    """`value` as a pod's env entry must write it for the container to get it unchanged.
+
+    The kubelet expands `$(NAME)` in an env value with the variables defined before it, and turns
+    `$$` into `$` (Kubernetes' `expansion.Expand`): an invocation holds the task's rendered
+    arguments and the run's conf, where `echo $$` (bash's PID) or a conf of "$(HOSTNAME)" is data,
+    and reached the runner as `echo $` or the pod's name. Every `$` doubled comes out as one.
+    """
+    return value.replace("$", "$$")
+
+
+def _is_invocation_variable(name: str) -> bool:
+    return name in (INVOCATION_ENV, INVOCATION_PARTS_ENV) or (
+        name.startswith(f"{INVOCATION_ENV}_") and name.removeprefix(f"{INVOCATION_ENV}_").isdigit()
+    )
+
+
 def build_task_pod(
     *,
     invocation: TaskInvocation,
@@ -109,8 +132,9 @@ def build_task_pod(
         base = merging.strategic_merge(
             base, {k: v for k, v in task.container.items() if k not in ("command", "args")}
         )
-        env = [e for e in base.get("env", []) if e.get("name") != INVOCATION_ENV]
-        env.append({"name": INVOCATION_ENV, "value": invocation.encode().decode()})
+        env = [e for e in base.get("env", []) if not _is_invocation_variable(str(e.get("name")))]
+        for variable, value in invocation_env(invocation.encode().decode()).items():
+            env.append({"name": variable, "value": escape_env_value(value)})
         base["env"] = env
     if defaults.env:
         names = {e.get("name") for e in base.get("env", [])}

@@ -35,6 +35,7 @@ from zonda.resources.invocations import (
     TaskInvocation,
     TaskOutcome,
     TaskResult,
+    pop_invocation_env,
 )
 from zonda.secrets_masker import redact
 
@@ -75,11 +76,12 @@ def exit_code(outcome: TaskOutcome) -> int:
 
 
 def load_invocation(invocation_file: Path | None) -> TaskInvocation:
-    """The try's invocation, from the file or `$ZONDA_TASK_INVOCATION`, which is then taken out of
-    the environment: it holds the run's whole conf, and a process the task starts (bash, a
-    subprocess) would inherit it, where Linux refuses to exec with one string past 128 KiB
-    (MAX_ARG_STRLEN: "Argument list too long"), so a 1 MB conf failed every BashOperator."""
-    text = os.environ.pop(INVOCATION_ENV, None)
+    """The try's invocation, from the file or `$ZONDA_TASK_INVOCATION` (or its parts: a pod's past
+    128 KiB, `invocation_env`), which is then taken out of the environment: it holds the run's whole
+    conf, and a process the task starts (bash, a subprocess) would inherit it, where Linux refuses to
+    exec with one string past 128 KiB (MAX_ARG_STRLEN: "Argument list too long"), so a 1 MB conf
+    failed every BashOperator."""
+    text = pop_invocation_env(os.environ)
     if invocation_file is not None:
         return TaskInvocation.decode(invocation_file.read_bytes())
     if not text:

@@ -15,6 +15,7 @@ what they read and raise `ValueError` saying what is wrong and where.
 from __future__ import annotations
 
 import enum
+from collections.abc import MutableMapping
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Self
 
@@ -26,11 +27,59 @@ if TYPE_CHECKING:
     from zonda.resources import dagrun_models, models
 
 INVOCATION_ENV = "ZONDA_TASK_INVOCATION"
+#: An invocation past `MAX_ENV_STRING` goes in parts: this variable says how many, each part in
+#: `ZONDA_TASK_INVOCATION_<i>` (see `invocation_env`).
+INVOCATION_PARTS_ENV = "ZONDA_TASK_INVOCATION_PARTS"
+#: Linux's MAX_ARG_STRLEN (128 KiB) less room for the name: no exec takes a longer environment string.
+MAX_ENV_STRING = 128 * 1024 - 64
 RESULT_PATH_ENV = "ZONDA_RESULT_PATH"
 DEFAULT_RESULT_PATH = "/dev/termination-log"
 RESULT_LIMIT_BYTES = 4096
 #: Airflow's BashOperator convention: this exit code means "skipped", for any container task too.
 SKIP_EXIT_CODE = 99
+
+
+def invocation_env(text: str) -> dict[str, str]:
+    """The environment variables that hand the invocation `text` to a runner it execs.
+
+    One variable while it is shorter than `MAX_ENV_STRING`; past it, parts of at most that many
+    bytes less one (cut between UTF-8 characters) and their count. Linux refuses to exec a process with one
+    environment string past 128 KiB ("Argument list too long"), so a run's 1 MB conf in one variable
+    stopped the container's entrypoint itself; in parts it needs only the environment's total room
+    (a quarter of the stack limit: 2 MiB by default), more than a pod the apiserver accepts holds.
+    """
+    data = text.encode()
+    if len(data) < MAX_ENV_STRING:
+        return {INVOCATION_ENV: text}
+    parts: list[str] = []
+    start = 0
+    while start < len(data):
+        end = min(start + MAX_ENV_STRING - 1, len(data))
+        while end < len(data) and data[end] & 0xC0 == 0x80:  # not inside a character
+            end -= 1
+        parts.append(data[start:end].decode())
+        start = end
+    return {INVOCATION_PARTS_ENV: str(len(parts))} | {
+        f"{INVOCATION_ENV}_{i}": part for i, part in enumerate(parts)
+    }
+
+
+def pop_invocation_env(environ: MutableMapping[str, str]) -> str | None:
+    """The invocation `invocation_env` put in `environ`, taken out of it (None: there is none).
+
+    Taken out: it holds the run's whole conf, and a process the task starts (bash, a subprocess)
+    would inherit it, where Linux refuses to exec with one string past 128 KiB.
+    """
+    whole = environ.pop(INVOCATION_ENV, None)
+    count = environ.pop(INVOCATION_PARTS_ENV, None)
+    if count is None:
+        return whole
+    parts = [environ.pop(f"{INVOCATION_ENV}_{i}", None) for i in range(int(count))]
+    missing = [i for i, part in enumerate(parts) if part is None]
+    if missing:
+        raise ValueError(f"${INVOCATION_PARTS_ENV} says {count} parts; part(s) {missing} are not set")
+    return "".join(part for part in parts if part is not None)
+
 
 #: Free-form JSON (operator args, conf, XCom values).
 JsonObject = dict[str, Any]
