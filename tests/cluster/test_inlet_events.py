@@ -51,3 +51,4 @@ def test_a_run_reads_every_event_of_its_inlet_asset_most_recent_last(
     xcom = body["status"]["taskInstances"]["read"]["xcom"]
     assert [e["name"] for e in xcom["extras"]] == ["first", "second", "third"], "oldest first, by timestamp"
     assert xcom["last"] == "third" and xcom["by_uri"] == ["first", "second", "third"]
+    assert xcom["newest_two"] == ["third", "second"], "after / ascending(False) / limit, as Airflow 3"

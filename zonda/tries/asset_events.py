@@ -214,7 +214,7 @@ class InletEventsAccessor(Mapping[Any, list[AssetEventRecord]]):
         seen = {e.id for e in self._listed}
         return [*self._listed, *(e for e in own if e.id not in seen)]
 
-    def __getitem__(self, key: Any) -> list[AssetEventRecord]:
+    def __getitem__(self, key: Any) -> AssetEventsQuery:
         kind, value = _key(key)
         found = self._all()
         if kind == "alias":
@@ -222,15 +222,15 @@ class InletEventsAccessor(Mapping[Any, list[AssetEventRecord]]):
         else:
             uri = sanitize_uri(value) if kind == "str" else value
             found = [e for e in found if e.uri == uri]
-        return sorted(found, key=lambda e: (e.timestamp, e.id))
+        return AssetEventsQuery(found)
 
-    def for_asset(self, *, name: str | None = None, uri: str | None = None) -> list[AssetEventRecord]:
+    def for_asset(self, *, name: str | None = None, uri: str | None = None) -> AssetEventsQuery:
         """Airflow 3's `inlet_events.for_asset(name=..., uri=...)` (a name is this URI's asset here)."""
         if uri is None and name is None:
             raise ValueError("Either name or uri must be provided")
         return self[uri if uri is not None else name]
 
-    def for_asset_alias(self, *, name: str) -> list[AssetEventRecord]:
+    def for_asset_alias(self, *, name: str) -> AssetEventsQuery:
         """Airflow 3's `inlet_events.for_asset_alias(name=...)`."""
         return self[_Alias(name)]
 
@@ -239,6 +239,70 @@ class InletEventsAccessor(Mapping[Any, list[AssetEventRecord]]):
 
     def __len__(self) -> int:
         return len(self._events)
+
+
+class AssetEventsQuery(list[AssetEventRecord]):
+    """One asset's (or alias's) events as `inlet_events[...]` gives them: a list, oldest first, with
+    Airflow 3's query methods (`airflow.sdk.execution_time.context.InletEventsAccessor`), each narrowing
+    this same object and returning it, so they chain: `inlet_events[a].after("2026-03-01T00:00:00Z")
+    .ascending(False).limit(5)`. As Airflow's API server (`routes/asset_events.py`): `after` and `before`
+    bound the event's timestamp inclusively, `ascending(False)` is newest first, `limit(n)` keeps the
+    first n of that order (0 or None: all). A bound without a timezone is refused with Airflow's
+    reason (pydantic's `AwareDatetime`), here at the call rather than at the first read."""
+
+    def __init__(self, events: Iterable[AssetEventRecord]) -> None:
+        self._every = list(events)
+        self._after: dt.datetime | None = None
+        self._before: dt.datetime | None = None
+        self._ascending = True
+        self._limit: int | None = None
+        super().__init__(self._select())
+
+    def after(self, after: str | dt.datetime) -> AssetEventsQuery:
+        self._after = _aware(after, "after")
+        return self._refresh()
+
+    def before(self, before: str | dt.datetime) -> AssetEventsQuery:
+        self._before = _aware(before, "before")
+        return self._refresh()
+
+    def ascending(self, ascending: bool = True) -> AssetEventsQuery:
+        self._ascending = bool(ascending)
+        return self._refresh()
+
+    def limit(self, limit: int | None) -> AssetEventsQuery:
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit: a non-negative int or None, not {limit!r}")
+        self._limit = limit
+        return self._refresh()
+
+    def _select(self) -> list[AssetEventRecord]:
+        found = [
+            e
+            for e in self._every
+            if (self._after is None or e.timestamp >= self._after)
+            and (self._before is None or e.timestamp <= self._before)
+        ]
+        found.sort(key=lambda e: (e.timestamp, e.id), reverse=not self._ascending)
+        return found[: self._limit] if self._limit else found
+
+    def _refresh(self) -> AssetEventsQuery:
+        self[:] = self._select()
+        return self
+
+
+def _aware(moment: str | dt.datetime, field_name: str) -> dt.datetime:
+    """An aware datetime from a datetime or an ISO 8601 string, as Airflow's `AwareDatetime` field."""
+    if isinstance(moment, str):
+        try:
+            moment = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{field_name}: {moment!r} is not an ISO 8601 date-time") from None
+    if not isinstance(moment, dt.datetime):
+        raise TypeError(f"{field_name}: a datetime or an ISO 8601 string, not {type(moment).__name__}")
+    if moment.tzinfo is None:
+        raise ValueError(f"{field_name}: Input should have timezone info ({moment.isoformat()})")
+    return moment
 
 
 def record_from_body(body: Mapping[str, Any]) -> AssetEventRecord | None:

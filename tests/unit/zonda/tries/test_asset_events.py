@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from zonda.authoring.assets import Dataset, DatasetAlias
 from zonda.resources.asset_refs import AssetRef
 from zonda.schedules.assets import outlet_events
@@ -88,3 +90,33 @@ def test_inlet_events_are_every_event_of_the_asset_oldest_first_not_only_the_run
     assert listed == [1], "listed once per try"
     # without a cluster (`zonda dags test`): only the run's own events
     assert [e.id for e in asset_events.InletEventsAccessor(own)[Dataset("s3://b/a")]] == ["mine"]
+
+
+def test_inlet_events_query_methods_narrow_and_order_as_airflow_3s_api_server() -> None:
+    """Airflow 3.3's `InletEventsAccessor.after/before/ascending/limit`, as its execution API's
+    `/asset-events/by-asset` applies them: bounds inclusive on the timestamp, descending when not
+    ascending, the limit taken in that order; each call narrows the same object and returns it."""
+    own = asset_events.triggering_events([])
+
+    def lister() -> list[dict[str, Any]]:
+        return [
+            body(f"e{n}", "s3://b/a", f"2026-03-01T00:00:0{n}Z", "2026-03-01T00:01:00Z") for n in range(1, 6)
+        ]
+
+    inlets = asset_events.InletEventsAccessor(own, lister)
+    ids = lambda events: [e.id for e in events]  # noqa: E731
+    assert ids(inlets[Dataset("s3://b/a")]) == ["e1", "e2", "e3", "e4", "e5"], "a positive control"
+    query = inlets[Dataset("s3://b/a")]
+    assert query.after("2026-03-01T00:00:02Z") is query, "chains on the same object"
+    assert ids(query) == ["e2", "e3", "e4", "e5"], "after is inclusive"
+    assert ids(query.before("2026-03-01T02:00:04+02:00")) == ["e2", "e3", "e4"], "before too, any offset"
+    assert ids(query.ascending(False)) == ["e4", "e3", "e2"]
+    assert ids(query.limit(2)) == ["e4", "e3"], "the newest two"
+    assert ids(query.limit(0)) == ["e4", "e3", "e2"], "0 is no limit, as Airflow's `if limit:`"
+    assert len(query) == 3 and query[0].id == "e4"
+    newest = inlets.for_asset(uri="s3://b/a").ascending(False).limit(1)
+    assert ids(newest) == ["e5"]
+    with pytest.raises(ValueError, match="timezone"):
+        inlets[Dataset("s3://b/a")].after("2026-03-01T00:00:00")
+    with pytest.raises(ValueError, match="limit"):
+        inlets[Dataset("s3://b/a")].limit(-1)
