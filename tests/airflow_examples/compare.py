@@ -40,6 +40,11 @@ _SCHEDULED_BY = {
     "DatasetTriggeredTimetable": "datasets",
     "DatasetOrTimeSchedule": "datasets or time",
     "NullTimetable": "nothing",
+    # Airflow 3's
+    "AssetTriggeredTimetable": "datasets",
+    "PartitionedAssetTimetable": "datasets",
+    "AssetOrTimeSchedule": "datasets or time",
+    "PartitionedAtRuntime": "nothing",
 }
 
 
@@ -64,6 +69,13 @@ def airflow_datasets(entry: dict[str, Any]) -> dict[str, Any]:
         "outlets": parts["outlets"],
         "inlets": parts["inlets"],
     }
+
+
+def airflow3_assets(corpus: Path = AF3) -> dict[str, Any]:
+    """DAG id -> the data-aware parts of each DAG of Airflow 3's asset example files, as Airflow loaded
+    them (`assets.json`, written by `hack/airflow_reference/af3_assets.py`), read as `airflow_datasets`."""
+    written = json.loads((corpus / "assets.json").read_text())
+    return {dag_id: {"file": entry["file"], "datasets": entry} for dag_id, entry in written["dags"].items()}
 
 
 def zonda_datasets(spec: dict[str, Any]) -> dict[str, Any]:

@@ -228,9 +228,16 @@ class _BooleanCondition(BaseAsset):
 class AssetAll(_BooleanCondition):
     kind = "all"
 
+    def __and__(self, other: BaseAsset) -> BaseAsset:
+        # as Airflow's (2.9+ and 3.x): `a & b & c` is one all-of of three, not an all-of nested in one
+        return type(self)(*self.objects, other)
+
 
 class AssetAny(_BooleanCondition):
     kind = "any"
+
+    def __or__(self, other: BaseAsset) -> BaseAsset:
+        return type(self)(*self.objects, other)
 
 
 class DatasetAll(AssetAll):

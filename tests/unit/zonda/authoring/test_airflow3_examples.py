@@ -174,3 +174,33 @@ def test_airflow3_examples_end_as_under_airflow3s_dag_test(rendered: dict[str, d
     assert stale == [], "listed as different but now equal: remove them from OUTCOME_DIFFERENCES"
     if os.environ.get("ZONDA_AIRFLOW3_OUTCOMES") != "all":
         assert (len(same), len(results)) == OUTCOMES_SAME
+
+
+#: Airflow 3.3.2's asset example DAGs (of the files naming `Asset`) whose schedule, outlets and inlets
+#: Zonda renders as Airflow loads them, of all of them: pinned, and printed with any difference.
+ASSETS_SAME = (52, 52)
+
+
+def test_airflow3_asset_examples_schedule_outlets_and_inlets_are_airflows() -> None:
+    """The DAGs of Airflow 3's asset example files: the schedule's condition (as Airflow's asset
+    condition, a name reference as the asset it resolves to), how the DAG is scheduled (assets, assets
+    or time, time, nothing), and each task's outlets and inlets, as Airflow 3.3.2 loaded them."""
+    expected = compare.airflow3_assets()
+    got: dict[str, dict[str, Any] | None] = {}
+    for file in sorted({entry["file"] for entry in expected.values()}):
+        report = rendering.render_paths([EXAMPLES / file], airflow_compat=True)
+        for dag in report.dags:
+            got[dag.dag_id] = None if dag.manifest is None else compare.zonda_datasets(dag.manifest["spec"])
+    results = {
+        dag_id: compare.dataset_differences(
+            compare.airflow_datasets(entry),
+            None if got.get(dag_id) is None else {"datasets": got[dag_id]},
+        )
+        for dag_id, entry in expected.items()
+    }
+    same = sorted(d for d, problems in results.items() if not problems)
+    print(f"\nAirflow 3 asset examples: schedule, outlets and inlets {len(same)}/{len(results)}")
+    for dag_id, problems in sorted(results.items()):
+        if problems:
+            print(f"  {dag_id}: {problems}")
+    assert (len(same), len(results)) == ASSETS_SAME, {d: p for d, p in results.items() if p}

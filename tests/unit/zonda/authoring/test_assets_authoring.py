@@ -259,3 +259,22 @@ def test_asset_access_control_refuses_what_airflow_refuses(kwargs: dict[str, Any
 
     with pytest.raises(error):
         AssetAccessControl(**kwargs)
+
+
+def test_chained_and_and_or_flatten_as_airflows_conditions() -> None:
+    """Airflow's `AssetAll.__and__`/`AssetAny.__or__` (and 2.10's Dataset ones) append to the left
+    condition: `a & b & c` is one all-of of three; a right-hand group stays a group."""
+    from zonda.authoring.assets import Asset, Dataset, DatasetAll
+
+    a, b, c = Asset("s3://x/a"), Asset("s3://x/b"), Asset("s3://x/c")
+    assert (a & b & c).to_manifest() == {
+        "all": [{"uri": "s3://x/a"}, {"uri": "s3://x/b"}, {"uri": "s3://x/c"}]
+    }
+    assert (a | b | c).to_manifest() == {
+        "any": [{"uri": "s3://x/a"}, {"uri": "s3://x/b"}, {"uri": "s3://x/c"}]
+    }
+    assert (a & (b & c)).to_manifest() == {
+        "all": [{"uri": "s3://x/a"}, {"all": [{"uri": "s3://x/b"}, {"uri": "s3://x/c"}]}]
+    }
+    d = Dataset("s3://x/d")
+    assert isinstance(d & d & d, DatasetAll), "the Airflow 2 dialect is kept"
