@@ -15,7 +15,11 @@ and each task instance's state) and writes one JSON document. Only the JSON is c
 gets a folder with only its own file (and the helper folders beside it), unless the file names another
 DAG (`TriggerDagRunOperator`, `ExternalTask*`): those see the whole folder. `--resume` keeps the
 outcomes an earlier run of the script recorded in the output and runs only the DAGs without one (or
-whose `dag.test()` timed out); the machine is shared, so a run can be done in parts.
+whose `dag.test()` timed out, or that an earlier version skipped); the machine is shared, so a run can
+be done in parts, and the DAGs that timed out can be given a longer `--timeout` alone.
+
+`--names` writes, instead, the public names of `airflow.sdk` and of the standard provider's modules
+(`tests/airflow_examples/af3/names.json`): Zonda provides each or refuses it with a reason.
 
 `--partitions` adds (or replaces) only the `partitions` section of an existing output: for each DAG of
 `example_asset_partition.py`, as Airflow's scheduler deserializes it, the partition key its
@@ -38,9 +42,16 @@ TEST_TIMEOUT_SECONDS = 150
 NEEDS_OTHER_DAGS = ("TriggerDagRunOperator", "ExternalTaskSensor", "ExternalTaskMarker")
 #: What a DAG file of the examples may import from beside it.
 HELPERS = ("__init__.py", "libs", "plugins", "sql")
-#: DAG files whose runs are not recorded: data-aware scheduling (Assets), human-in-the-loop, task state
-#: stores and retry policies need Airflow's API server and database; Zonda refuses them (by name).
-NOT_RUN_MARKERS = ("Asset", "asset", "hitl", "task_state_store", "RetryPolicy", "RetryRule")
+#: DAG files whose runs are not recorded: none. `dag.test()` runs Assets, retry policies and state stores
+#: in Airflow 3 with its in-process execution API; a file whose run waits for something that never
+#: comes (a human, a file, another DAG) is recorded as not finishing within the timeout.
+NOT_RUN_MARKERS: tuple[str, ...] = ()
+
+
+def _to_run_again(error: str) -> bool:
+    """An outcome `--resume` does not keep: a timeout, or a DAG an earlier version of this script
+    skipped (its NOT_RUN_MARKERS were wider)."""
+    return "did not finish" in error or error.startswith("not run:")
 
 
 def _airflow_paths() -> dict[str, Path]:
@@ -176,16 +187,51 @@ def _partition_facts(output: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
 
 
+def _public_names(output: Path) -> None:
+    """`--names`: every name `airflow.sdk` exports and every public name of each standard provider
+    module (operators, sensors, triggers, decorators, utils), for the test that each is provided by
+    Zonda or refused with a reason."""
+    import importlib
+    import pkgutil
+
+    import airflow.sdk
+
+    names: dict[str, list[str]] = {"airflow.sdk": sorted(airflow.sdk.__all__)}
+    for package in ("operators", "sensors", "triggers", "decorators", "utils"):
+        parent = importlib.import_module(f"airflow.providers.standard.{package}")
+        for found in pkgutil.iter_modules(parent.__path__):
+            name = f"airflow.providers.standard.{package}.{found.name}"
+            module = importlib.import_module(name)
+            public = getattr(module, "__all__", None) or [
+                attribute
+                for attribute, value in vars(module).items()
+                if not attribute.startswith("_")
+                and getattr(value, "__module__", None) == name
+                and (isinstance(value, type) or callable(value))
+            ]
+            names[name] = sorted(public)
+    import airflow.providers.standard
+
+    document = {
+        "airflow_version": airflow.__version__,
+        "providers_standard_version": airflow.providers.standard.__version__,
+        "names": names,
+    }
+    output.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+
+
 def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SECONDS) -> None:
     import airflow
 
     earlier: dict = {}
+    kept: dict = {}  # sections other modes wrote (`--partitions`), kept by a resumed run
     if resume and output.exists():
+        kept = {k: v for k, v in json.loads(output.read_text()).items() if k == "partitions"}
         earlier = {
             dag_id: entry["outcome"]
             for dag_id, entry in json.loads(output.read_text())["dags"].items()
             if "state" in (entry.get("outcome") or {})
-            or "did not finish" not in (entry.get("outcome") or {}).get("error", "did not finish")
+            or not _to_run_again((entry.get("outcome") or {}).get("error", "did not finish"))
         }
 
     home = Path(tempfile.mkdtemp(prefix="af3-reference-"))
@@ -227,6 +273,7 @@ def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SE
             for k, v in bag.import_errors.items()
         },
         "dags": {},
+        **kept,
     }
     for dag_id in sorted(bag.dags):  # the structure first: it needs no run
         dag = bag.dags[dag_id]
@@ -240,7 +287,7 @@ def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SE
         entry = {"file": Path(dag.fileloc).relative_to(dags_folder).as_posix(), **_structure(dag)}
         source = (dags_folder / entry["file"]).read_text()
         if any(marker in source for marker in NOT_RUN_MARKERS):
-            entry["outcome"] = {"error": "not run: uses Assets, HITL, state stores or retry policies"}
+            entry["outcome"] = {"error": "not run: " + ", ".join(NOT_RUN_MARKERS)}
             result["dags"][dag_id] = entry
             continue
         if dag_id in earlier:
@@ -281,6 +328,8 @@ if __name__ == "__main__":
         _test_one(sys.argv[2], sys.argv[3])
     elif "--partitions" in sys.argv[2:]:
         _partition_facts(Path(sys.argv[1]))
+    elif "--names" in sys.argv[2:]:
+        _public_names(Path(sys.argv[1]))
     else:
         arguments = sys.argv[2:]
         seconds = float(arguments[arguments.index("--timeout") + 1]) if "--timeout" in arguments else None

@@ -105,6 +105,9 @@ MODULES: dict[str, str] = {
     "airflow.utils.state": "zonda.authoring.airflow_names",
     "airflow.listeners": "zonda.authoring.airflow_names",
     "airflow.task.priority_strategy": "zonda.authoring.airflow_names",
+    "airflow.models.skipmixin": "zonda.operators.base",
+    "airflow.utils.dag_parsing_context": "zonda.authoring.airflow_names",
+    "airflow.utils.weight_rule": "zonda.authoring.airflow_names",
     "airflow.sdk.definitions.retry_policy": "zonda.tries.retry_policies",
     "airflow.providers.standard.operators.hitl": "zonda.operators.hitl",
     "airflow.providers.standard.triggers.hitl": "zonda.triggers.hitl",
@@ -191,7 +194,7 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "SkipMixin": ("airflow.models.baseoperator", "SkipMixin"),
     "chain": ("airflow.utils.helpers", "chain"),
     "cross_downstream": ("airflow.utils.helpers", "cross_downstream"),
-    "chain_linear": ("airflow.models.baseoperator", "chain_linear"),
+    "chain_linear": ("airflow.utils.helpers", "chain_linear"),
     "Label": ("airflow.utils.edgemodifier", "Label"),
     "EdgeModifier": ("airflow.utils.edgemodifier", "EdgeModifier"),
     "get_current_context": ("airflow.operators.python", "get_current_context"),
@@ -224,7 +227,26 @@ SDK_NAMES: dict[str, tuple[str, str]] = {
     "PartitionedAtRuntime": ("zonda.authoring.assets", "PartitionedAtRuntime"),
     "BaseNotifier": ("zonda.utils.notifiers", "BaseNotifier"),
     "timezone": ("airflow.utils.timezone", ""),  # a module: "" names the module itself
+    "TaskInstance": ("zonda.authoring.airflow_names", "TaskInstance"),
+    "TaskInstanceState": ("zonda.authoring.airflow_names", "TaskInstanceState"),
+    "DagRunState": ("zonda.authoring.airflow_names", "DagRunState"),
+    "WeightRule": ("zonda.authoring.airflow_names", "WeightRule"),
+    "get_parsing_context": ("zonda.authoring.airflow_names", "get_parsing_context"),
+    "conf": ("zonda.authoring.configuration", "conf"),
+    "macros": ("zonda.tries.task_context", "MACROS"),
 }
+
+#: The standard provider's decorator modules -> their function names (`zonda.decorators`).
+STANDARD_DECORATORS: dict[str, dict[str, tuple[str, str]]] = {
+    f"airflow.providers.standard.decorators.{module}": {name: ("zonda.decorators", name)}
+    for module, name in (
+        ("python", "python_task"), ("bash", "bash_task"), ("branch_python", "branch_task"),
+        ("short_circuit", "short_circuit_task"), ("sensor", "sensor_task"),
+        ("python_virtualenv", "virtualenv_task"), ("external_python", "external_python_task"),
+        ("branch_virtualenv", "branch_virtualenv_task"),
+        ("branch_external_python", "branch_external_python_task"),
+    )
+}  # fmt: skip
 
 #: The entry-point group in which providers name the Airflow modules they implement
 #: (`airflow.sensors.external_task` is Zonda's Kubernetes provider): `zonda` names no provider.
@@ -298,6 +320,8 @@ PACKAGE_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "airflow.providers.standard.sensors": {},
     "airflow.providers.standard.triggers": {},
     "airflow.providers.standard.utils": {},
+    "airflow.providers.standard.decorators": {},
+    **STANDARD_DECORATORS,
     "airflow.providers.common": {},
     "airflow.providers.common.compat": {},
     # Airflow 3's providers import the SDK through this shim; so do some of Airflow's example DAGs.
@@ -318,6 +342,54 @@ ALTERNATIVES: dict[str, str] = {
     "airflow.providers.standard": "this module of the standard provider is not provided by Zonda (see "
     "docs/authoring.md for those it maps)",
     "airflow.sdk.execution_time": "task and asset state stores need Airflow's API server: not supported",
+    "airflow.sdk.NEVER_EXPIRE": "task and asset state stores need Airflow's API server: not supported",
+    "airflow.sdk.ResumableJobMixin": "it keeps the job's id in a task state store, which needs Airflow's API "
+    "server: not supported; make the job's submission idempotent (a deterministic name) instead",
+    **{
+        f"airflow.sdk.{name}": "deadline alerts (Airflow 3.1) are not supported: use dagrun_timeout or a "
+        "task's execution_timeout with on_failure_callback"
+        for name in (
+            "DeadlineAlert",
+            "DeadlineReference",
+            "BaseDeadlineReference",
+            "deadline_reference",
+            "AsyncCallback",
+            "SyncCallback",
+        )
+    },
+    "airflow.sdk.BaseXCom": "custom XCom backends are not supported: Zonda's XCom backend is chosen on the "
+    "controller (docs/xcom.md)",
+    "airflow.sdk.BaseOperatorLink": "operator extra links are not supported: log the URL from the task",
+    "airflow.sdk.BaseAsyncOperator": "not supported: write an async def python_callable for a PythonOperator "
+    "or @task (it runs on an event loop)",
+    "airflow.sdk.result": "DAG results (@result) are not supported: return the value from a task and read "
+    "its XCom (zonda xcom get)",
+    "airflow.sdk.literal": "not supported: keep a value from being templated with {% raw %}...{% endraw %}",
+    "airflow.sdk.lineage": "lineage is not supported: declare inlets and outlets as Assets",
+    "airflow.sdk.__version__": "Zonda is not Airflow: the Airflow a file is read as is its dialect "
+    "(docs/authoring.md), not a version to compare",
+    "airflow.sdk.BranchMixIn": "not provided: subclass BaseBranchOperator (choose_branch) instead",
+    "airflow.providers.standard.operators.branch.BranchMixIn": "not provided: subclass BaseBranchOperator "
+    "(choose_branch) instead",
+    **{
+        f"airflow.providers.standard.{name}": "operator extra links are not supported: the run's page in "
+        "Zonda's UI links the runs a task triggered or waits for"
+        for name in ("operators.trigger_dagrun.TriggerDagRunLink", "sensors.external_task.ExternalDagLink")
+    },
+    "airflow.providers.standard.operators.trigger_dagrun.DagIsPaused": "not provided: Zonda's "
+    "TriggerDagRunOperator has no fail_when_dag_is_paused, so nothing raises it",
+    "airflow.providers.standard.decorators.sensor.DecoratedSensorOperator": "not provided: use @task.sensor",
+    "airflow.providers.standard.triggers.hitl.HITLTriggerEventSuccessPayload": "not provided: the HITL "
+    "task's XCom is that payload as a dict (docs/authoring.md, Human in the loop)",
+    "airflow.providers.standard.triggers.hitl.HITLTriggerEventFailurePayload": "not provided: a failed "
+    "request fails the task with HITLTimeoutError or HITLTriggerEventError",
+    "airflow.providers.standard.utils.python_virtualenv": "the provider's internals: use "
+    "PythonVirtualenvOperator or @task.virtualenv, which build the virtualenv where the task runs",
+    "airflow.providers.standard.utils.sensor_helper": "the provider's internals (ExternalTaskSensor's "
+    "database queries): use ExternalTaskSensor",
+    "airflow.providers.standard.utils.openlineage": "OpenLineage is not supported",
+    "airflow.providers.standard.decorators.stub": "@task.stub (a task another language's SDK runs) is not "
+    "supported: run that language's image with @task.kubernetes or a KubernetesPodOperator",
     "airflow": "not provided by Zonda's Airflow compatibility layer",
 }
 

@@ -1,4 +1,5 @@
-"""Dependencies between tasks and groups: `>>`, `<<`, `set_upstream`, `chain`, `cross_downstream`, `Label`.
+"""Dependencies between tasks and groups: `>>`, `<<`, `set_upstream`, `chain`, `chain_linear`,
+`cross_downstream`, `Label`.
 
 Airflow 2.x's `DependencyMixin` semantics: `a >> b` returns `b` (so chains read left to right), lists work
 on either side, and an edge may carry a `Label` (Airflow's `EdgeModifier`), written inline
@@ -186,6 +187,28 @@ def chain(*elements: Relatable) -> None:
                 )
             for up_task, down_task in zip(ups, downs, strict=True):
                 up_task.set_downstream(down_task)
+
+
+def chain_linear(*elements: DependencyMixin | Sequence[DependencyMixin]) -> None:
+    """Airflow 2.7's `chain_linear`: every task of each element upstream of every task of the next.
+
+    ``chain_linear(a, [b, c], [d, e, f], g)`` is ``a >> [b, c]``, ``[b, c] >> [d, e, f]`` (each to each),
+    ``[d, e, f] >> g``; Airflow's errors for no elements, a `Label` and no edge at all.
+    """
+    if not elements:
+        raise ValueError("No tasks provided; nothing to do.")
+    previous: Sequence[DependencyMixin] | None = None
+    linked = False
+    for element in elements:
+        if isinstance(element, Label):
+            raise ValueError("Labels are not supported by chain_linear")
+        if previous is not None:
+            for task in previous:
+                task >> element
+                linked = True
+        previous = [element] if isinstance(element, DependencyMixin) else element
+    if not linked:
+        raise ValueError("No dependencies were set. Did you forget to expand with `*`?")
 
 
 def cross_downstream(from_tasks: Sequence[DependencyMixin], to_tasks: Relatable) -> None:

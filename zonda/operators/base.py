@@ -23,7 +23,7 @@ from datetime import timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from zonda.authoring import operator_hooks
-from zonda.authoring.relations import Label, Node, chain, cross_downstream
+from zonda.authoring.relations import Label, Node, chain, chain_linear, cross_downstream
 from zonda.context import Context
 from zonda.exceptions import (
     TRIGGER_FAIL_REPR,
@@ -402,4 +402,4 @@ class SkipMixin:
 
 BaseOperator.__init__ = _authoring_init(BaseOperator.__init__)  # type: ignore[method-assign]
 
-__all__ = ["BaseOperator", "Label", "SkipMixin", "chain", "cross_downstream"]
+__all__ = ["BaseOperator", "Label", "SkipMixin", "chain", "chain_linear", "cross_downstream"]

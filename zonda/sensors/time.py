@@ -1,6 +1,7 @@
 """Airflow's time sensors: wait for a time of day, a moment, or a delay after the data interval.
 
-`TimeSensor(deferrable=True)` and `TimeDeltaSensor(deferrable=True)` (the standard provider's, Airflow 3)
+`TimeSensor(deferrable=True)`, `TimeDeltaSensor(deferrable=True)`, `WaitSensor(deferrable=True)` (the standard
+provider's, Airflow 3)
 and the `*Async` variants (Airflow 2's names) defer to a `DateTimeTrigger` instead of poking: the try
 ends, the triggerer waits, and a new try resumes in `execute_complete`, which succeeds at once.
 """
@@ -15,6 +16,7 @@ import pendulum
 
 from zonda.context import Context
 from zonda.exceptions import AirflowSkipException
+from zonda.sensors import base as sensor_base
 from zonda.sensors.base import BaseSensorOperator, to_timedelta, utcnow
 from zonda.triggers import DateTimeTrigger
 
@@ -169,3 +171,38 @@ class TimeDeltaSensorAsync(TimeDeltaSensor):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.pop("deferrable", None)
         super().__init__(deferrable=True, **kwargs)
+
+
+class WaitSensor(BaseSensorOperator):
+    """The standard provider's `WaitSensor`: wait `time_to_wait` from the start of the task (not from the
+    data interval, as `TimeDeltaSensor`), by sleeping in the try, or deferred to a `DateTimeTrigger`.
+
+    :param time_to_wait: a timedelta (a duration such as "30s" in a manifest), or a number of minutes
+        (templated: a rendered "5" is five minutes, as Airflow's `int(value)`).
+    :param deferrable: wait in the triggerer instead of the try's process.
+    """
+
+    template_fields: Sequence[str] = ("time_to_wait",)
+
+    def __init__(
+        self, time_to_wait: datetime.timedelta | int | str, deferrable: bool = False, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.time_to_wait = time_to_wait
+        self.deferrable = deferrable
+
+    def _wait(self) -> datetime.timedelta:
+        value = self.time_to_wait
+        if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+            return datetime.timedelta(minutes=int(value))
+        return to_timedelta(value, name="time_to_wait")
+
+    def execute(self, context: Context) -> None:
+        wait = self._wait()
+        if self.deferrable:
+            self.defer(trigger=DateTimeTrigger(moment=utcnow() + wait), method_name="execute_complete")
+        sensor_base.sleep(int(wait.total_seconds()))
+
+    def execute_complete(self, context: Context, event: Any = None) -> None:
+        """The trigger fired: the wait is over."""
+        return None

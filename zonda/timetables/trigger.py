@@ -19,7 +19,12 @@ from zonda.timetables.base import (
 from zonda.timetables.cron import CronMixin, TimezoneLike, encode_timezone, parse_timezone
 from zonda.timetables.deltas import Delta, decode_delta, encode_delta, is_positive
 
-__all__ = ["CronPartitionTimetable", "CronTriggerTimetable", "DeltaTriggerTimetable"]
+__all__ = [
+    "CronPartitionTimetable",
+    "CronTriggerTimetable",
+    "DeltaTriggerTimetable",
+    "MultipleCronTriggerTimetable",
+]
 
 
 class CronTriggerTimetable(CronMixin, Timetable):
@@ -163,6 +168,93 @@ class CronPartitionTimetable(CronTriggerTimetable):
     def partition_key(self, run_after: dt.datetime) -> str:
         """The run's partition key: its partition date in the timetable's timezone, as `key_format`."""
         return str(self.partition_date(run_after).in_timezone(self._timezone).strftime(self._key_format))
+
+
+class MultipleCronTriggerTimetable(Timetable):
+    """Airflow 2.11/3's `MultipleCronTriggerTimetable(*crons, timezone, interval=timedelta())`: a run at
+    each firing of any of the crons (one run when several fire at once), each a `CronTriggerTimetable`.
+
+    The next run is the earliest of theirs with catchup; without it, the latest of those already due
+    (else the earliest to come), as Airflow's `_dagrun_info_sort_key_no_catchup`.
+    """
+
+    def __init__(
+        self,
+        *crons: str,
+        timezone: TimezoneLike,
+        interval: Delta = dt.timedelta(),
+        run_immediately: bool | dt.timedelta = False,
+    ) -> None:
+        if not crons:
+            raise AirflowTimetableInvalid("cron expression required")
+        if run_immediately is not False:
+            raise AirflowTimetableInvalid(
+                "run_immediately is not supported by Zonda: with catchup off the latest firing already "
+                "passed is run, as CronTriggerTimetable's"
+            )
+        self._timetables = [
+            CronTriggerTimetable(cron, timezone=timezone, interval=interval) for cron in crons
+        ]
+        self.description = ", ".join(t.description for t in self._timetables)
+
+    @classmethod
+    def deserialize(cls, data: dict[str, Any]) -> Timetable:
+        return cls(
+            *data["expressions"],
+            timezone=parse_timezone(data["timezone"]),
+            interval=decode_delta(data.get("interval", 0.0)),
+        )
+
+    def serialize(self) -> dict[str, Any]:
+        first = self._timetables[0]  # all share the timezone and interval
+        return {
+            "expressions": [t._expression for t in self._timetables],
+            "timezone": encode_timezone(first._timezone),
+            "interval": encode_delta(first._interval),
+        }
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, MultipleCronTriggerTimetable):
+            return NotImplemented
+        return self._timetables == other._timetables
+
+    def __hash__(self) -> int:
+        return hash(tuple(t._expression for t in self._timetables))
+
+    @property
+    def summary(self) -> str:
+        return ", ".join(t.summary for t in self._timetables)
+
+    def validate(self) -> None:
+        for timetable in self._timetables:
+            timetable.validate()
+
+    def infer_manual_data_interval(self, *, run_after: DateTime) -> DataInterval:
+        intervals = [t.infer_manual_data_interval(run_after=run_after) for t in self._timetables]
+        return min(intervals, key=lambda interval: interval.start)
+
+    def next_dagrun_info(
+        self,
+        *,
+        last_automated_data_interval: DataInterval | None,
+        restriction: TimeRestriction,
+    ) -> DagRunInfo | None:
+        infos = [
+            timetable.next_dagrun_info(
+                last_automated_data_interval=last_automated_data_interval, restriction=restriction
+            )
+            for timetable in self._timetables
+        ]
+        found = [info for info in infos if info is not None]
+        if not found:
+            return None
+        if restriction.catchup:
+            return min(found, key=lambda info: info.logical_date)
+        now = utcnow()
+        due = [info for info in found if info.logical_date <= now]
+        if due:
+            return max(due, key=lambda info: info.logical_date)
+        return min(found, key=lambda info: info.logical_date)
 
 
 def _pendulum(value: dt.datetime) -> DateTime:

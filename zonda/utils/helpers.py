@@ -1,5 +1,6 @@
-"""`chain` and `cross_downstream`, also importable from here as in Airflow's `airflow.utils.helpers`."""
+"""`chain`, `chain_linear` and `cross_downstream`, also importable from here as in Airflow's
+`airflow.utils.helpers`."""
 
-from zonda.authoring.relations import chain, cross_downstream
+from zonda.authoring.relations import chain, chain_linear, cross_downstream
 
-__all__ = ["chain", "cross_downstream"]
+__all__ = ["chain", "chain_linear", "cross_downstream"]

@@ -250,3 +250,57 @@ def test_bash_output_processor_and_multiple_outputs_push_each_key(tmp_path: Path
     assert outcome.state == "success", outcome.task_states
     assert outcome.xcoms["stats"] == {"count": 3, "name": "x"}
     assert outcome.xcoms["show"] == "3-6"
+
+
+def test_the_standard_providers_decorators_chain_linear_and_parsing_context(tmp_path: Path) -> None:
+    """Airflow 3 names a file may use beside `@task`: the provider's decorator functions, `chain_linear`
+    (each task of an element upstream of each of the next), `get_parsing_context()`, `WaitSensor`."""
+    write(
+        tmp_path,
+        "af3_names.py",
+        """
+        import datetime
+        import pendulum
+        from airflow.providers.standard.decorators.bash import bash_task
+        from airflow.providers.standard.decorators.python import python_task
+        from airflow.providers.standard.operators.empty import EmptyOperator
+        from airflow.providers.standard.sensors.time_delta import WaitSensor
+        from airflow.sdk import DAG, chain_linear, get_parsing_context
+
+        @bash_task
+        def hello():
+            return "echo hello"
+
+        @python_task
+        def value():
+            return 1
+
+        start = pendulum.datetime(2024, 1, 1, tz="UTC")
+        with DAG(get_parsing_context().dag_id or "af3_names", start_date=start):
+            wait = WaitSensor(task_id="wait", time_to_wait=datetime.timedelta(seconds=1), deferrable=True)
+            chain_linear(wait, [hello(), value()], [EmptyOperator(task_id="c"), EmptyOperator(task_id="d")])
+        """,
+    )
+    report = rendering.render_paths([tmp_path], airflow_compat=True)
+    assert not report.failed, (report.file_errors, [d.errors for d in report.dags])
+    (manifest,) = report.manifests
+    upstream = {t["id"]: sorted(t.get("dependsOn", [])) for t in manifest["spec"]["tasks"]}
+    assert upstream == {
+        "wait": [],
+        "hello": ["wait"],
+        "value": ["wait"],
+        "c": ["hello", "value"],
+        "d": ["hello", "value"],
+    }
+    operators = {t["id"]: t["operator"] for t in manifest["spec"]["tasks"]}
+    assert operators["wait"] == "zonda.sensors.time.WaitSensor"
+    assert operators["hello"] == "zonda.operators.bash.BashDecoratedOperator"
+
+
+def test_chain_linear_refuses_as_airflow() -> None:
+    from zonda.authoring.relations import Label, chain_linear
+
+    with pytest.raises(ValueError, match="No tasks provided"):
+        chain_linear()
+    with pytest.raises(ValueError, match="Labels are not supported by chain_linear"):
+        chain_linear(Label("x"))

@@ -42,6 +42,7 @@ from zonda.sensors.time import (
     TimeDeltaSensorAsync,
     TimeSensor,
     TimeSensorAsync,
+    WaitSensor,
 )
 from zonda.tries import task_context
 from zonda.triggers import DateTimeTrigger
@@ -492,6 +493,12 @@ ASYNC_CASES = [
         id="TimeDeltaSensor(deferrable=True) defers as TimeDeltaSensorAsync",
     ),
     pytest.param(
+        lambda: WaitSensor(task_id="wait", time_to_wait=timedelta(minutes=90), deferrable=True),
+        "UTC",
+        START + timedelta(minutes=90),
+        id="WaitSensor(deferrable=True), the standard provider's, defers from the task's start",
+    ),
+    pytest.param(
         lambda: WaitOneHourSensor(task_id="wait"),
         "UTC",
         START + timedelta(hours=1),
@@ -525,6 +532,19 @@ def test_a_deferrable_time_delta_sensor_waits_at_most_its_timeout(clock: time_ma
         sensor.execute(context)
     assert raised.value.timeout == timedelta(seconds=600)
     assert TimeSensor(task_id="poke", target_time="09:30").deferrable is False
+
+
+@pytest.mark.parametrize(
+    ("time_to_wait", "waited"),
+    [(timedelta(seconds=90), 90), (2, 120), ("3", 180), ("45s", 45)],
+    ids=["a timedelta", "minutes, as Airflow's int", "a rendered template: minutes", "a manifest's duration"],
+)
+def test_wait_sensor_sleeps_its_time_to_wait_from_the_tasks_start(
+    clock: time_machine.Traveller, time_to_wait: Any, waited: int
+) -> None:
+    """The standard provider's `WaitSensor` (not deferrable): `sleep(time_to_wait)` in the try."""
+    WaitSensor(task_id="wait", time_to_wait=time_to_wait).execute(make_context())
+    assert utcnow() == START + timedelta(seconds=waited)
 
 
 def test_the_sensor_clock_is_utc_aware() -> None:
