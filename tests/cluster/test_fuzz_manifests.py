@@ -28,9 +28,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.devtools.devcluster import Cluster
+from tests.cluster.schedule_delays import Heartbeat
 from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for, wait_run_finished
+from zonda.resources.wire import LABEL_DAGRUN_UID
 
 EXAMPLES = int(os.environ.get("ZONDA_FUZZ_EXAMPLES", "30"))
+#: Seconds a heartbeat run (another DAG, every 5 s) may be created after its time during the fuzzing.
+#: Generous: at load 16 on 2 cores the controller gets an eighth of a core, and a pass of 1 s of CPU
+#: takes 8 s of wall (measured: max 9.7 s); a controller that stopped serving misses runs outright.
+MAX_DELAY = float(os.environ.get("ZONDA_FUZZ_MAX_DELAY", "30"))
 
 NAMES = st.sampled_from(["fz", "fz-upper", "a" * 63, "b" * 200]) | st.from_regex(r"\Afz-[a-z0-9]{1,8}\Z")
 TASK_IDS = st.sampled_from(["a", "b", "c", "A", "a_b", "a-b", "a.b", "x" * 250, "with space", "é"])
@@ -78,13 +84,44 @@ def timetable_dag(name: str, class_path: str) -> dict[str, Any]:
     return {"apiVersion": "zonda.dev/v1alpha1", "kind": "DAG", "metadata": {"name": name}, "spec": spec}
 
 
-#: The classes the derandomized draws may miss (a valid DAG with a custom timetable is rare among them),
-#: each once: (manifest, what it must get).
-NAMED = [
-    (timetable_dag("tt-hangs", "tests.faulty_timetables.HangingTimetable"), "timetable"),
-    (timetable_dag("tt-raises", "tests.faulty_timetables.RaisingTimetable"), "timetable"),
-    (timetable_dag("tt-missing", "tests.faulty_timetables.NoSuchTimetable"), "invalid"),
-]
+def dag_of(name: str, tasks: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "zonda.dev/v1alpha1", "kind": "DAG", "metadata": {"name": name},
+            "spec": {"schedule": None, "tasks": tasks, **spec}}  # fmt: skip
+
+
+def task(task_id: str, *depends: str, operator: str = "EmptyOperator") -> dict[str, Any]:
+    body: dict[str, Any] = {"id": task_id, "operator": operator, "dependsOn": list(depends)}
+    if operator == "BashOperator":
+        body["args"] = {"bash_command": "true"}
+    return body
+
+
+#: Task ids that collide once made DNS names or label values (case, `_`/`-`/`.`, cut at 63), at
+#: Airflow's length limit of 250: each must get a pod of its own and run.
+COLLIDING_IDS = ["a_b", "a-b", "a.b", "A_B", "x" * 250, "x" * 249 + "y"]
+#: A DAG of 10,000 tasks, a chain (each waits for the one before: the deepest graph to check).
+TEN_THOUSAND = [task(f"t{i:05d}", *([f"t{i - 1:05d}"] if i else [])) for i in range(10_000)]
+START = {"startDate": "2024-01-01T00:00:00Z"}
+#: Each class the issue names, once, whatever the fuzzer draws: (manifest, what it must get, words of
+#: what the user is told: the admission error, or the condition's message).
+NAMED: list[tuple[dict[str, Any], str, str]] = [
+    (timetable_dag("tt-hangs", "tests.faulty_timetables.HangingTimetable"), "timetable", "did not answer"),
+    (timetable_dag("tt-raises", "tests.faulty_timetables.RaisingTimetable"), "timetable", "raised Runtime"),
+    (timetable_dag("tt-missing", "tests.faulty_timetables.NoSuchTimetable"), "invalid", "NoSuchTimetable"),
+    (dag_of("cycle", [task("a", "c"), task("b", "a"), task("c", "b")]), "invalid", "cycle: a -> b -> c -> a"),
+    (dag_of("self-dependency", [task("a", "a")]), "invalid", "cycle: a -> a"),
+    (dag_of("unknown-dependency", [task("a", "ghost")]), "invalid", "ghost"),
+    (dag_of("duplicate-ids", [task("a"), task("a")]), "refused", "spec.tasks[1]: Duplicate value"),
+    (dag_of("n" * 253, [task(i, operator="BashOperator") for i in COLLIDING_IDS]), "valid", ""),
+    (dag_of("n" * 254, [task("a")]), "refused", "must be no more than 253 characters"),
+    (dag_of("id-past-250", [task("x" * 251)]), "refused", "spec.tasks[0].id in body should match"),
+    (dag_of("feb-30", [task("a")], schedule="0 0 30 2 *", **START), "invalid", "it never fires"),
+    (dag_of("mars", [task("a")], schedule="@daily", timezone="Mars/Olympus", **START), "invalid",
+     "unknown timezone 'Mars/Olympus'"),
+    (dag_of("year-9999", [task("a")], schedule="@daily", startDate="9999-12-31T23:59:59Z"), "valid",
+     "past year 9999"),
+    (dag_of("ten-thousand-tasks", TEN_THOUSAND), "valid", ""),
+]  # fmt: skip
 
 
 def conditions_of(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
@@ -107,10 +144,17 @@ def test_bad_dag_manifests_are_refused_or_marked_and_the_controller_keeps_servin
     apply(cluster, namespace, healthy)
     outcomes: dict[str, int] = {"refused": 0, "valid": 0, "invalid": 0, "timetable": 0}
     said: list[str] = []  # what each manifest got: the admission error or the condition's message
-    with controller(cluster, namespace, tmp_path, extra=["--timetable-timeout", "1"]) as process:
+    judged_in: dict[str, float] = {}  # named case -> seconds from its create to its verdict
+    heartbeat = Heartbeat(cluster, namespace)
+    with (
+        heartbeat,
+        controller(cluster, namespace, tmp_path, extra=["--timetable-timeout", "1"]) as process,
+    ):
         assert process.process is not None
+        apply(cluster, namespace, heartbeat.manifest())
         wait_run_finished(cluster, namespace, trigger(cluster, namespace, "healthy"), timeout=60)
-        cpu_before, wall_before = cpu_seconds(process.process.pid), time.monotonic()
+        wait_for(lambda: heartbeat.created, "the heartbeat DAG's first run", timeout=60)
+        cpu_before, wall_before, since = cpu_seconds(process.process.pid), time.monotonic(), time.time()
 
         def judge(manifest: dict[str, Any]) -> str:
             """What the manifest got: refused, valid, invalid or timetable (the outcome's key)."""
@@ -157,7 +201,8 @@ def test_bad_dag_manifests_are_refused_or_marked_and_the_controller_keeps_servin
             summary = {k: spec.get(k) for k in ("schedule", "timezone", "startDate")}
             if valid["status"] == "True":
                 outcomes["valid"] += 1
-                said.append(f"valid: {summary}")
+                ready = next((c for c in conditions_of(cluster, namespace, name) if c["type"] == "Ready"), {})
+                said.append(f"valid: {summary} {ready.get('message', '')}")
                 return "valid"
             outcomes["invalid"] += 1
             said.append(f"invalid: {valid['message'][:160]}")
@@ -176,8 +221,24 @@ def test_bad_dag_manifests_are_refused_or_marked_and_the_controller_keeps_servin
             )
             return "invalid"
 
-        for manifest, expected in NAMED:  # each class once, whatever the fuzzer draws
-            assert judge(manifest) == expected, manifest
+        wrong = []  # each class once, whatever the fuzzer draws: every one checked, then all reported
+        for manifest, expected, words in NAMED:
+            began = time.monotonic()
+            got = judge(manifest)
+            judged_in[manifest["metadata"]["name"][:20]] = time.monotonic() - began
+            if got != expected or words not in said[-1]:
+                wrong.append((manifest["metadata"]["name"][:20], expected, words, said[-1][-300:]))
+        assert not wrong, "\n".join(map(str, wrong))
+        # The colliding ids at the length limit run, each task in a pod of its own.
+        collided = wait_run_finished(cluster, namespace, trigger(cluster, namespace, "n" * 253), timeout=120)
+        assert collided["status"]["state"] == "success", collided["status"]
+        assert set(collided["status"]["taskInstances"]) == set(COLLIDING_IDS)
+        selector = f"{LABEL_DAGRUN_UID}={collided['metadata']['uid']}"
+        pods = json.loads(
+            cluster.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout
+        )
+        names = {pod["metadata"]["name"] for pod in pods["items"]}
+        assert len(names) == len(COLLIDING_IDS), names
 
         @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))  # fmt: skip
@@ -187,17 +248,28 @@ def test_bad_dag_manifests_are_refused_or_marked_and_the_controller_keeps_servin
 
         one()
         fuzz_cpu = cpu_seconds(process.process.pid) - cpu_before
-        fuzz_wall = time.monotonic() - wall_before
+        fuzz_wall, until = time.monotonic() - wall_before, time.time()
         assert process.process.poll() is None, "the controller died"
         started = time.monotonic()
         body = wait_run_finished(cluster, namespace, trigger(cluster, namespace, "healthy"), timeout=60)
         served = time.monotonic() - started
+        wait_for(
+            lambda: heartbeat.due_between(until - MAX_DELAY, until) >= 1 or time.time() > until + MAX_DELAY,
+            "the heartbeat runs due at the fuzzing's end",
+            timeout=2 * MAX_DELAY,
+        )
     assert body["status"]["state"] == "success"
     print("\n".join(["", *said]))
     print(
-        f"\nfuzzed {sum(outcomes.values())} DAG manifests: {outcomes}; controller CPU {fuzz_cpu:.1f}s over "
-        f"{fuzz_wall:.1f}s wall ({100 * fuzz_cpu / fuzz_wall:.0f}%); "
-        f"the healthy DAG's run then took {served:.1f}s"
+        f"\nfuzzed {sum(outcomes.values())} DAG manifests ({len(NAMED)} named, {EXAMPLES} drawn): "
+        f"{outcomes}; "
+        f"controller CPU {fuzz_cpu:.1f}s over {fuzz_wall:.1f}s wall ({100 * fuzz_cpu / fuzz_wall:.0f}%); "
+        f"meanwhile {heartbeat.summary(since, until)}; the healthy DAG's run then took {served:.1f}s; "
+        f"judged in: {', '.join(f'{k} {v:.1f}s' for k, v in judged_in.items())}; "
+        f"load {os.getloadavg()[0]:.1f}"
     )
+    # Serving the other DAGs: every heartbeat interval of the fuzzing got its run, none late by more
+    # than MAX_DELAY (a pass stuck on a bad DAG would hold them all).
+    heartbeat.assert_served(since, until, max_delay=MAX_DELAY)
     # Not looping hot: far less than one core over the fuzzing (a hot loop would use all of it).
     assert fuzz_cpu < 0.5 * fuzz_wall, (fuzz_cpu, fuzz_wall)

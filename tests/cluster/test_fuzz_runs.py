@@ -35,7 +35,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.devtools.devcluster import Cluster
-from tests.cluster.test_fuzz_manifests import cpu_seconds
+from tests.cluster.schedule_delays import Heartbeat
+from tests.cluster.test_fuzz_manifests import MAX_DELAY, cpu_seconds
 from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for, wait_run_finished
 
 EXAMPLES = int(os.environ.get("ZONDA_FUZZ_EXAMPLES", "20"))
@@ -245,7 +246,9 @@ class Judge:
         result = kubectl("create", "-n", self.namespace, "-f", "-", input=json.dumps(manifest), check=False)
         if result.returncode != 0:
             self.outcomes[f"{resource} refused"] += 1
-            self.said.append(f"{resource} refused: {result.stderr.strip()[-200:]}")
+            self.said.append(
+                f"{time.strftime('%H:%M:%S')} {resource} refused: {result.stderr.strip()[-200:]}"
+            )
             assert "spec." in result.stderr or "metadata.name" in result.stderr, result.stderr
             return "refused"
         summary = json.dumps(manifest["spec"])[:300]
@@ -258,7 +261,7 @@ class Judge:
 
         said = wait_for(judged, f"{resource} {name} to be judged ({summary})", timeout=90, interval=0.5)
         self.outcomes[f"{resource} {said.split(':')[0].split(' (')[0]}"] += 1
-        self.said.append(f"{resource} {said[:200]}")
+        self.said.append(f"{time.strftime('%H:%M:%S')} {resource} {name[:20]} {said[:200]}")
         if said.startswith(("not started", "not listed")):  # said on its Events too, as a Warning
             uid = get(self.cluster, self.namespace, resource, name)["metadata"]["uid"]
             wait_for(
@@ -281,10 +284,13 @@ def test_bad_runs_backfills_and_pools_are_refused_or_judged_and_the_controller_k
         apply(cluster, namespace, faulty_dag(name, class_path))
     judge = Judge(cluster, namespace)
     extra = ["--timetable-timeout", "1"]
-    with controller(cluster, namespace, tmp_path, executor="local", extra=extra) as process:
+    heartbeat = Heartbeat(cluster, namespace)
+    with heartbeat, controller(cluster, namespace, tmp_path, executor="local", extra=extra) as process:
         assert process.process is not None
+        apply(cluster, namespace, heartbeat.manifest())
         wait_run_finished(cluster, namespace, trigger(cluster, namespace, HEALTHY), timeout=90)
-        cpu_before, wall_before = cpu_seconds(process.process.pid), time.monotonic()
+        wait_for(lambda: heartbeat.created, "the heartbeat DAG's first run", timeout=60)
+        cpu_before, wall_before, since = cpu_seconds(process.process.pid), time.monotonic(), time.time()
         verdicts = {"dagrun": run_verdict, "backfill": backfill_verdict}
         for resource, manifest, expected in NAMED:
             said = judge(resource, manifest, verdicts[resource])
@@ -298,19 +304,67 @@ def test_bad_runs_backfills_and_pools_are_refused_or_judged_and_the_controller_k
         ):
             fuzz(given(manifests)(judge.each(resource, verdict)))()
         fuzz_cpu = cpu_seconds(process.process.pid) - cpu_before
-        fuzz_wall = time.monotonic() - wall_before
+        fuzz_wall, until = time.monotonic() - wall_before, time.time()
         assert process.process.poll() is None, "the controller died"
         started = time.monotonic()
         body = wait_run_finished(cluster, namespace, trigger(cluster, namespace, HEALTHY), timeout=90)
         served = time.monotonic() - started
+        wait_for(
+            lambda: heartbeat.due_between(until - MAX_DELAY, until) >= 1 or time.time() > until + MAX_DELAY,
+            "the heartbeat runs due at the fuzzing's end",
+            timeout=2 * MAX_DELAY,
+        )
     assert body["status"]["state"] == "success"
     print("\n".join(["", *judge.said]))
     print(
-        f"\nfuzzed {sum(judge.outcomes.values())} manifests: {dict(sorted(judge.outcomes.items()))}; "
-        f"controller CPU {fuzz_cpu:.1f}s over {fuzz_wall:.1f}s wall ({100 * fuzz_cpu / fuzz_wall:.0f}%); "
-        f"the healthy DAG's run then took {served:.1f}s"
+        f"\nfuzzed {sum(judge.outcomes.values())} manifests ({len(NAMED)} named, {EXAMPLES} drawn of each "
+        f"kind): {dict(sorted(judge.outcomes.items()))}; controller CPU {fuzz_cpu:.1f}s over "
+        f"{fuzz_wall:.1f}s wall ({100 * fuzz_cpu / fuzz_wall:.0f}%); meanwhile "
+        f"{heartbeat.summary(since, until)}; the healthy DAG's run then took {served:.1f}s; "
+        f"load {os.getloadavg()[0]:.1f}"
     )
+    heartbeat.assert_served(since, until, max_delay=MAX_DELAY)
     # Each class was met, refused and judged alike: a fuzzer that only ever hits admission proves little.
     assert any(k.endswith("refused") for k in judge.outcomes), judge.outcomes
     assert any(k.startswith("dagrun success") for k in judge.outcomes), judge.outcomes
     assert fuzz_cpu < 0.5 * fuzz_wall, (fuzz_cpu, fuzz_wall)
+
+
+def test_a_1_mb_conf_reaches_a_kubernetes_executor_pod_in_parts_under_the_kernel_limit(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """The Kubernetes executor's half of the 1 MB conf (the local executor's is a named case above):
+    the apiserver admits the pod, whose invocation is in parts each under Linux's 128 KiB for one
+    environment string, every `$` written `$$` for the kubelet (`controller.executors.pods`; the exec
+    itself: tests/unit/controller/executors/test_big_invocations.py). kwok runs no container: the
+    run succeeding here proves the pod was created and observed, not the exec."""
+    apply(cluster, namespace, HEALTHY_DAG)
+    with controller(cluster, namespace, tmp_path):
+        for name, conf in (("small-conf", {"n": 2}), ("big-conf", {"blob": "$" + "x" * 1_000_000})):
+            cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(run_of(name, conf=conf)))
+        small = wait_run_finished(cluster, namespace, "small-conf")
+        big = wait_run_finished(cluster, namespace, "big-conf")
+    assert small["status"]["state"] == big["status"]["state"] == "success", (small["status"], big["status"])
+
+    def env_of(run: dict[str, Any]) -> dict[str, str]:
+        selector = f"zonda.dev/dagrun-uid={run['metadata']['uid']}"
+        pods = json.loads(
+            cluster.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout
+        )
+        echo = next(
+            p for p in pods["items"] if p["metadata"]["annotations"].get("zonda.dev/task-id") == "echo"
+        )
+        return {e["name"]: e.get("value", "") for e in echo["spec"]["containers"][0]["env"]}
+
+    assert "ZONDA_TASK_INVOCATION" in env_of(small), (
+        "the positive control: a small invocation is one variable"
+    )
+    parts = env_of(big)
+    assert "ZONDA_TASK_INVOCATION" not in parts and int(parts["ZONDA_TASK_INVOCATION_PARTS"]) >= 8, list(
+        parts
+    )
+    assert all(len(f"{k}={v}".encode()) < 128 * 1024 for k, v in parts.items())
+    joined = "".join(
+        parts[f"ZONDA_TASK_INVOCATION_{i}"] for i in range(int(parts["ZONDA_TASK_INVOCATION_PARTS"]))
+    )
+    assert json.loads(joined.replace("$$", "$"))["conf"]["blob"] == "$" + "x" * 1_000_000

@@ -181,6 +181,8 @@ def plan_dag(
         ready = ("ManualOnly", True, "no schedule: runs are created manually")
     elif active >= max_active_runs and after.due is not None:
         ready = ("MaxActiveRuns", True, f"{active} active runs reached maxActiveRuns")
+    elif after.due is None and after.wake_at is None:  # no run will come: say why (end date, year 9999)
+        ready = ("Scheduled", True, after.reason)
     else:
         ready = ("Scheduled", True, "")
     conds = conditions.set_condition(

@@ -91,13 +91,26 @@ def decide_next_run(
         catchup=catchup,
     )
     last = None if last_automated_data_interval is None else _utc_interval(last_automated_data_interval)
-    with pinned_clock(pinned_now):
-        info = timetable.next_dagrun_info(last_automated_data_interval=last, restriction=restriction)
-    if info is None:
+    try:
+        with pinned_clock(pinned_now):
+            info = timetable.next_dagrun_info(last_automated_data_interval=last, restriction=restriction)
+        run = None if info is None else _due_run(info)
+    except (OverflowError, ValueError) as error:
+        if not _past_the_last_date(error):
+            raise
+        after = restriction.earliest if last is None else last.end
+        return NextRunDecision(
+            due=None,
+            wake_at=None,
+            reason=(
+                f"timetable {type(timetable).__name__} ({timetable.summary}) has no run after "
+                f"{_iso(after) if after else 'its start'}: the next would be past year 9999"
+            ),
+        )
+    if run is None:
         return NextRunDecision(
             due=None, wake_at=None, reason=_why_no_run(timetable, last, restriction, pinned_now)
         )
-    run = _due_run(info)
     if last is not None and run.data_interval == last:
         # Creating it would collide with the last run's name forever (@continuous asked again at the same
         # ``now``, or a buggy custom timetable): nothing is due until the timetable moves on.
@@ -117,6 +130,13 @@ def decide_next_run(
     return NextRunDecision(
         due=None, wake_at=run.run_after, reason=f"next run for {when} is due at {_iso(run.run_after)}"
     )
+
+
+def _past_the_last_date(error: Exception) -> bool:
+    """Whether `error` is Python's (or pendulum's) refusal of a date past 9999-12-31: the next run of a
+    timetable near that date does not exist (`OverflowError: date value out of range`,
+    `ValueError: year 10000 is out of range`)."""
+    return isinstance(error, OverflowError) or "out of range" in str(error)
 
 
 def catchup_backlog(

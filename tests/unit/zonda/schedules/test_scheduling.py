@@ -223,6 +223,22 @@ def test_a_timetable_that_repeats_the_last_interval_creates_nothing() -> None:
     assert decision.due is None and decision.wake_at is None and "again" in decision.reason
 
 
+@pytest.mark.parametrize(
+    ("start", "last"),
+    [
+        pytest.param(utc(9999, 12, 31, 23, 59, 59), None, id="a start date in the last second of year 9999"),
+        pytest.param(
+            utc(2024, 1, 1), DataInterval(utc(9999, 12, 30), utc(9999, 12, 31)), id="after the last day"
+        ),
+    ],
+)
+def test_no_run_after_year_9999_is_said_not_raised(start: DateTime, last: DataInterval | None) -> None:
+    """Found by the manifest fuzzer: a DAG starting in 9999 raised OverflowError on every pass."""
+    decision = decide(start_date=start, last=last, now=utc(2026, 1, 1))
+    assert decision.due is None and decision.wake_at is None
+    assert decision.reason.endswith("the next would be past year 9999"), decision.reason
+
+
 def test_catchup_backlog_survives_a_timetable_that_repeats_itself() -> None:
     runs, after = catchup_backlog(
         _StuckTimetable(),
