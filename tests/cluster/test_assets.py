@@ -235,3 +235,107 @@ def test_an_event_recorded_late_with_an_old_timestamp_is_consumed_once(
     assert consumed == [["after"], ["first"], ["late"]], "each event in exactly one run"
     late_run = next(r for r in runs if r["spec"]["triggeringAssetEvents"][0]["name"] == "late")
     assert late_run["spec"]["logicalDate"].startswith("2020-01-01"), "the run's dates are its events'"
+
+
+def create_event(cluster: Cluster, namespace: str, *names: str) -> None:
+    items = [
+        {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "AssetEvent",
+            "metadata": {"name": n},
+            "spec": {"uri": URI},
+        }
+        for n in names
+    ]
+    body = {"apiVersion": "v1", "kind": "List", "items": items}
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(body))
+
+
+def ready_message(cluster: Cluster, namespace: str, dag: str) -> str:
+    conditions = (get(cluster, namespace, "dag", dag).get("status") or {}).get("conditions") or []
+    return next((c.get("message") or "" for c in conditions if c["type"] == "Ready"), "")
+
+
+def test_events_faster_than_runs_finish_queue_into_the_next_run(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """As Airflow's queue: events recorded while the consumer's run is going wait for the next run and
+    all go into it. The first run is held on a gate file (its task waits for it) at maxActiveRuns 1."""
+    gate = tmp_path / "gate"
+    dag = consumer()
+    dag["spec"]["maxActiveRuns"] = 1
+    dag["spec"]["tasks"] = [
+        {
+            "id": "report",
+            "operator": "BashOperator",
+            "args": {"bash_command": f"while [ ! -e {gate} ]; do sleep 0.1; done"},
+        }
+    ]
+    apply(cluster, namespace, dag)
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        create_event(cluster, namespace, "burst-0")
+        [first] = wait_for(lambda: runs_of(cluster, namespace, "asset-consumer"), "the first run")
+        queued = [f"burst-{i}" for i in range(1, 5)]
+        create_event(cluster, namespace, *queued)
+        # the positive signal that the controller saw them and held them for the next run
+        wait_for(
+            lambda: ready_message(cluster, namespace, "asset-consumer").startswith(
+                "4 asset events queued for the next run"
+            ),
+            "the DAG to say four events are queued",
+        )
+        assert [r["metadata"]["name"] for r in runs_of(cluster, namespace, "asset-consumer")] == [
+            first["metadata"]["name"]
+        ], "no second run while the first is going"
+        gate.touch()
+        wait_for(
+            lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "burst-4"), "burst-4 consumed"
+        )
+        runs = runs_of(cluster, namespace, "asset-consumer")
+        for run in runs:
+            assert (
+                wait_run_finished(cluster, namespace, run["metadata"]["name"])["status"]["state"] == "success"
+            )
+    consumed = sorted([e["name"] for e in r["spec"]["triggeringAssetEvents"]] for r in runs)
+    assert consumed == [["burst-0"], queued], "two runs: the first event, then the four queued"
+
+
+def test_an_assets_history_limit_keeps_its_newest_events_and_runs_keep_their_copies(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    from zonda.resources.asset_models import asset_name
+
+    apply(cluster, namespace, consumer())
+    apply(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "Asset",
+            "metadata": {"name": asset_name(URI)},
+            "spec": {"uri": URI, "eventsHistoryLimit": 3},
+        },
+    )
+    names = [f"kept-{i}" for i in range(7)]
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        for name in names:  # each consumed before the next: every one is in a run before any is deleted
+            create_event(cluster, namespace, name)
+            wait_for(
+                lambda n=name: consumed_by_cursor(cluster, namespace, "asset-consumer", n), f"{name} consumed"
+            )
+        wait_for(
+            lambda: sorted(e["metadata"]["name"] for e in asset_events(cluster, namespace)) == names[-3:],
+            "the apiserver to hold the newest three events",
+        )
+        status = wait_for(
+            lambda: (
+                (s := get(cluster, namespace, "asset", asset_name(URI)).get("status") or {}).get("events")
+                == 3
+                and s
+            ),
+            "the Asset to count three",
+        )
+        assert status["lastEvent"] == names[-1]
+        runs = runs_of(cluster, namespace, "asset-consumer")
+    consumed = sorted(e["name"] for r in runs for e in r["spec"]["triggeringAssetEvents"])
+    assert consumed == sorted(names), "every event in exactly one run, deleted ones included"

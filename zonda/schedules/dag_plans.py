@@ -133,6 +133,7 @@ def plan_dag(
     last_interval = due[-1].data_interval if due else last_interval
     asset_update: dict[str, Any] = {}
     asset_run = None
+    held_events = 0  # the pending events of an asset-triggered run held back by maxActiveRuns
     partition_runs: tuple[assets.AssetRunDue, ...] = ()
     if condition is not None and partitions is not None:
         partition_runs, asset_update = _partition_runs(
@@ -149,8 +150,10 @@ def plan_dag(
             [e for e in asset_events if e.name in consumed and cursor.is_past(e)], asset_events
         )
         pending = assets.pending_events(condition, asset_events, consumed=consumed, cursor=cursor)
-        if room > len(due):
-            asset_run = assets.decide_asset_run(name, condition, pending)
+        asset_run = assets.decide_asset_run(name, condition, pending)
+        if asset_run is not None and room <= len(due):
+            # held at maxActiveRuns: its events stay pending, and those that arrive meanwhile join them
+            held_events, asset_run = len(asset_run.events), None
         if asset_run is not None:
             active += 1
             cursor = cursor.advanced(asset_run.events, asset_events)
@@ -174,6 +177,12 @@ def plan_dag(
         ).due
     if spec.paused:
         ready = ("Paused", False, "paused: no scheduled runs are created (manual runs are accepted)")
+    elif held_events:
+        ready = (
+            "MaxActiveRuns",
+            True,
+            f"{held_events} asset events queued for the next run: {active} active runs reached maxActiveRuns",
+        )
     elif condition is not None and not timetable.can_be_scheduled:
         waiting = ", ".join(asset_update["awaited_assets"])
         ready = ("AssetScheduled", True, f"waiting for asset events: {waiting}" if waiting else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -339,3 +340,38 @@ def test_plan_dag_consumes_an_event_visible_ten_minutes_late_once_across_a_lost_
         )  # fmt: skip
         assert later.asset_run is None, "consumed once"
         assert set(later.status.asset_cursor_events or ()) == {"newest", "late"}
+
+
+def test_events_arriving_while_the_dag_is_at_max_active_runs_queue_into_one_next_run_and_say_so() -> None:
+    """Airflow queues events that arrive faster than runs finish into its next run; Zonda holds that run
+    while the DAG is at maxActiveRuns (the Ready condition counts the queued events), then makes one run
+    of all of them."""
+    spec = {**SPEC, "maxActiveRuns": 1}
+    first = dag_plans.plan_dag(
+        "d", spec, status=DagStatus(), generation=1, created_at=T0, runs=[], now=T0,
+        asset_events=[event("e1", "a", 10)],
+    )  # fmt: skip
+    assert first.asset_run is not None and [e.name for e in first.asset_run.events] == ["e1"]
+    running = dag_plans.RunRef(
+        name=first.asset_run.run_name, created_at=T0, run_type="asset_triggered", state="running",
+        data_interval=None, consumed_events=frozenset({"e1"}),
+    )  # fmt: skip
+    later = [event("e1", "a", 10), event("e2", "a", 20), event("e3", "a", 30)]
+    held = dag_plans.plan_dag(
+        "d", spec, status=first.status, generation=1, created_at=T0, runs=[running], now=T0,
+        asset_events=later,
+    )  # fmt: skip
+    assert held.asset_run is None, "held at maxActiveRuns"
+    ready = next(c for c in held.status.conditions if c.type == "Ready")
+    assert (ready.reason, ready.message) == (
+        "MaxActiveRuns",
+        "2 asset events queued for the next run: 1 active runs reached maxActiveRuns",
+    )
+    assert held.status.asset_cursor_events == ["e1"], "the queued events stay pending"
+    done = dataclasses.replace(running, state="success")
+    after = dag_plans.plan_dag(
+        "d", spec, status=held.status, generation=1, created_at=T0, runs=[done], now=T0, asset_events=later
+    )
+    assert after.asset_run is not None and [e.name for e in after.asset_run.events] == ["e2", "e3"]
+    ready = next(c for c in after.status.conditions if c.type == "Ready")
+    assert ready.reason == "AssetScheduled"
