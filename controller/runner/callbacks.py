@@ -16,6 +16,7 @@ blocking_task_list, slas, blocking_tis)`.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from zonda.exceptions import AirflowException
 from zonda.passes.retries import is_eligible_to_retry
 from zonda.resources.invocations import TaskInvocation, TaskOutcome, TaskResult
 from zonda.specs.imports import import_string
-from zonda.tries import task_context
+from zonda.tries import asset_events, task_context
 
 log = logging.getLogger("zonda.task")
 
@@ -62,6 +63,16 @@ def run_execute_callbacks(invocation: TaskInvocation, context: Mapping[str, Any]
     """Airflow's `on_execute_callback`: just before the operator executes (or resumes)."""
     if paths := invocation.callbacks.get("on_execute_callback"):
         call_all("on_execute_callback", paths, context)
+
+
+def run_hooks(kind: str, invocation: TaskInvocation, *args: Any) -> None:
+    """Airflow's `pre_execute(context)` / `post_execute(context, result)` operator arguments: called in
+    the try (an error fails it, unlike a callback's), a generator's `Metadata` into `outlet_events`, as
+    Airflow's task runner calls them through `create_executable_runner`."""
+    for path in invocation.callbacks.get(kind) or ():
+        returned = load_callable(path)(*args)
+        if inspect.isgenerator(returned):
+            asset_events.drain_metadata(returned, args[0].get("outlet_events"))
 
 
 def finished_kind(invocation: TaskInvocation, outcome: TaskOutcome) -> str | None:

@@ -207,6 +207,8 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
                 templating.invocation_environment(invocation),
                 templating.TemplateLimits.from_environ(os.environ),
             )
+            with set_current_context(context):
+                callbacks.run_hooks("pre_execute", invocation, context)  # Airflow's order: the hook first
             callbacks.run_execute_callbacks(invocation, context)
             if invocation.next_method:
                 # The event crossed the API as JSON: give the method back its datetimes.
@@ -216,6 +218,8 @@ def _execute(invocation: TaskInvocation, tried: _Try) -> TaskResult:
             else:
                 with set_current_context(context):
                     value = operator.execute(context)
+            with set_current_context(context):
+                callbacks.run_hooks("post_execute", invocation, context, value)
     except TaskDeferred as deferred:
         return _with_pushes(_deferred_result(deferred), operator, invocation, store, tried.context)
     except AirflowRescheduleException as reschedule:

@@ -41,7 +41,7 @@ from zonda.resources.durations import format_duration
 from zonda.resources.models import API_VERSION, TaskDefaults, WeightRule
 from zonda.resources.wire import ANNOTATION_DAG_ID
 from zonda.specs import operator_registry
-from zonda.specs.dags import TASK_CALLBACKS, parse_dag_spec, resolve_dag
+from zonda.specs.dags import TASK_CALLBACKS, TASK_HOOKS, parse_dag_spec, resolve_dag
 from zonda.specs.priority_strategies import PriorityWeightStrategy
 from zonda.tries.retry_policies import RetryPolicy, policy_reference
 
@@ -57,8 +57,6 @@ DAG_FILE_ANNOTATION = "zonda.dev/dag-file"
 _DEFAULT_FIELDS = set(TaskDefaults.model_fields) - {"args", "container", "pod_override"}
 #: Operator arguments Zonda accepts and does not act on, with what to do instead (for `--report`).
 UNSUPPORTED_TASK_ARGUMENTS = {
-    "pre_execute": "not run; put the code in the task",
-    "post_execute": "not run; put the code in the task",
     "email": "e-mail is not sent",
     "email_on_failure": "e-mail is not sent",
     "email_on_retry": "e-mail is not sent",
@@ -363,7 +361,7 @@ class _Compiler(ValueWriter):
         args: dict[str, Any] = {}
         for name, value in default_args.items():
             self.note_unsupported(name, value)
-            if name in TASK_CALLBACKS:
+            if name in TASK_CALLBACKS or name in TASK_HOOKS:
                 fields[name] = self.callbacks(
                     value, f"{where} {name}", {"default_arg": name} if of_dag else None
                 )
@@ -407,9 +405,10 @@ class _Compiler(ValueWriter):
             if name in ("outlets", "inlets"):
                 if refs := self.asset_refs(value):
                     body[name] = refs
-            elif name in TASK_CALLBACKS:
+            elif name in TASK_CALLBACKS or name in TASK_HOOKS:
                 query = {"task_id": str(task.task_id), "callback": name}
-                body[_camel(name)] = self.callbacks(value, f"{where} {name}", query)
+                if value is not None:  # Airflow's default: none
+                    body[_camel(name)] = self.callbacks(value, f"{where} {name}", query)
             elif name in getattr(type(task), "callback_arguments", ()):  # a HITL operator's notifiers
                 query = {"task_id": str(task.task_id), "callback": name}
                 if value:

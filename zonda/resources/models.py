@@ -208,6 +208,13 @@ class TaskDefaults(CrdModel):
     on_skipped_callback: list[str] | None = Field(
         default=None, description="Called when the task skips itself."
     )
+    # Airflow's `pre_execute`/`post_execute` operator arguments: run in the try, an error fails it.
+    pre_execute: list[str] | None = Field(
+        default=None, description="Called with the context just before the task executes (Airflow's)."
+    )
+    post_execute: list[str] | None = Field(
+        default=None, description="Called with the context and the result once the task executed."
+    )
     sla: Duration | None = Field(
         default=None,
         description="Airflow's sla: the task should succeed this long after the data interval end.",

@@ -116,6 +116,8 @@ TASK_CALLBACKS = (
     "on_failure_callback",
     "on_skipped_callback",
 )
+#: Airflow's `pre_execute`/`post_execute` hooks: carried as the callbacks are, called inside the try.
+TASK_HOOKS = ("pre_execute", "post_execute")
 #: Operators' default owner in Airflow (`[operators] default_owner`).
 DEFAULT_OWNER = "airflow"
 
@@ -330,7 +332,9 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         queue=merged.get("queue"),
         connections=tuple(merged.get("connections") or ()),
         variables=tuple(merged.get("variables") or ()),
-        callbacks={kind: tuple(paths) for kind in TASK_CALLBACKS if (paths := merged.get(kind))},
+        callbacks={
+            kind: tuple(paths) for kind in (*TASK_CALLBACKS, *TASK_HOOKS) if (paths := merged.get(kind))
+        },
         sla=duration("sla"),
         expand=expand,
         mapped_group=mapped_group,

@@ -65,6 +65,18 @@ def on_sla(*args: Any) -> None:
     CALLS.append(("sla", args))
 
 
+def pre_hook(context: Any) -> None:
+    CALLS.append(("pre_execute", (context,)))
+
+
+def post_hook(context: Any, result: Any) -> Any:
+    """A generator, as a TaskFlow callable may be: its `Metadata` sets the outlet's event extra."""
+    from zonda.authoring.assets import Asset, Metadata
+
+    CALLS.append(("post_execute", (context, result)))
+    yield Metadata(Asset("s3://hooks/out"), {"result": result})
+
+
 def broken_callback(context: Any) -> None:
     raise RuntimeError("the callback broke")
 
@@ -608,3 +620,55 @@ def test_dags_test_runs_the_dag_callback_in_process_once(tmp_path: Path) -> None
     assert [kind for kind, _ in CALLS] == ["failure", "dag"]
     assert CALLS[1][1][0]["reason"] == "task_failure"
     assert [record.kind for record in outcome.status.callbacks] == ["dag_failure"]
+
+
+def test_pre_and_post_execute_run_in_the_try_in_airflows_order_and_an_error_fails_it() -> None:
+    """Airflow's `pre_execute`/`post_execute` arguments (`task_runner._execute_task`): the pre hook, the
+    execute callback, the task, the post hook with its result (a generator's Metadata reported as the
+    outlet's extra); unlike a callback, a hook's error fails the try."""
+    hooks = {"pre_execute": [f"{HERE}:pre_hook"], "post_execute": [f"{HERE}:post_hook"]}
+    result = run_task(
+        _invocation(
+            {"python_callable": "builtins:len", "op_args": ["abc"]},
+            {**hooks, "on_execute_callback": [f"{HERE}:on_execute"]},
+        )
+    )
+    assert result.outcome is TaskOutcome.SUCCESS
+    assert [kind for kind, _ in CALLS] == ["pre_execute", "execute", "post_execute"]
+    assert CALLS[-1][1][1] == 3, "post_execute gets the task's result"
+    reported = result.xcoms["__zonda_outlet_events"]
+    assert "s3://hooks/out" in str(reported) and "'result': 3" in str(reported), reported
+    CALLS.clear()
+    failed = run_task(
+        _invocation({"python_callable": "builtins:print"}, {"pre_execute": [f"{HERE}:broken_callback"]})
+    )
+    assert failed.outcome is TaskOutcome.FAILED and "the callback broke" in (failed.message or "")
+    assert CALLS == [], "a task whose pre_execute failed does not run"
+
+
+def test_pre_and_post_execute_compile_to_references_no_longer_reported_unsupported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "hooks.py").write_text(
+        textwrap.dedent(f"""
+        import pendulum
+        from zonda import DAG
+        from zonda.operators.bash import BashOperator
+        from {HERE} import pre_hook
+
+        def local_post(context, result):
+            return "local post"
+
+        with DAG("hooks", schedule=None, start_date=pendulum.datetime(2021, 1, 1, tz="UTC")) as dag:
+            BashOperator(task_id="t", bash_command="true", pre_execute=pre_hook, post_execute=local_post)
+    """)
+    )
+    rendered = rendering.render_paths([tmp_path], safe_mode=False).dags[0]
+    task = rendered.manifest["spec"]["tasks"][0]
+    assert "pre_execute" not in rendered.unsupported and "post_execute" not in rendered.unsupported
+    assert task["preExecute"] == [f"{HERE}:pre_hook"]
+    assert task["postExecute"] == ["dagfile:hooks.py?dag_id=hooks&task_id=t&callback=post_execute&index=0"]
+    monkeypatch.setenv(dag_files.DAGS_FOLDER_ENV, str(tmp_path))
+    assert dag_files.load_callback(task["postExecute"][0])({}, None) == "local post"
+    resolved = resolve_dag("hooks", DagSpec.model_validate(rendered.manifest["spec"]))
+    assert set(resolved.tasks["t"].callbacks) == {"pre_execute", "post_execute"}
