@@ -54,11 +54,14 @@ def ui(
     log_format: str,
 ) -> None:
     """Serve the web UI: DAGs, grid, graph, runs, logs; trigger, clear, mark and pause as yourself."""
+    from controller.processes.deadlines import main_thread_deadline
     from controller.ui.access import AuthMode
     from controller.ui.app_state import UiSettings
     from controller.ui.server import serve
+    from zonda.specs import params
 
     zonda_logs.configure(log_format)
+    params.bound_checks(main_thread_deadline)  # a trigger form's conf against a DAG's patterns
     if not namespaces and not all_namespaces:
         namespaces = (os.environ.get("POD_NAMESPACE") or "default",)
     if state_dir is None:

@@ -10,12 +10,47 @@ param without a default is given at trigger time).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
+
+#: Seconds one check of values against a schema may take where the process bounds it (`bound_checks`).
+CHECK_SECONDS = 2.0
+
+
+class CheckTimeout(Exception):
+    """Raised by a process's deadline (`bound_checks`) to stop a check past `CHECK_SECONDS`."""
+
+
+Deadline = Callable[[float], AbstractContextManager[object]]
+
+
+def _no_deadline(seconds: float) -> AbstractContextManager[object]:
+    return contextlib.nullcontext()
+
+
+#: What a check runs under: nothing by default; the controller's and the UI's main thread install a
+#: deadline (`controller.processes.deadlines`).
+_deadline: Deadline = _no_deadline
+
+
+def bound_checks(deadline: Deadline) -> None:
+    """Run every check of values against a schema under `deadline(CHECK_SECONDS)`, which raises
+    `CheckTimeout` when it passes.
+
+    A `pattern` is a DAG author's regular expression matched with `re` against a value a run's
+    creator (or a DAG author's default) chose: `^(a+)+$` against 40 `a`s and a `!` backtracks for
+    hours in C, holding the interpreter lock, so a thread with a time limit cannot stop it, and a
+    process that checks a conf (the controller, the UI) would stop for everyone. `re` checks for
+    signals as it goes: a process's main thread can stop it with one.
+    """
+    global _deadline
+    _deadline = deadline
 
 
 def schema_errors(
@@ -79,9 +114,18 @@ def merged_params(defaults: Mapping[str, Any], conf: Mapping[str, Any]) -> dict[
 
 def _violations(schema: Mapping[str, Any], value: Mapping[str, Any], *, skip_required: bool) -> list[str]:
     validator = jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.FormatChecker())
+    try:
+        with _deadline(CHECK_SECONDS):
+            errors = list(validator.iter_errors(dict(value)))
+    except CheckTimeout:
+        return [
+            f"params: checking them against the schema took more than {CHECK_SECONDS:g} s and was "
+            "stopped (a 'pattern' that backtracks on the value given? e.g. '^(a+)+$' nests a "
+            "repetition in a repetition: write it without the nesting)"
+        ]
     return sorted(  # "param 'name': ..." sentences, so by param name
         _describe(error)
-        for error in validator.iter_errors(dict(value))
+        for error in errors
         if not (skip_required and error.validator == "required" and not error.absolute_path)
     )
 
