@@ -28,7 +28,6 @@ Real: the apiserver, etcd, kwok's nodes running the pods, the controller process
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import math
@@ -37,15 +36,13 @@ import random
 import signal
 import socket
 import statistics
-import threading
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import pytest
 
@@ -54,11 +51,34 @@ from controller.devtools.ports import free_port
 from controller.processes.clock import OFFSET_FILE_ENV
 from controller.triggerer.leases import shard_lease_name
 from tests.cluster import fault_proxy
+from tests.cluster.fault_audit import EtcdKeys as PodCreations
+from tests.cluster.fault_audit import (
+    FailedTry,
+    Outcome,
+    Records,
+    TriggerFirings,
+    Window,
+    all_progress,
+    check_reference,
+    compare,
+    mixed_finished,
+    mixed_workload,
+)
 from tests.cluster.fault_proxy import FaultProxy
-from tests.cluster.zonda_processes import ZondaProcess, apply, controller, get, runs_of, triggerer, wait_for
+from tests.cluster.zonda_processes import (
+    ZondaProcess,
+    apply,
+    controller,
+    fresh_namespace,
+    get,
+    runs_of,
+    triggerer,
+    wait_for,
+)
 from zonda.resources.invocations import DeferralRequest, TaskOutcome, TaskResult
-from zonda.resources.names import attempt_name, trigger_name
-from zonda.resources.wire import LABEL_DAGRUN, LABEL_TASK
+from zonda.resources.names import attempt_name, is_callback_name, trigger_name
+from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN, LABEL_MAP_INDEX, LABEL_TASK, LABEL_TRY
+from zonda.specs.mapping import ti_key
 
 SEED = int(os.environ.get("ZONDA_FAULT_SEED", "22"))
 #: Injections of each fault type; unset, each type's CI size.
@@ -66,6 +86,10 @@ INJECTIONS = os.environ.get("ZONDA_FAULT_INJECTIONS")
 #: Minutes between the workload's runs over the last hour: 10 -> 6 runs; 2 -> 30 runs (on demand).
 INTERVAL = int(os.environ.get("ZONDA_FAULT_INTERVAL_MINUTES", "10"))
 DAG = "mixed"
+#: The mixed workload's scheduled runs (and half as many backfilled, at least one), over a window of
+#: the past fixed once per session: the reference run and every faulted one have the same run names.
+MIXED_RUNS = int(os.environ.get("ZONDA_FAULT_MIXED_RUNS", "2"))
+WINDOW = Window.before(datetime.now(UTC), INTERVAL, MIXED_RUNS)
 
 
 def pod_task(task_id: str, depends_on: list[str], duration_ms: int) -> dict[str, Any]:
@@ -133,87 +157,6 @@ def workload(start: datetime, duration_ms: int, *, deferrable: bool = False) -> 
     }  # fmt: skip
 
 
-class PodCreations:
-    """Every pod created in the namespace, counted from etcd itself (its v3 JSON gateway's watch, from a
-    revision read before the controller starts): pod name -> how many times its key was created. Under
-    the apiserver, so an apiserver restart loses nothing (its watch cache restarts at the current
-    revision and would answer an older watch 410 Gone); an etcd restart resumes at the next revision.
-    History compacted away before the watch resumed is recorded in `gap`, and the audit fails."""
-
-    def __init__(self, cluster: Cluster, namespace: str) -> None:
-        args = cluster.processes["etcd"].args
-        assert isinstance(args, list)
-        self.url = next(arg.split("=", 1)[1] for arg in args if arg.startswith("--advertise-client-urls="))
-        self.prefix = f"/registry/pods/{namespace}/"
-        self.created: Counter[str] = Counter()
-        self.gap: str | None = None
-        self.resumed = 0
-        self._revision = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._record, daemon=True)
-
-    def _post(self, path: str, body: dict[str, Any], timeout: float) -> Any:
-        request = urllib.request.Request(f"{self.url}{path}", data=json.dumps(body).encode())
-        return urllib.request.urlopen(request, timeout=timeout)
-
-    def _seen(self, name: str, kv: dict[str, Any], created: bool) -> None:
-        if created:
-            self.created[name] += 1
-
-    def _record(self) -> None:
-        key = base64.b64encode(self.prefix.encode()).decode()
-        end = base64.b64encode(self.prefix[:-1].encode() + b"0").decode()  # the prefix's range end
-        while not self._stop.is_set():
-            body = {"create_request": {"key": key, "range_end": end, "start_revision": self._revision + 1}}
-            try:
-                with self._post("/v3/watch", body, timeout=3600) as stream:
-                    for line in stream:
-                        result = json.loads(line).get("result") or {}
-                        if result.get("compact_revision"):
-                            self.gap = f"etcd compacted past {self._revision} ({result['compact_revision']})"
-                            return
-                        for event in result.get("events") or []:
-                            kv = event["kv"]
-                            if event.get("type", "PUT") == "PUT":
-                                name = base64.b64decode(kv["key"]).decode()[len(self.prefix) :]
-                                self._seen(name, kv, kv["create_revision"] == kv["mod_revision"])
-                            self._revision = int(kv["mod_revision"])
-            except (OSError, ValueError):
-                self.resumed += 1
-                time.sleep(0.2)  # etcd restarting: a retry's backoff, not a signal
-
-    def __enter__(self) -> Self:
-        with self._post("/v3/kv/range", {"key": base64.b64encode(b"/").decode()}, timeout=10) as reply:
-            self._revision = int(json.loads(reply.read())["header"]["revision"])
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-
-
-class TriggerFirings(PodCreations):
-    """Every write of the namespace's Triggers that set `status.state: fired`, from etcd's watch as the
-    pods are (a CRD's objects are stored as JSON): trigger name -> how many writes made it fired, with
-    the holders that wrote them. Exactly once is one such write per Trigger."""
-
-    def __init__(self, cluster: Cluster, namespace: str) -> None:
-        super().__init__(cluster, namespace)
-        self.prefix = f"/registry/zonda.dev/triggers/{namespace}/"
-        self.fired: Counter[str] = Counter()
-        self.holders: dict[str, list[str]] = {}
-        self._state: dict[str, str | None] = {}
-
-    def _seen(self, name: str, kv: dict[str, Any], created: bool) -> None:
-        if created:
-            self.created[name] += 1
-        status = json.loads(base64.b64decode(kv["value"])).get("status") or {}
-        if status.get("state") == "fired" and self._state.get(name) != "fired":
-            self.fired[name] += 1
-            self.holders.setdefault(name, []).append(str(status.get("holder")))
-        self._state[name] = status.get("state")
-
-
 @dataclass
 class Target:
     """What a fault acts on, and what it reports back to the audit."""
@@ -224,6 +167,8 @@ class Target:
     rng: random.Random
     #: (run, task) -> tries the fault itself failed (a Running pod deleted or evicted).
     failed_tries: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: The same, each try named (the mixed workload's audit).
+    failed: list[FailedTry] = field(default_factory=list)
     #: Why a pod fault's looks found nothing to hit ("none running", or the hit's 404/409).
     missed: Counter[str] = field(default_factory=Counter)
     #: Between the controller and the apiserver, for the proxy's faults.
@@ -255,6 +200,9 @@ class Fault:
     #: How long the runs may take to finish once the schedule ends: a run whose write was refused
     #: waits for its next pass (a change of its pods, or `STATUS_REFUSED_RETRY`, 5 minutes).
     settle_seconds: float = 300
+    #: The mixed workload (fault_audit.py), audited against a reference run without faults; else the
+    #: seven-task DAG (eight with the triggerer).
+    mixed: bool = False
 
 
 def kill_controller(target: Target) -> bool:
@@ -314,7 +262,13 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
         for _ in range(600):  # until a Running pod is caught (they run `duration_ms` each; at CI load the
             # first pods can take half a minute to start, and a strike that finds none proves nothing)
             pods = (await kube.core.list_namespaced_pod(target.namespace, label_selector=LABEL_TASK)).items
-            running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+            running = [
+                p
+                for p in pods
+                if p.status.phase == "Running"
+                and not p.metadata.deletion_timestamp
+                and not is_callback_name(p.metadata.name)
+            ]  # a task's try, not a callback's
             if not running:
                 target.missed["none running"] += 1
                 await asyncio.sleep(0.1)  # polling the pod list for a victim, not waiting for an effect
@@ -342,6 +296,10 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
                 raise
             labels = pod.metadata.labels
             target.failed_tries[labels[LABEL_DAGRUN], labels[LABEL_TASK]] += 1
+            key = ti_key(pod.metadata.annotations[ANNOTATION_TASK_ID], int(labels.get(LABEL_MAP_INDEX, -1)))
+            target.failed.append(
+                FailedTry(labels[LABEL_DAGRUN], key, int(labels[LABEL_TRY]), pod.metadata.name)
+            )
             return True
     return False
 
@@ -529,16 +487,23 @@ def set_clock(target: Target, offset: float) -> None:
 
 
 FAULTS = [
-    Fault("controller-kill", "controller SIGKILL", 4, kill_controller),
-    Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver")),
+    Fault("controller-kill", "controller SIGKILL", 4, kill_controller, mixed=True),
+    Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver"), mixed=True),
     Fault(
         "start-in-restart",
         "controller started during an apiserver restart",
         1,
         kill_controller_then_restart_apiserver,
     ),
-    Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart_etcd),
-    Fault("pod-delete", "task pod deleted while Running", 3, hit_running_pod(evict=False), duration_ms=3000),
+    Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart_etcd, mixed=True),
+    Fault(
+        "pod-delete",
+        "task pod deleted while Running",
+        3,
+        hit_running_pod(evict=False),
+        duration_ms=2000,
+        mixed=True,
+    ),
     Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=3000),
     Fault("node-remove", "a kwok Node deleted mid-run, then created again", 1, remove_node, duration_ms=3000),
     Fault(
@@ -548,8 +513,15 @@ FAULTS = [
         kill_triggerer,
         triggerers=2,
     ),
-    Fault("proxy", "fault proxy: drop, reset, stall, 429/500/504, lost reply", 6, proxy_faults, proxied=True),
-    Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
+    Fault(
+        "proxy",
+        "fault proxy: drop, reset, stall, 429/500/504, lost reply",
+        6,
+        proxy_faults,
+        proxied=True,
+        mixed=True,
+    ),
+    Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock, mixed=True),
     Fault(
         "status-too-large",
         "a run's status write refused as too large (413)",
@@ -561,20 +533,70 @@ FAULTS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def mixed_reference(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The mixed workload run once without faults, in a namespace of its own: what every faulted run of
+    it must end with, but for what the fault itself changed. Its positive controls say each part of the
+    workload did what it is there for (a retry, a skipped branch, three mapped instances, a reschedule,
+    a deferral, a callback try, an asset event per producer run consumed)."""
+    tmp_path = tmp_path_factory.mktemp("reference")
+    with fresh_namespace(cluster, "ref") as namespace:
+        started = time.monotonic()
+        for manifest in mixed_workload(WINDOW, 1000):
+            apply(cluster, namespace, manifest)
+        with contextlib.ExitStack() as stack:
+            records = Records.watch(cluster, namespace)
+            for keys in records.all():
+                stack.enter_context(keys)
+            stack.enter_context(triggerer(cluster, namespace, tmp_path, extra=[
+                "--metrics-port", str(free_port()), "--health-port", str(free_port())]))  # fmt: skip
+            stack.enter_context(controller(cluster, namespace, tmp_path))
+            snapshot = wait_for(lambda: mixed_finished(cluster, namespace, WINDOW), "the reference run", 300)
+        reference = Outcome.of(snapshot, records)
+    print(
+        f"\nreference (no faults): {len(reference.run_states)} runs, {len(reference.tis)} producer task "
+        f"instances, {reference.pods.total()} pods, {len(reference.triggers_created)} triggers, "
+        f"{len(reference.asset_events)} asset events in {len(reference.consumed)} consumer runs; "
+        f"{time.monotonic() - started:.0f} s"
+    )
+    check_reference(reference, WINDOW)
+    return reference
+
+
 @pytest.mark.parametrize("fault", FAULTS, ids=[fault.id for fault in FAULTS])
 def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finishes_everything(
-    cluster: Cluster, namespace: str, tmp_path: Path, fault: Fault
+    cluster: Cluster, namespace: str, tmp_path: Path, fault: Fault, request: pytest.FixtureRequest
 ) -> None:
     rng = random.Random(SEED)
     now = datetime.now(UTC)
     start = (now - timedelta(hours=1)).replace(second=0, microsecond=0)
     start -= timedelta(minutes=start.minute % INTERVAL)
     due = int((now - start) / timedelta(minutes=INTERVAL))
-    apply(cluster, namespace, workload(start, fault.duration_ms, deferrable=fault.triggerers > 0))
+    reference: Outcome | None = request.getfixturevalue("mixed_reference") if fault.mixed else None
+    if fault.mixed:
+        for manifest in mixed_workload(WINDOW, fault.duration_ms):
+            apply(cluster, namespace, manifest)
+        due = WINDOW.runs
+    else:
+        apply(cluster, namespace, workload(start, fault.duration_ms, deferrable=fault.triggerers > 0))
+
+    def done() -> Any:
+        return (
+            mixed_finished(cluster, namespace, WINDOW) if fault.mixed else finished(cluster, namespace, due)
+        )
+
+    def moved() -> int:
+        return all_progress(cluster, namespace) if fault.mixed else progress(cluster, namespace)
+
     recoveries: list[float] = []
+    started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        pods = stack.enter_context(PodCreations(cluster, namespace))
-        firings = stack.enter_context(TriggerFirings(cluster, namespace)) if fault.triggerers else None
+        records = Records.watch(cluster, namespace)
+        pods = stack.enter_context(records.pods)
+        firings = stack.enter_context(records.triggers) if fault.triggerers or fault.mixed else None
+        if fault.mixed:
+            stack.enter_context(records.runs)
+            stack.enter_context(records.asset_events)
         triggerers = {
             identity: stack.enter_context(
                 triggerer(cluster, namespace, tmp_path, identity=identity, extra=[
@@ -582,7 +604,7 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
                     "--health-port", str(free_port()),
                 ])
             )
-            for identity in ("triggerer-a", "triggerer-b")[: fault.triggerers]
+            for identity in ("triggerer-a", "triggerer-b")[: max(fault.triggerers, int(fault.mixed))]
         }  # fmt: skip
         proxy = stack.enter_context(proxy_for(cluster)) if fault.proxied else None
         extra = ["--kubeconfig", str(proxy.kubeconfig(tmp_path / "proxied", ADMIN_TOKEN))] if proxy else []
@@ -601,18 +623,16 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         )
         for _ in range(int(INJECTIONS or fault.ci_injections)):
             time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
-            if finished(cluster, namespace, due):
+            if done():
                 break  # nothing left to hurt: a fault now would measure nothing
-            before = progress(cluster, namespace)
+            before = moved()
             struck = time.monotonic()
             if not fault.inject(target):
                 continue
             # recovered: the workload moved on (a task instance finished or a run was created), or
             # everything is already done
             wait_for(
-                lambda before=before: (
-                    progress(cluster, namespace) > before or finished(cluster, namespace, due)
-                ),
+                lambda before=before: moved() > before or done(),
                 f"progress after the fault ({fault.name})",
                 timeout=180,
             )
@@ -632,15 +652,40 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
                 runs_told = {e["involvedObject"]["name"] for e in told}
                 print(f"StatusTooLarge Events: {len(told)} on {len(runs_told)} runs")
         try:
-            runs = wait_for(
-                lambda: finished(cluster, namespace, due),
-                f"{due} runs to finish",
-                timeout=fault.settle_seconds,
-            )
+            ended = wait_for(done, f"{due} runs to finish", timeout=fault.settle_seconds)
         except AssertionError:
             print(unfinished_pods(cluster, namespace))
             raise
-    audit(fault, pods, target, runs, recoveries, start, due, firings)
+    if reference is None:
+        audit(fault, pods, target, ended, recoveries, start, due, firings)
+        return
+    audit_mixed(fault, Outcome.of(ended, records), reference, target, recoveries, time.monotonic() - started)
+
+
+def audit_mixed(
+    fault: Fault,
+    outcome: Outcome,
+    reference: Outcome,
+    target: Target,
+    recoveries: list[float],
+    seconds: float,
+) -> None:
+    """The mixed workload's audit: `fault_audit.compare` against the reference run, the table row printed."""
+    assert recoveries, "the schedule struck nothing: the audit would prove nothing"
+    result = compare(outcome, reference, target.failed)
+    print(
+        "\n| fault | injections | runs | task instances | tries failed by the fault | duplicates | lost "
+        "| stuck | differences | recover p50 / max (s) | test (s) |"
+        "\n|---|---|---|---|---|---|---|---|---|---|---|"
+        f"\n| {fault.name} (seed {SEED}, mixed) | {len(recoveries)} | {len(outcome.run_states)} "
+        f"| {len(outcome.tis) + sum(map(len, outcome.consumer_states))} | {len(target.failed)} "
+        f"| {result.duplicates} | {result.lost} | {result.stuck} | {len(result.differences)} "
+        f"| {statistics.median(recoveries):.1f} / {max(recoveries):.1f} | {seconds:.0f} |"
+        f"\n(pods created {outcome.pods.total()}, reference {reference.pods.total()}; triggers "
+        f"{len(outcome.triggers_created)}; asset events {len(outcome.asset_events)} in "
+        f"{len(outcome.consumed)} consumer runs; a pod fault's misses: {dict(target.missed)})"
+    )
+    assert not result.differences, "\n".join(result.differences)
 
 
 def unfinished_pods(cluster: Cluster, namespace: str) -> str:
