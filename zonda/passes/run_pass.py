@@ -35,7 +35,7 @@ from typing import Any
 
 from zonda.passes import container_mapping, pools, run_slots
 from zonda.passes.attempts import TRY_END, Attempts, duration_text, in_execution
-from zonda.passes.decisions import AttemptPhase, Observation, RunPlan, TaskLaunch
+from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, RunPlan, TaskLaunch
 from zonda.passes.graphs import leaves
 from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.passes.mapped_instances import MappedInstances
@@ -287,8 +287,17 @@ class RunPass:
         ]
         if not ready:
             return False
-        admission = self._admit(ready)
         ended = False
+        # An attempt that exists already (launched by a pass whose status write was lost) holds its
+        # slot whatever admission says: it is adopted, not stopped and created again once admitted
+        # (one try, two pods); the limits apply to the task instances without an attempt.
+        for key in [key for key in ready if self._existing_attempt(key) is not None]:
+            ready.remove(key)
+            if self._launch(key):
+                ended = True
+        if not ready:
+            return ended
+        admission = self._admit(ready)
         for candidate in admission.admitted:
             if candidate.run != self.state.run_name:
                 self.state.runs_to_wake.append(candidate.run)
@@ -354,31 +363,41 @@ class RunPass:
             concurrency.elsewhere,
         )
 
+    def _next_attempt(self, task_id: str) -> tuple[int, str]:
+        """The try number and deterministic attempt name the task instance's next launch gets."""
+        ti = self.state.tis[task_id]
+        if ti.next_method is not None or ti.first_try_start is not None:
+            # resuming a deferral or a rescheduled poke: Airflow keeps the try number, but the attempt
+            # needs a name of its own: derived from the previous attempt's, it is deterministic and
+            # differs from every earlier one
+            return ti.try_number, attempt_name(
+                self.state.run_name, f"{task_id}~{ti.pod_name or ''}", ti.try_number
+            )
+        return ti.try_number + 1, attempt_name(self.state.run_name, task_id, ti.try_number + 1)
+
+    def _existing_attempt(self, task_id: str) -> ObservedAttempt | None:
+        """The attempt of the task instance's next launch that exists already, unrecorded (an earlier
+        pass created it and stopped before its status write), if the executor reports one."""
+        found = self.state.observed.other_attempts.get(self._next_attempt(task_id)[1])
+        return found if found is not None and found.phase is not AttemptPhase.MISSING else None
+
     def _launch(self, task_id: str) -> bool:
         """Queue the task instance's next try under its deterministic name, to create; or adopt the
         attempt of that name if the executor reports one already (an earlier pass created it and
         stopped before its status write), applying its report now. Whether that try had ended."""
         ti = self.state.tis[task_id]
-        resuming_deferral = ti.next_method is not None
-        resuming_reschedule = ti.first_try_start is not None
-        if resuming_deferral or resuming_reschedule:
-            # Airflow keeps the try number, but the attempt needs a name of its own: derived from the
-            # previous attempt's, it is deterministic and differs from every earlier one.
-            try_number = ti.try_number
-            name = attempt_name(self.state.run_name, f"{task_id}~{ti.pod_name or ''}", try_number)
-            # A resumed deferral keeps the try's start (execution_timeout) and its XComs; a new poke
-            # starts anew, as Airflow's `clear_xcom_data` unless `next_method`.
-            fields: dict[str, Any] = {} if resuming_deferral else {"start_date": None, **_NO_XCOMS}
+        try_number, name = self._next_attempt(task_id)
+        if ti.next_method is not None:  # a resumed deferral keeps the try's start and its XComs
+            fields: dict[str, Any] = {}
+        elif ti.first_try_start is not None:  # a new poke starts anew (Airflow's `clear_xcom_data`)
+            fields = {"start_date": None, **_NO_XCOMS}
         else:
-            try_number = ti.try_number + 1
-            name = attempt_name(self.state.run_name, task_id, try_number)
             fields = {"start_date": None, "running_seconds": 0.0, "follow_task_ids": None, **_NO_XCOMS}
         # The scheduled -> queued steps of one pass make one event, not two.
         if (index := self.state.scheduled_event_at.pop(task_id, None)) is not None:
             self.state.events[index] = None
         max_tries = ti.max_tries if ti.max_tries is not None else self.state.task(task_id).retries
-        found = self.state.observed.other_attempts.get(name)
-        adopted = found if found is not None and found.phase is not AttemptPhase.MISSING else None
+        adopted = self._existing_attempt(task_id)
         queued_at, reason = self.state.now, f"Queued try {try_number} of {max_tries + 1} as {name}"
         if adopted is not None:  # queued when it was created, at the latest: its times stay in order
             queued_at = min(self.state.now, adopted.pending_since or adopted.started_at or self.state.now)

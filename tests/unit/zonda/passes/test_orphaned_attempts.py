@@ -139,19 +139,19 @@ def test_an_attempt_reported_missing_is_launched_not_adopted() -> None:
     assert plan.adoptions == []
 
 
-def test_an_orphan_the_pass_no_longer_launches_is_stopped_with_an_event_saying_why() -> None:
-    """The crashed pass had the DAG's one slot; now another run holds it, so the try waits."""
+def test_an_orphan_over_the_dags_limit_is_adopted_it_holds_its_slot_already() -> None:
+    """The crashed pass had the DAG's one slot; now another run holds it too. The attempt exists, so
+    stopping it would only start the same try again later under the same name (two pods for one try):
+    it is adopted, as Airflow's `adopt_or_reset_orphaned_tasks` adopts a running pod whatever the
+    pools say."""
     dag = make_dag({"a": {}}, max_active_tasks=1)
     running = orphan("a", AttemptPhase.RUNNING)
     plan = one_pass(dag, new_status(), by_name(running), after=5, running_in_dag=1)
-    assert plan.launches == [] and plan.adoptions == []
-    assert plan.kills == [running.name]
+    assert plan.launches == [] and plan.kills == []
+    assert [a.attempt_name for a in plan.adoptions] == [running.name]
     ti = plan.status.task_instances["a"]
-    assert ti.state is S.SCHEDULED and ti.pod_name is None
-    [event] = [e for e in plan.events if e.reason == "OrphanedAttemptStopped"]
-    assert event.warning
-    assert running.name in event.message and "never recorded it" in event.message
-    assert "task instance a is scheduled" in event.message and "max_active_tasks" in event.message
+    assert (ti.state, ti.pod_name) == (S.RUNNING, running.name)
+    assert "OrphanedAttemptStopped" not in reasons(plan)
 
 
 def test_an_orphan_of_a_task_marked_meanwhile_is_stopped_naming_the_mark() -> None:
@@ -199,3 +199,22 @@ def test_finished_attempts_nobody_records_are_left_alone() -> None:
     old = orphan("extract", AttemptPhase.SUCCEEDED, exit_code=0)
     plan = one_pass(dag, status, by_name(old), after=5)
     assert plan.kills == [] and "OrphanedAttemptStopped" not in reasons(plan)
+
+
+def test_an_orphan_is_adopted_even_when_admission_would_not_let_its_try_start_now() -> None:
+    """Found by the fault suite (tests/cluster/test_faults.py, `proxy`, the mixed workload's Pool): a
+    pass launched a pooled try and its status write was lost; the next pass found the Pool full (the
+    slot the orphan holds is not in any status yet), did not launch that try, and so stopped its
+    attempt as an orphan, then created it again under the same name once a slot was free: one try,
+    two pods. An attempt that exists holds its slot already: it is adopted, and the limit applies to
+    the task instances that have no attempt yet."""
+    dag = make_dag({"first": {}, "second": {}}, max_active_tasks=1)
+    running = orphan("second", AttemptPhase.RUNNING, started_at=START + timedelta(seconds=1))
+    plan = one_pass(dag, new_status(), by_name(running), after=5)
+    assert plan.kills == [], "the attempt that exists is not stopped"
+    assert [a.attempt_name for a in plan.adoptions] == [running.name]
+    assert plan.launches == [], "the slot is the orphan's: nothing else starts"
+    tis = plan.status.task_instances
+    assert (tis["second"].state, tis["second"].pod_name) == (S.RUNNING, running.name)
+    assert tis["first"].state is S.SCHEDULED
+    assert "OrphanedAttemptStopped" not in reasons(plan)
