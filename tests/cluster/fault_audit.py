@@ -25,7 +25,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Self
 
@@ -440,6 +440,18 @@ def check_reference(reference: Outcome, window: Window) -> None:
         assert callbacks, f"{run}: no DAG success callback try"
     assert len(reference.asset_events) == window.runs, reference.asset_events
     assert reference.consumed and all(states == {"use": "success"} for states in reference.consumer_states)
+    # and the comparison sees what it is for: nothing against itself; a pod created twice, a task
+    # instance ended otherwise, an asset event consumed twice, each against the reference
+    assert compare(reference, reference, []).differences == []
+    some_pod, (some_ti, ti) = next(iter(reference.pods)), next(iter(reference.tis.items()))
+    assert (
+        compare(replace(reference, pods=reference.pods + Counter([some_pod])), reference, []).duplicates == 1
+    )
+    failed = {**reference.tis, some_ti: {**ti, "state": "failed"}}
+    assert compare(replace(reference, tis=failed), reference, []).lost == 1
+    run, events = next(iter(reference.consumed.items()))
+    twice = {**reference.consumed, f"{run}-again": events}
+    assert compare(replace(reference, consumed=twice), reference, []).duplicates == len(events)
 
 
 @dataclass

@@ -9,8 +9,15 @@ created again; one of two triggerer replicas SIGKILLed while Triggers wait (the 
 deferrable sensor), restarted once the other holds its shards; a fault proxy hurting requests; the
 controller's clock jumped; a run's status writes refused as too large (413, by the fault proxy).
 `ZONDA_FAULT_INJECTIONS=N` runs N of each (on demand, e.g. 40), seed `ZONDA_FAULT_SEED` (22),
-`ZONDA_FAULT_INTERVAL_MINUTES` (10) sets how many runs the last hour holds. The table each prints goes
-to docs/reliability.md.
+`ZONDA_FAULT_INTERVAL_MINUTES` (10) sets how many runs the last hour holds, `ZONDA_FAULT_MIXED_RUNS`
+(2) the mixed workload's scheduled runs (half as many more backfilled). The table each prints goes to
+docs/reliability.md.
+
+The process, apiserver, etcd, pod-delete, proxy and clock faults hit the mixed workload of
+tests/cluster/fault_audit.py (retries, a branch, mapping, a Pool, a reschedule sensor, a deferral, a
+DAG callback, asset-triggered runs, a Backfill), and its audit compares every outcome, name for name,
+with a fault-free reference run of the same workload made once per session (`mixed_reference`); the
+other types keep the small workload below.
 
 The audit never reads Zonda's counters: each due logical date is created exactly once (DagRuns in the
 apiserver); each (run, task, map index, try) had at most one pod created (ADDED events of a pod watch
