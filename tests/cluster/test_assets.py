@@ -16,6 +16,7 @@ from controller.devtools.devcluster import Cluster
 from tests.cluster.zonda_processes import (
     apply,
     controller,
+    create_asset_events,
     get,
     runs_of,
     trigger,
@@ -237,20 +238,6 @@ def test_an_event_recorded_late_with_an_old_timestamp_is_consumed_once(
     assert late_run["spec"]["logicalDate"].startswith("2020-01-01"), "the run's dates are its events'"
 
 
-def create_event(cluster: Cluster, namespace: str, *names: str) -> None:
-    items = [
-        {
-            "apiVersion": "zonda.dev/v1alpha1",
-            "kind": "AssetEvent",
-            "metadata": {"name": n},
-            "spec": {"uri": URI},
-        }
-        for n in names
-    ]
-    body = {"apiVersion": "v1", "kind": "List", "items": items}
-    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(body))
-
-
 def ready_message(cluster: Cluster, namespace: str, dag: str) -> str:
     conditions = (get(cluster, namespace, "dag", dag).get("status") or {}).get("conditions") or []
     return next((c.get("message") or "" for c in conditions if c["type"] == "Ready"), "")
@@ -273,10 +260,10 @@ def test_events_faster_than_runs_finish_queue_into_the_next_run(
     ]
     apply(cluster, namespace, dag)
     with controller(cluster, namespace, tmp_path, executor="local"):
-        create_event(cluster, namespace, "burst-0")
+        create_asset_events(cluster, namespace, URI, ["burst-0"])
         [first] = wait_for(lambda: runs_of(cluster, namespace, "asset-consumer"), "the first run")
         queued = [f"burst-{i}" for i in range(1, 5)]
-        create_event(cluster, namespace, *queued)
+        create_asset_events(cluster, namespace, URI, queued)
         # the positive signal that the controller saw them and held them for the next run
         wait_for(
             lambda: ready_message(cluster, namespace, "asset-consumer").startswith(
@@ -319,7 +306,7 @@ def test_an_assets_history_limit_keeps_its_newest_events_and_runs_keep_their_cop
     names = [f"kept-{i}" for i in range(7)]
     with controller(cluster, namespace, tmp_path, executor="local"):
         for name in names:  # each consumed before the next: every one is in a run before any is deleted
-            create_event(cluster, namespace, name)
+            create_asset_events(cluster, namespace, URI, [name])
             wait_for(
                 lambda n=name: consumed_by_cursor(cluster, namespace, "asset-consumer", n), f"{name} consumed"
             )

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
-from tests.cluster.zonda_processes import ZondaProcess, apply, controller, get, runs_of, wait_for
+from tests.cluster.zonda_processes import (
+    ZondaProcess,
+    apply,
+    controller,
+    create_asset_events,
+    get,
+    runs_of,
+    wait_for,
+)
 
 URI = "s3://assets-replicas/orders"
 LEASE = "zonda-assets-replicas"
@@ -32,26 +40,6 @@ def consumer() -> dict[str, Any]:
             "tasks": [{"id": "t", "operator": "EmptyOperator"}],
         },
     }
-
-
-def create_events(cluster: Cluster, namespace: str, names: list[str]) -> None:
-    items = [
-        {
-            "apiVersion": "zonda.dev/v1alpha1",
-            "kind": "AssetEvent",
-            "metadata": {"name": n},
-            "spec": {"uri": URI},
-        }
-        for n in names
-    ]
-    cluster.kubectl(
-        "create",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
-    )
 
 
 def holder(cluster: Cluster, namespace: str) -> str | None:
@@ -95,13 +83,13 @@ def test_two_replicas_with_the_leader_killed_after_its_first_run_make_one_run_pe
             wait_for(lambda: "zonda controller started" in second.log(), "the standby to start")
             assert holder(cluster, namespace) == identity(first), "the standby does not take the Lease"
             early = [f"early-{i:02d}" for i in range(15)]
-            create_events(cluster, namespace, early)
+            create_asset_events(cluster, namespace, URI, early)
             assert first.process is not None
             wait_for(lambda: first.process.poll() is not None, "the leader to exit after its first run")
             [before_takeover] = consumed(cluster, namespace)
             assert before_takeover, "the dead leader's run consumed events"
             late = [f"late-{i:02d}" for i in range(15)]
-            create_events(cluster, namespace, late)  # while the standby waits out the Lease
+            create_asset_events(cluster, namespace, URI, late)  # while the standby waits out the Lease
             wait_for(lambda: holder(cluster, namespace) == identity(second), "the standby to lead")
             everything = set(early) | set(late)
             wait_for(

@@ -181,6 +181,14 @@ def apply(cluster: Cluster, namespace: str, obj: dict[str, Any]) -> None:
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(obj))
 
 
+def create_asset_events(cluster: Cluster, namespace: str, uri: str, names: list[str]) -> None:
+    """AssetEvents of the URI created with kubectl in one request (Airflow 3's `POST /assets/events`)."""
+    kind = {"apiVersion": "zonda.dev/v1alpha1", "kind": "AssetEvent"}
+    items = [{**kind, "metadata": {"name": n}, "spec": {"uri": uri}} for n in names]
+    body = {"apiVersion": "v1", "kind": "List", "items": items}
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(body))
+
+
 def get(cluster: Cluster, namespace: str, resource: str, name: str | None = None) -> Any:
     args = ["get", resource, "-n", namespace, "-o", "json"]
     if name:
