@@ -2,16 +2,25 @@
 
 Each one is refused at admission with a message naming the field, or accepted and marked with a
 `Valid` condition (False with a reason, and a Warning Event, when it is wrong); meanwhile the
-controller stays alive, is not busy looping (its CPU time is measured) and keeps serving another DAG
-(a run of it is triggered and timed after the fuzzing).
+controller stays alive, is not busy looping (its CPU time is measured) and keeps serving the other
+DAGs: a heartbeat DAG every 5 s must get every interval's run, none more than `MAX_DELAY` late
+(`tests/cluster/schedule_delays.py`), and a healthy DAG's run is triggered and timed afterwards.
 
-Small in CI (`ZONDA_FUZZ_EXAMPLES`, default 30, derandomized: the same manifests every run); larger on
-demand. The classes: cycles, self-dependencies, unknown dependencies, duplicate task ids, ids that
-collide after normalisation to DNS names, names at and past the length limits, a cron that never
-fires (Feb 30), a timezone that does not exist, year 9999, bad dates, and custom timetables that hang,
-raise or do not exist (`tests.faulty_timetables`): one that hangs or raises is judged on `Ready`
-(`TimetableTimeout`, `TimetableError`, with a Warning Event) instead of `Valid`, whose verdict its
-spec never reaches.
+Small in CI (`ZONDA_FUZZ_EXAMPLES`, default 30 drawn, derandomized: the same manifests every run),
+plus `NAMED`: each class the issue names once, with the words the user must be told. The classes:
+cycles, self-dependencies, unknown dependencies, duplicate task ids, ids that collide once made DNS
+names or label values (run, a pod each), names and ids at and past the length limits (253, 250), a
+cron that never fires (Feb 30), a timezone that does not exist, year 9999, bad dates, 10,000 tasks,
+and custom timetables that hang, raise or do not exist (`tests.faulty_timetables`): one that hangs
+or raises is judged on `Ready` (`TimetableTimeout`, `TimetableError`, with a Warning Event) instead
+of `Valid`, whose verdict its spec never reaches.
+
+Figures (docs/security.md, "Bad input"), 2026-12-04. CI size: 44 manifests (30 drawn, 14 named),
+20 refused, 6 valid, 15 invalid, 3 timetable; controller CPU 2.2 s over 122 s; 24 heartbeat runs,
+delay p50 0.1 s, max 4.3 s; load 27. Large (`ZONDA_FUZZ_EXAMPLES=200`): 214 manifests, 148
+refused, 19 valid, 43 invalid, 4 timetable; CPU 3.6 s over 432 s; 86 heartbeat runs, p50 0.0 s,
+max 5.5 s; load 13-18. It found a DAG starting in year 9999 raising OverflowError on every pass
+(fixed: no run after year 9999 is said on `Ready`).
 
 Real: the apiserver (its CRD schema is the admission), the controller process.
 """

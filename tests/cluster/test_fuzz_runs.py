@@ -16,7 +16,15 @@ the run waits, not started, the backfill lists nothing, each with its condition 
 backfills reversed, of one date, of ten thousand and more dates, of a missing DAG; pools of -2, -1, 0
 and 2^40 slots and names Airflow allows but DNS does not.
 
+Return values that are not JSON (a set, NaN, bytes, a non-string key) fail their try naming the
+XCom and why. Meanwhile a heartbeat DAG every 5 s must get every interval's run, none more than
+`MAX_DELAY` late (`tests/cluster/schedule_delays.py`). The second test is the Kubernetes executor's
+1 MB conf: the pod admitted, its invocation in parts under the kernel's limit.
+
 Small in CI (`ZONDA_FUZZ_EXAMPLES`, default 20 of each kind, derandomized: the same manifests every run).
+Figures (docs/security.md, "Bad input"): on 2026-12-04 at CI size, 77 manifests (60 drawn, 17
+named), controller CPU 5.1 s over 72 s, 15 heartbeat runs, delay p50 0.0 s, max 9.7 s, load 16.
+LARGE_FIGURES
 
 Real: the apiserver (its CRD schema is the admission), the controller process, the local executor.
 """
@@ -66,6 +74,33 @@ FAULTY_DAGS = {
     "raises": "tests.faulty_timetables.RaisingTimetable",
 }
 TIMETABLE_REASONS = ("TimetableTimeout", "TimetableError")
+
+
+def returns(task_id: str, function: str) -> dict[str, Any]:
+    callable_path = f"tests.cluster.not_json_callables:{function}"
+    return {"id": task_id, "operator": "PythonOperator", "args": {"python_callable": callable_path}}
+
+
+#: Tasks whose return value is not JSON (a set, NaN, bytes, a non-string key): each try fails naming
+#: the XCom and why, on the task instance; the JSON one beside them succeeds.
+NOT_JSON = {
+    "frozenset": (returns("frozenset", "a_set"), "frozenset"),
+    "nan": (returns("nan", "nan"), "nan"),
+    "bytes": (returns("bytes", "some_bytes"), "bytes"),
+    "int-key": (returns("int-key", "int_keys"), "mapping key 1 is not a string"),
+}
+XCOM_DAG = {"apiVersion": API, "kind": "DAG", "metadata": {"name": "xcoms"},
+            "spec": {"schedule": None, "tasks": [returns("json", "json_ok"),
+                                                 *(task for task, _ in NOT_JSON.values())]}}  # fmt: skip
+
+
+#: A DAG whose param has a pattern that backtracks exponentially: a run's conf of 40 `a`s and a `!`
+#: held the controller's interpreter lock for hours (every DAG stopped); now its run fails, said.
+PATTERN_DAG = {"apiVersion": API, "kind": "DAG", "metadata": {"name": "patterned"},
+               "spec": {"schedule": None, "params": {"code": "aaa"},
+                        "paramsSchema": {"type": "object",
+                                         "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}},
+                        "tasks": [{"id": "first", "operator": "EmptyOperator"}]}}  # fmt: skip
 
 
 def faulty_dag(name: str, class_path: str) -> dict[str, Any]:
@@ -170,6 +205,9 @@ NAMED: list[tuple[str, dict[str, Any], str | None]] = [
     ("dagrun", run_of("asset-no-events", runType="asset_triggered"), "success"),
     ("dagrun", run_of("bad-conf", conf={"n": "two"}), "failed: conf does not match the DAG's params"),
     ("dagrun", run_of("no-dag", dagName="missing"), "not started (DagNotFound)"),
+    ("dagrun", run_of("backtracks", dagName="patterned", conf={"code": "a" * 40 + "!"}),
+     "failed: conf does not match the DAG's params: params: checking them against the schema took more"),
+    ("dagrun", run_of("matches", dagName="patterned", conf={"code": "aaaa"}), "success"),
     ("backfill", backfill_of("decades", "1990-01-01T00:00:00Z", "2024-01-01T00:00:00Z", dryRun=True),
      "failed: total 0 the range holds more than 10,000 logical dates"),
     ("backfill", backfill_of("millennia", "0001-01-01T00:00:00Z", "9999-12-31T00:00:00Z", dryRun=True), None),
@@ -280,6 +318,8 @@ def test_bad_runs_backfills_and_pools_are_refused_or_judged_and_the_controller_k
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
     apply(cluster, namespace, HEALTHY_DAG)
+    apply(cluster, namespace, XCOM_DAG)
+    apply(cluster, namespace, PATTERN_DAG)
     for name, class_path in FAULTY_DAGS.items():
         apply(cluster, namespace, faulty_dag(name, class_path))
     judge = Judge(cluster, namespace)
@@ -295,6 +335,14 @@ def test_bad_runs_backfills_and_pools_are_refused_or_judged_and_the_controller_k
         for resource, manifest, expected in NAMED:
             said = judge(resource, manifest, verdicts[resource])
             assert expected is None or said.startswith(expected), (manifest["metadata"]["name"], said)
+        xcoms = wait_run_finished(cluster, namespace, trigger(cluster, namespace, "xcoms"), timeout=120)
+        instances = xcoms["status"]["taskInstances"]
+        assert instances["json"]["state"] == "success", instances["json"]
+        for task_id, (_, words) in NOT_JSON.items():
+            ti = instances[task_id]
+            said = f"{ti.get('reason')} {ti.get('message')}"
+            assert ti["state"] == "failed" and "XCom 'return_value'" in said and words in said, (task_id, ti)
+            judge.said.append(f"xcom {task_id}: {said[:200]}")
         fuzz = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                         suppress_health_check=list(HealthCheck))  # fmt: skip
         for resource, manifests, verdict in (
