@@ -15,9 +15,11 @@ layers of `--width` (task i depends on task i - width; `max_active_tasks` is the
   the status bytes at the end against the 1.5 MiB an object may have;
 - with `--cluster`: one local control plane and `zonda controller`; the DAG applied (create time,
   or the apiserver's refusal), its `Valid` condition awaited, one run created and watched to its end:
-  wall, status writes the apiserver made (the watch's MODIFIED events of the run), the largest
-  status written, the controller's CPU over the run, and how the run ended (a status too large to
-  store is reported by the run's `StatusWritten=False` condition).
+  wall, status writes the apiserver made (the watch's MODIFIED events of the run and, past
+  `--inline-task-instances`, of its DagRunShards), the largest object written, the controller's API
+  writes per task instance (the apiserver's `apiserver_request_total`, by resource), its CPU over
+  the run, and how the run ended (a status too large to store is reported by the run's
+  `StatusWritten=False` condition).
 
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
@@ -49,6 +51,8 @@ from zonda.resources.models import DagRunState
 from zonda.resources.run_types import RunType
 from zonda.specs.dags import parse_dag_spec, resolve_dag
 
+#: The resources whose writes are counted per task instance (the controller's, and kwok's pod status).
+OURS = ("dagruns", "dagrunshards", "pods", "events")
 OBJECT_LIMIT_BYTES = 3 * 512 * 1024  # 1.5 MiB: etcd's default request limit
 TREE = Path(__file__).resolve().parents[1]
 
@@ -152,6 +156,7 @@ def pure_phases(tasks: int, width: int, operator: str, folder: Path) -> dict[str
 
 
 async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    from bench.bench_controller import api_writes
     from bench.bench_scale import Api, controller, cpu_seconds, free_port
     from controller.devtools.devcluster import connect_cluster
 
@@ -163,6 +168,7 @@ async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
         base = f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}"
         name = manifest["metadata"]["name"]
         writes: list[int] = []
+        shard_writes: list[int] = []
         finished = asyncio.Event()
         final: dict[str, Any] = {}
 
@@ -176,9 +182,15 @@ async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
                 final.update(state=status.get("state"), refused=refused)
                 finished.set()
 
-        ready = asyncio.Event()
+        def on_shard(type: str, body: dict[str, Any], _monotonic: float) -> None:
+            if type in ("ADDED", "MODIFIED"):
+                shard_writes.append(wire_bytes(body))
+
+        ready, shards_ready = asyncio.Event(), asyncio.Event()
         watcher = asyncio.create_task(api.watch(f"{base}/dagruns", on_event, ready))
+        shard_watcher = asyncio.create_task(api.watch(f"{base}/dagrunshards", on_shard, shards_ready))
         await ready.wait()
+        await shards_ready.wait()
         port = free_port()
         with controller(cluster, TREE, namespace, tmp / "controller.log", port) as pid:
             began = time.perf_counter()
@@ -187,6 +199,7 @@ async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
             except RuntimeError as refused:
                 out["apply"] = f"refused: {str(refused)[:200]}"
                 watcher.cancel()
+                shard_watcher.cancel()
                 await api.close()
                 return out
             out["apply_s"] = time.perf_counter() - began
@@ -204,6 +217,7 @@ async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
                 "spec": {"dagName": name, "runType": "manual", "logicalDate": "2026-01-01T00:00:00Z"},
             }
             cpu_before = cpu_seconds(pid)
+            api_before = api_writes(cluster)
             began = time.perf_counter()
             await api.request("POST", f"{base}/dagruns", run)
             ended = asyncio.create_task(finished.wait())
@@ -214,11 +228,22 @@ async def cluster_phase(manifest: dict[str, Any], tmp: Path) -> dict[str, Any]:
                 final.update(state="not finished in 1800 s")
             out["run_wall_s"] = time.perf_counter() - began
             out["controller_cpu_s"] = cpu_seconds(pid) - cpu_before
+            api_after = api_writes(cluster)
+            await asyncio.sleep(1)  # the last shard writes' watch events
         out.update(final)
+        out["api_writes"] = {
+            k: api_after[k] - api_before.get(k, 0)
+            for k in sorted(api_after)
+            if api_after[k] - api_before.get(k, 0) and k.split("/")[0] in OURS
+        }
         out["status_writes"] = len(writes)
         out["largest_status_bytes"] = max(writes, default=0)
         out["status_bytes_written"] = sum(writes)
+        out["shard_writes"] = len(shard_writes)
+        out["largest_shard_bytes"] = max(shard_writes, default=0)
+        out["shard_bytes_written"] = sum(shard_writes)
         watcher.cancel()
+        shard_watcher.cancel()
         await api.close()
     return out
 

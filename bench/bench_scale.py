@@ -2,7 +2,7 @@
 orchestrator that creates the same pods itself, and (optionally) two source trees back to back.
 
     python bench/bench_scale.py [--trees base=/tmp/base,new=.] [--workloads w1,w3,c100]
-                                [--profile DIR] [--burst 400]
+                                [--profile DIR] [--burst 400] [--replicas 1,2,4]
 
 One local control plane (kube-apiserver + etcd + scheduler + kwok), then for each workload and each
 tree (alternating which goes first) a fresh namespace, the DAG applied, `zonda controller` from that
@@ -10,7 +10,10 @@ tree (its own cwd and PYTHONPATH) with the Kubernetes executor, and the runs cre
 the null orchestrator runs the same workload: one asyncio client that creates each chain's next pod
 itself (a copy of the pod Zonda created, renamed) the moment its watch sees the upstream pod
 Succeeded. Workloads: `w1` one 20-task chain of `true`, `w3` five of them at once, `c100` 100 at once
-(`cN` for N), `w2` root -> 50 -> join; `c100@new` runs only the tree labelled `new`.
+(`cN` for N), `w2` root -> 50 -> join; `c100@new` runs only the tree labelled `new`. `cNdM` spreads
+the N runs over M DAGs of the same chain (`c100d100`: each run its own DAG): with `--replicas 1,2,4`
+(N > 1 controllers with `--shards N`, which split DAGs, and a DAG's runs with it, by a stable hash)
+a workload of one DAG would stay on one replica.
 
 Printed per workload and tree:
 - upstream Succeeded -> downstream pod ADDED, both seen by the bench's one pod watch (ms);
@@ -40,6 +43,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import ssl
 import statistics
@@ -102,6 +106,10 @@ class Workload:
     runs: int
     chain: int = 20
     fanout: int = 0
+    dags: int = 1  # the runs spread over this many DAGs (bench-000, ...), run i of DAG i % dags
+
+    def dag_names(self) -> list[str]:
+        return ["bench"] if self.dags == 1 else [f"bench-{j:03d}" for j in range(self.dags)]
 
     @property
     def tasks(self) -> int:
@@ -120,8 +128,9 @@ def workload(name: str) -> Workload:
         return Workload(name, 1, fanout=50)
     if name == "w3":
         return Workload(name, 5)
-    if name.startswith("c"):
-        return Workload(name, int(name[1:]))
+    match = re.fullmatch(r"c(\d+)(?:d(\d+))?", name)
+    if match:
+        return Workload(name, int(match.group(1)), dags=int(match.group(2) or 1))
     raise SystemExit(f"unknown workload {name!r}")
 
 
@@ -326,10 +335,12 @@ class Result:
     writes: dict[str, float] = field(default_factory=dict)
     events: int = 0
     cpu: float = 0.0
+    replica_cpu: list[float] = field(default_factory=list)
     run_queue: float = 0.0
     measured: float = 0.0
     rss: int = 0
     load: float = 0.0
+    load_end: float = 0.0
     template: dict[str, Any] | None = None
     counters: dict[str, float] = field(default_factory=dict)
 
@@ -344,11 +355,13 @@ async def run_zonda(
     profile: Path | None,
     workers: int | None = None,
     await_profile: bool = False,
+    replicas: int = 1,
 ) -> Result:
     namespace = f"z-{label}-{w.name}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    body = fan_dag("bench", chain=w.chain, fanout=w.fanout) if w.fanout else chain_dag("bench", w.chain)
-    await api.request("POST", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dags", body)
+    for dag_name in w.dag_names():
+        body = fan_dag(dag_name, chain=w.chain, fanout=w.fanout) if w.fanout else chain_dag(dag_name, w.chain)
+        await api.request("POST", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dags", body)
     clock = PodClock()
     ready = asyncio.Event()
     watcher = asyncio.create_task(api.watch(f"/api/v1/namespaces/{namespace}/pods", clock.on_event, ready))
@@ -359,30 +372,45 @@ async def run_zonda(
     await ready.wait()
     await runs_ready.wait()
     load = os.getloadavg()[0]
-    log = tmp / f"controller-{label}-{w.name}.log"
     (tmp / "state").mkdir(exist_ok=True)
-    metrics_port = free_port()
+    ports = [free_port() for _ in range(replicas)]
     awaits = profile / f"{label}-{w.name}.awaits.txt" if profile is not None and await_profile else None
-    with controller(cluster, tree, namespace, log, metrics_port, workers, awaits=awaits) as pid:
+    extra = ["--shards", str(replicas), "--peering-lease-duration", "6"] if replicas > 1 else []
+    with contextlib.ExitStack() as stack:
+        pids = [
+            stack.enter_context(
+                controller(
+                    cluster, tree, namespace, tmp / f"controller-{label}-{w.name}-{n}.log", port, workers,
+                    extra, awaits=awaits if n == 0 else None,
+                )
+            )
+            for n, port in enumerate(ports)
+        ]  # fmt: skip
         spy = None
         if profile is not None:
-            spy = start_py_spy(pid, profile / f"{label}-{w.name}.txt")
+            spy = start_py_spy(pids[0], profile / f"{label}-{w.name}.txt")
             await asyncio.sleep(1)
-        await asyncio.sleep(1.0)  # the DAG's first reconcile is not part of the measurement
+        # The DAGs' first reconciles are not part of the measurement; sharded: the replicas have
+        # split the shards (each takes its fair share within a lease renewal or two).
+        await asyncio.sleep(1.0 if replicas == 1 else 6.0)
         before = api_writes(cluster)
-        cpu_before = cpu_seconds(pid)
-        queued_before = run_queue_seconds(pid)
+        cpu_before = [cpu_seconds(pid) for pid in pids]
+        queued_before = sum(run_queue_seconds(pid) for pid in pids)
         start = time.monotonic()
         base = datetime.now(UTC)
-        names = [dagrun_name("bench", base + timedelta(milliseconds=i), "manual") for i in range(w.runs)]
+        dag_names = w.dag_names()
+        owners = [dag_names[i % len(dag_names)] for i in range(w.runs)]
+        names = [
+            dagrun_name(owner, base + timedelta(milliseconds=i), "manual") for i, owner in enumerate(owners)
+        ]
         await asyncio.gather(
             *(
                 api.request(
                     "POST",
                     f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns",
-                    manual_dagrun(name, namespace, "bench", base + timedelta(milliseconds=i), {}),
+                    manual_dagrun(name, namespace, owner, base + timedelta(milliseconds=i), {}),
                 )
-                for i, name in enumerate(names)
+                for i, (name, owner) in enumerate(zip(names, owners, strict=True))
             )
         )
         try:
@@ -390,12 +418,14 @@ async def run_zonda(
         except TimeoutError:
             print(f"  !! {label} {w.name}: runs not finished: {dict(run_clock.states())}", flush=True)
         states = run_clock.states()
-        cpu = cpu_seconds(pid) - cpu_before
-        run_queue = run_queue_seconds(pid) - queued_before
+        cpus = [cpu_seconds(pid) - b for pid, b in zip(pids, cpu_before, strict=True)]
+        run_queue = sum(run_queue_seconds(pid) for pid in pids) - queued_before
         measured = time.monotonic() - start
-        rss = rss_bytes(pid)
+        rss = sum(rss_bytes(pid) for pid in pids)
         after = api_writes(cluster)
-        counters = controller_counters(metrics_port)
+        counters: Counter[str] = Counter()
+        for port in ports:
+            counters.update(controller_counters(port))
         await asyncio.sleep(1.5)  # Events are posted in the background, after the status write
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -414,13 +444,15 @@ async def run_zonda(
         task_instances=w.runs * w.tasks,
         writes={r: after.get(r, 0) - before.get(r, 0) for r in set(after) | set(before)},
         events=events,
-        cpu=cpu,
+        cpu=sum(cpus),
+        replica_cpu=cpus,
         run_queue=run_queue,
         measured=measured,
         rss=rss,
         load=load,
+        load_end=os.getloadavg()[0],
         template=pods[0] if pods else None,
-        counters=counters,
+        counters=dict(counters),
     )
 
 
@@ -532,6 +564,7 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         "tree": label,
         "workload": w.name,
         "load": round(r.load, 2),
+        "load_end": round(r.load_end, 2),
         "gap_p50_ms": round(statistics.median(gaps), 1),
         "gap_p99_ms": round(percentile(gaps, 0.99), 1),
         "edges": len(r.gaps),
@@ -544,6 +577,8 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         }
         | {"events": round(r.events / r.task_instances, 2)},
         "cpu_ms_per_ti": round(r.cpu * 1000 / r.task_instances, 1),
+        "replicas": len(r.replica_cpu),
+        "replica_cpu_ms_per_ti": [round(c * 1000 / r.task_instances, 1) for c in r.replica_cpu],
         # of the measured wall: the controller on a CPU, and runnable but waiting for one
         "cpu_share": round(r.cpu / r.measured, 2) if r.measured else None,
         "run_queue_share": round(r.run_queue / r.measured, 2) if r.measured else None,
@@ -588,21 +623,29 @@ async def main_async(
 ) -> None:
     api = Api(cluster)
     rows = []
+    counts = [int(n) for n in args.replicas.split(",")]
     try:
         for round_ in range(args.rounds):
             for index, spec in enumerate(args.workloads.split(",")):
                 name, _, only = spec.partition("@")  # `c100@new`: that tree only
                 w = workload(name)
-                chosen = [(label, tree) for label, tree in trees if not only or label == only]
+                chosen = [
+                    (label if len(counts) == 1 else f"{label}-r{n}", tree, n)
+                    for label, tree in trees
+                    if not only or label == only
+                    for n in counts
+                ]
                 order = chosen if (index + round_) % 2 == 0 else list(reversed(chosen))
+                print(f"--- {w.name}, round {round_ + 1}: load {os.getloadavg()} at the start", flush=True)
                 results = {}
-                for label, tree in order:
+                for label, tree, replicas in order:
                     results[label] = await run_zonda(
-                        cluster, api, tree, w, label, tmp, profile, args.workers, args.awaits
+                        cluster, api, tree, w, label, tmp, profile, args.workers, args.awaits, replicas
                     )
                 template = next(r.template for r in results.values() if r.template)
                 null = await run_null(api, w, template)
-                for label, _ in chosen:
+                print(f"--- {w.name}, round {round_ + 1}: load {os.getloadavg()} at the end", flush=True)
+                for label, _, _ in chosen:
                     rows.append(summarize(label, w, results[label], null))
                     if profile:
                         top_frames(profile / f"{label}-{w.name}.txt")
@@ -627,6 +670,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", default=None)
     parser.add_argument("--burst", type=int, default=0)
+    parser.add_argument(
+        "--replicas", default="1", help="controller replicas, e.g. 1,2,4 (N > 1: each with --shards N)"
+    )
     parser.add_argument(
         "--awaits",
         action="store_true",
