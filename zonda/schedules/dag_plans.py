@@ -42,6 +42,24 @@ def timetable_for(spec: DagSpec) -> Timetable:
 
 
 @dataclass(frozen=True)
+class PreparedDag:
+    """A DAG's spec parsed and resolved, and its timetable: the same for every pass over one version of
+    the spec, so a caller may keep it (`prepare_dag`) and give it to `plan_dag`. Built-in timetables keep
+    no state between calls; a custom one is user code, built again on each pass by `plan_dag`."""
+
+    spec: DagSpec
+    timetable: Timetable
+
+
+def prepare_dag(name: str, raw_spec: Mapping[str, Any]) -> PreparedDag:
+    """Validate the DAG (raises `DagInvalid`, or `ValueError`/`ImportError` for its timetable) and build
+    its timetable."""
+    spec = parse_dag_spec(raw_spec)
+    resolve_dag(name, spec)
+    return PreparedDag(spec=spec, timetable=timetable_for(spec))
+
+
+@dataclass(frozen=True)
 class RunRef:
     """What the DAG's scheduling needs to know of one of its existing runs."""
 
@@ -87,6 +105,7 @@ def plan_dag(
     asset_events: Sequence[TriggeringEvent] = (),
     alias_resolutions: Mapping[str, frozenset[str]] | None = None,
     alias_outlets: frozenset[str] = frozenset(),
+    prepared: PreparedDag | None = None,
 ) -> DagPlan:
     """One scheduling pass over a DAG: Airflow's `DagModel.next_dagrun` bookkeeping, without a database.
 
@@ -99,11 +118,14 @@ def plan_dag(
     its schedule also matches the assets it resolved to (`alias_resolutions`: alias -> URIs, as
     Airflow); one no task outlets (`alias_outlets`: the aliases some DAG's task names as an outlet)
     and nothing resolved yet is reported (`AssetAliasesResolvable=False` and a Warning Event).
+
+    `prepared`: `prepare_dag(name, raw_spec)` kept from an earlier pass over the same spec (else made
+    here).
     """
     try:
-        spec = parse_dag_spec(raw_spec)
-        resolve_dag(name, spec)
-        timetable = timetable_for(spec)
+        if prepared is None:
+            prepared = prepare_dag(name, raw_spec)
+        spec, timetable = prepared.spec, prepared.timetable
         condition = None if spec.asset_schedule is None else assets.parse_condition(spec.asset_schedule)
         if condition is not None:
             condition = assets.expand_aliases(condition, alias_resolutions or {})

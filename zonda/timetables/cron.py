@@ -41,8 +41,10 @@ and ``H`` (hashed) tokens would make a schedule depend on the process evaluating
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
+import functools
 from collections.abc import Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -117,6 +119,13 @@ def encode_timezone(tz: Timezone | FixedTimezone) -> str | int:
 
 
 def _validate_expression(expression: str) -> croniter:
+    """The expression parsed (a croniter to copy, never to step: see `CronSchedule._walls`), or
+    `AirflowTimetableInvalid`; parsed once per process (`_parse`), as every DAG pass builds its timetable."""
+    return _parse(expression)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(expression: str) -> croniter:
     fields = expression.split()
     if expression.strip() == "@once":
         raise AirflowTimetableInvalid("cron expression '@once' is not a cron schedule: use OnceTimetable")
@@ -140,6 +149,18 @@ def _validate_expression(expression: str) -> croniter:
     except Exception as exc:  # croniter raises ValueError, KeyError, IndexError... for malformed fields.
         raise AirflowTimetableInvalid(f"invalid cron expression {expression!r}: {exc}") from exc
     return probe
+
+
+#: Pairs of consecutive firing instants found (pendulum UTC instants, immutable: returned as they are),
+#: per schedule (expression, timezone, ambiguous time), the newest last: every CronSchedule of that
+#: schedule shares them. At a minute boundary 1,000 DAGs on `* * * * *` each ask for the same few
+#: neighbours (a catch-up decision asks five times), and the scans behind those answers were most of a
+#: DAG pass (py-spy, 1,000 DAGs). The schedule being a fixed set of instants and the two lookups exact
+#: (see the module docstring), a bracket (a, b) of consecutive instants answers next_after(t) = b for
+#: a <= t < b and prev_before(t) = a for a < t <= b.
+_BRACKETS: dict[tuple[str, str | int, str], tuple[tuple[DateTime, DateTime], ...]] = {}
+_BRACKETS_PER_SCHEDULE = 8
+_SCHEDULES_REMEMBERED = 4096
 
 
 class CronSchedule:
@@ -167,40 +188,71 @@ class CronSchedule:
         self.covers_every_hour: bool = probe.expanded[1] == ["*"]
         # Parsing dominates croniter's cost; scans copy this parsed prototype instead (see _walls).
         self._prototype = probe
+        self._key = (expression, encode_timezone(timezone), ambiguous_time)
 
     def next_after(self, current: dt.datetime) -> DateTime:
         """The first firing instant strictly after ``current``."""
         t = _aware(current).astimezone(_UTC)
+        for before, after in _BRACKETS.get(self._key, ()):
+            if before <= t < after:
+                return after
+        found = _to_pendulum(self._scan_next_after(t))
+        with contextlib.suppress(OverflowError):  # no instant before year 1 to bracket with
+            earlier = self._scan_prev_before(found)
+            if earlier <= t:  # the instants either side of t: a bracket (always, the lookups being exact)
+                self._remember(_to_pendulum(earlier), found)
+        return found
+
+    def prev_before(self, current: dt.datetime) -> DateTime:
+        """The last firing instant strictly before ``current``."""
+        t = _aware(current).astimezone(_UTC)
+        for before, after in _BRACKETS.get(self._key, ()):
+            if before < t <= after:
+                return before
+        found = _to_pendulum(self._scan_prev_before(t))
+        with contextlib.suppress(OverflowError):  # none after year 9999
+            later = self._scan_next_after(found)
+            if t <= later:
+                self._remember(found, _to_pendulum(later))
+        return found
+
+    def _remember(self, before: DateTime, after: DateTime) -> None:
+        if len(_BRACKETS) >= _SCHEDULES_REMEMBERED and self._key not in _BRACKETS:
+            _BRACKETS.clear()  # schedules by the thousand: start again rather than grow without end
+        kept = _BRACKETS.get(self._key, ())
+        _BRACKETS[self._key] = (*kept, (before, after))[-_BRACKETS_PER_SCHEDULE:]
+
+    def _scan_next_after(self, t: dt.datetime) -> dt.datetime:
+        """`next_after` of a UTC instant, by stepping croniter over wall times."""
         start = self._wall(t)
         if self.covers_every_hour or self.ambiguous_time == LATER:
             start -= self._fold_margin(t, ahead=True)
         if not self.covers_every_hour and self.ambiguous_time == LATER:
             for wall in self._walls(start, forward=True):  # the last occurrence is monotonic in the wall
                 if (last := self._occurrences(wall)[1]) > t:
-                    return _to_pendulum(last)
+                    return last
         best: dt.datetime | None = None
         for wall in self._walls(start, forward=True):
             first, last = self._occurrences(wall)
             if first > t:
-                return _to_pendulum(first if best is None else min(best, first))
+                return first if best is None else min(best, first)
             if self.covers_every_hour and last > t and (best is None or last < best):
                 best = last
         raise AssertionError("unreachable: croniter iterates without end")  # pragma: no cover
 
-    def prev_before(self, current: dt.datetime) -> DateTime:
-        """The last firing instant strictly before ``current``."""
-        t = _aware(current).astimezone(_UTC)
+    def _scan_prev_before(self, t: dt.datetime) -> dt.datetime:
+        """`prev_before` of a UTC instant, by stepping croniter over wall times."""
         start = self._wall(t) + self._fold_margin(t, ahead=False)
         if not self.covers_every_hour and self.ambiguous_time == LATER:
             for wall in self._walls(start, forward=False):
                 if (last := self._occurrences(wall)[1]) < t:
-                    return _to_pendulum(last)
+                    return last
         best: dt.datetime | None = None
         for wall in self._walls(start, forward=False):
             first, last = self._occurrences(wall)
             top = last if self.covers_every_hour else first
             if top < t:
-                return _to_pendulum(top if best is None else max(best, top))
+                return top if best is None else max(best, top)
             if first < t and (best is None or first > best):
                 best = first
         raise AssertionError("unreachable: croniter iterates without end")  # pragma: no cover

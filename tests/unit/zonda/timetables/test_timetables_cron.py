@@ -592,3 +592,59 @@ def test_a_schedule_aligns_from_the_first_instant_there_is() -> None:
     assert schedule.at_or_after(first) == first + dt.timedelta(days=1)  # croniter cannot check year 1 itself
     hourly = CronSchedule("0 1 * * *", parse_timezone("UTC"))
     assert hourly.at_or_after(first) == first + dt.timedelta(hours=1)
+
+
+# --- the remembered brackets: every CronSchedule of a schedule shares its consecutive instants ------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    expression=st.sampled_from(["0 2 * * *", "30 1 * * *", "*/15 * * * *", "0 * * * *", "* * * * *"]),
+    zone=st.sampled_from(
+        [  # three days from each start hold a transition (Lord Howe's is half an hour)
+            ("Europe/Berlin", dt.datetime(2026, 3, 27, 12, tzinfo=dt.UTC)),
+            ("Europe/Berlin", dt.datetime(2026, 10, 24, 12, tzinfo=dt.UTC)),
+            ("America/New_York", dt.datetime(2026, 10, 31, 12, tzinfo=dt.UTC)),
+            ("Australia/Lord_Howe", dt.datetime(2026, 4, 3, 12, tzinfo=dt.UTC)),
+            ("UTC", dt.datetime(2026, 12, 4, 12, tzinfo=dt.UTC)),
+        ]
+    ),
+    ambiguous=st.sampled_from(["later", "earlier"]),
+    offsets=st.lists(st.integers(min_value=0, max_value=3 * 24 * 3600 * 10**6), min_size=1, max_size=30),
+)
+def test_remembered_answers_equal_the_scans_across_transitions(
+    expression: str, zone: tuple[str, dt.datetime], ambiguous: str, offsets: list[int]
+) -> None:
+    """Queries in any order over three days around a transition (answered from brackets whenever one
+    covers them) give exactly what a fresh scan of croniter gives."""
+    tz, base = zone
+    schedule = CronSchedule(expression, parse_timezone(tz), ambiguous_time=ambiguous)
+    for offset in offsets:
+        t = base + dt.timedelta(microseconds=offset)
+        assert schedule.next_after(t) == schedule._scan_next_after(t)
+        assert schedule.prev_before(t) == schedule._scan_prev_before(t)
+        assert CronSchedule(expression, parse_timezone(tz), ambiguous_time=ambiguous).at_or_before(t) == (
+            schedule._scan_prev_before(t + dt.timedelta(microseconds=1))
+        )
+
+
+def test_a_boundarys_lookups_are_answered_without_a_scan_by_every_schedule_of_the_expression(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1,000 DAGs on `* * * * *` ask for the same neighbours at each minute: one scan answers them all."""
+    first = CronSchedule("* * * * *", parse_timezone("UTC"))
+    t = dt.datetime(2026, 12, 4, 21, 0, 0, 5000, tzinfo=dt.UTC)
+    assert first.next_after(t) == at("2026-12-04T21:01:00+00:00")  # a positive control: scanned
+    assert first.prev_before(t) == at("2026-12-04T21:00:00+00:00")
+
+    def no_scan(*args: object, **kwargs: object) -> None:
+        raise AssertionError("scanned")
+
+    monkeypatch.setattr(CronSchedule, "_walls", no_scan)
+    other = CronSchedule("* * * * *", parse_timezone("UTC"))  # another DAG's timetable
+    later = t + dt.timedelta(seconds=30)
+    assert other.next_after(later) == at("2026-12-04T21:01:00+00:00")
+    assert other.prev_before(later) == at("2026-12-04T21:00:00+00:00")
+    assert other.at_or_before(at("2026-12-04T21:00:00+00:00")) == at("2026-12-04T21:00:00+00:00")
+    with pytest.raises(AssertionError, match="scanned"):  # another minute is not remembered
+        other.next_after(t + dt.timedelta(minutes=5))
