@@ -26,7 +26,7 @@ import logging
 import os
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import kopf
@@ -45,6 +45,7 @@ from controller.manager import leader, served
 from controller.manager.settings import ControllerSettings
 from controller.manager.shards import ControllerShards
 from controller.manager.workqueue import WorkQueue
+from controller.processes import clock
 from controller.processes.health import serve_http
 from controller.reconcilers import metrics
 from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex, asset_keys_of
@@ -179,11 +180,23 @@ class ControllerProcess:
         shard = self.shard_of(kind, namespace, name)
         return shard is not None and shards.owns(shard)
 
+    def retry_when_renewed(self, kind: str, namespace: str, name: str) -> datetime | None:
+        """When a key this replica does not serve now is to be looked at again: after the next shard
+        cycle if its shard is ours but the renewal is late, else never (another replica's shard, or
+        none's: whoever takes it enqueues all of it). Dropped, a DAG's key lost its wake-up until its
+        shard changed hands: its scheduled runs were no longer created (1,000 DAGs on two and four
+        replicas at load 20, where a busy loop renewed late)."""
+        shards = self.services.shards if self.services is not None else None
+        shard = self.shard_of(kind, namespace, name) if shards is not None else None
+        if shards is None or shard is None or not shards.renewal_late(shard):
+            return None
+        return clock.now_utc() + timedelta(seconds=shards.renew_every)
+
     async def reconcile(self, key: Hashable) -> datetime | None:
         assert isinstance(key, tuple) and self.services is not None
         kind, namespace, name = key
         if not self.serves(kind, namespace, name):
-            return None  # another replica's shard (or none's: whoever takes it enqueues all of it)
+            return self.retry_when_renewed(kind, namespace, name)
         reconcilers = self.services.reconcilers
         metrics.RECONCILES.labels(kind).inc()
         try:

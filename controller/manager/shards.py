@@ -73,6 +73,17 @@ class ControllerShards:
         `--shards` therefore pauses the new replicas until the old ones have left."""
         return not self.membership.disagreeing and self.membership.current(shard)
 
+    def renewal_late(self, shard: int) -> bool:
+        """Held, but not renewed within a lease duration by our own clock, and not given up yet: the
+        renewal is late (a busy event loop, a slow apiserver) and the cycle that ends with it either
+        renews the Lease (the shard is served again) or drops it (`on_lost`; the next holder enqueues
+        everything of it). A key met now must be looked at again, not dropped."""
+        return (
+            not self.membership.disagreeing
+            and shard in self.membership.holdings
+            and not self.membership.current(shard)
+        )
+
     def served(self) -> frozenset[int]:
         """The shards held now by our own clock (none while the shard counts disagree)."""
         return frozenset(shard for shard in list(self.membership.holdings) if self.owns(shard))

@@ -8,6 +8,7 @@ takeover enqueues everything of the shards taken, and the work queue's gate refu
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from controller.coordination.shards import dag_shard
@@ -22,7 +23,7 @@ from controller.manager.workqueue import WorkQueue
 from controller.reconcilers.pools import POOLS, Sharding
 from controller.reconcilers.reconcilers import Reconcilers
 from tests.unit.controller.reconcilers.test_pool_reconcilers import SlowExecutor
-from tests.unit.fake_world import run_body
+from tests.unit.fake_world import dag_body, run_body
 
 NS = "team"
 DAGS = [f"dag-{i}" for i in range(12)]
@@ -115,9 +116,15 @@ async def test_two_replicas_serve_every_key_exactly_once_and_a_takeover_enqueues
     assert {("run", NS, f"{name}-run") for name in DAGS} <= queued(b)
     assert {("dag", NS, name) for name in DAGS} <= queued(b)
     assert ("backfill", NS, "fill-0") in queued(b)
-    # and a, by its own clock, no longer serves anything: its passes stop before b's start
+    # and a, by its own clock, no longer serves anything: its passes stop before b's start (it looks
+    # again after its next cycle, which finds the Leases b's and gives the shards up: then never)
     assert not any(a.serves("dag", NS, name) for name in DAGS)
-    assert await a.reconcile(("dag", NS, "dag-0")) is None
+    kept = next(name for name in DAGS if dag_shard(NS, name, 2) == 0)  # a still holds shard 0
+    written = dict(kube.writes)
+    assert await a.reconcile(("dag", NS, kept)) is not None
+    assert kube.writes == written, "no pass, nothing written"
+    await step(a)
+    assert await a.reconcile(("dag", NS, kept)) is None
 
 
 async def test_replicas_started_with_different_shard_counts_do_not_act_until_one_leaves() -> None:
@@ -148,3 +155,30 @@ async def test_replicas_started_with_different_shard_counts_do_not_act_until_one
     await new.step()
     assert new.served() == {0, 1, 2, 3}
     assert acquired, "what was skipped while waiting is looked at again"
+
+
+async def test_a_key_met_while_its_shards_renewal_is_late_is_looked_at_again_not_dropped() -> None:
+    """A busy loop (1,000 DAGs due at once at load 20) renews a Lease late: a DAG's wake-up that fires
+    then must come back, or the DAG creates no run again until its shard changes hands."""
+    kube, clock = FakeKube(), Clock()
+    kube.cache = ObjectCache(frozenset({DAGS_PLURAL}))  # type: ignore[attr-defined]
+    a = process(kube, "a", clock)
+    await step(a)
+    await kube.create_custom(DAGS_PLURAL, NS, dag_body("dag-0", schedule="@daily"))
+    assert await a.reconcile(("dag", NS, "dag-0")) is not None  # a positive control: a pass, a wake-up
+    written = dict(kube.writes)
+
+    clock.now += 3.5  # past the lease duration (3 s) by a's own clock; its cycle has not run since
+    assert not a.serves("dag", NS, "dag-0")
+    retry = await a.reconcile(("dag", NS, "dag-0"))
+    assert retry is not None, "looked at again, not dropped"
+    assert kube.writes == written, "no pass while the renewal is late"
+    assert (retry - clock_now_utc()).total_seconds() <= 1.0 + 0.5  # after the next cycle (every 1 s)
+
+    await step(a)  # the late renewal: the shard is a's again
+    assert a.serves("dag", NS, "dag-0")
+    assert await a.reconcile(("dag", NS, "dag-0")) is not None
+
+
+def clock_now_utc() -> datetime:
+    return datetime.now(UTC)
