@@ -188,6 +188,8 @@ class Target:
     triggerers: dict[str, ZondaProcess] = field(default_factory=dict)
     #: Runs due: the workload has finished once they have all ended.
     due: int = 0
+    #: Whether the workload has finished (a pod fault stops looking for a victim then).
+    done: Callable[[], Any] = lambda: False
 
 
 @dataclass(frozen=True)
@@ -278,6 +280,8 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
             ]  # a task's try, not a callback's
             if not running:
                 target.missed["none running"] += 1
+                if target.missed["none running"] % 20 == 0 and await asyncio.to_thread(target.done):
+                    return False  # every run has ended: no pod will run again
                 await asyncio.sleep(0.1)  # polling the pod list for a victim, not waiting for an effect
                 continue
             pod = target.rng.choice(running)
@@ -627,6 +631,7 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
             clock_file=clock_file if env else None,
             triggerers=triggerers,
             due=due,
+            done=done,
         )
         for _ in range(int(INJECTIONS or fault.ci_injections)):
             time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
