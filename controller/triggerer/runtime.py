@@ -463,17 +463,7 @@ class Triggerer:
             await self._write_asset_event(outcome, outcome.asset_event)
             return
         try:
-            holding = self.holdings.get(outcome.shard)
-            if holding is not None and not holding.is_current(time.monotonic()):
-                # Our renewal is late by our own clock (an apiserver or etcd away, a loaded machine),
-                # but the shard is not lost: the lease cycle renews it (then this write goes on,
-                # fenced as ever) or loses it (then the shard's next holder runs the trigger again).
-                # Dropped here, the event was lost for good once the renewal came through: this
-                # replica kept the shard and never ran that trigger again (the fault suite's etcd
-                # restart: a deferred task instance waited forever).
-                log.info("Holding %s's event: shard %d's Lease renewal is late", outcome.name, outcome.shard)
-                await asyncio.sleep(LATE_RENEWAL_RETRY_SECONDS)
-                self.outcomes.put_nowait(outcome)
+            if await self._held_for_late_renewal(outcome):
                 return
             if not await self._lease_held_since(outcome.shard, outcome.produced_at):
                 self.awaiting_write.discard(outcome.name)  # the shard's new holder runs it again
@@ -509,6 +499,8 @@ class Triggerer:
         file: nobody reports it again); a 409 is the same event recorded before."""
         event = body["metadata"]["name"]
         try:
+            if not outcome.consumed and await self._held_for_late_renewal(outcome):
+                return
             if not outcome.consumed and not await self._lease_held_since(outcome.shard, outcome.produced_at):
                 self.metrics.fenced_writes.inc()
                 log.warning(
@@ -531,6 +523,21 @@ class Triggerer:
             self.metrics.events_fired.inc()
             self.fire_latencies.append(time.monotonic() - outcome.produced_at)
             log.info("Recorded asset event %s of watcher %s", event, outcome.name)
+
+    async def _held_for_late_renewal(self, outcome: Outcome) -> bool:
+        """Put the outcome back for later when its shard is held but our renewal is late by our own
+        clock (an apiserver or etcd away, a loaded machine): the lease cycle renews it (then the write
+        goes on, fenced as ever) or loses it (then the shard's next holder runs the trigger again).
+        Dropped instead, the event was lost for good once the renewal came through: this replica kept
+        the shard and never ran that trigger again (the fault suite's etcd restart: a deferred task
+        instance waited forever)."""
+        holding = self.holdings.get(outcome.shard)
+        if holding is None or holding.is_current(time.monotonic()):
+            return False
+        log.info("Holding %s's event: shard %d's Lease renewal is late", outcome.name, outcome.shard)
+        await asyncio.sleep(LATE_RENEWAL_RETRY_SECONDS)
+        self.outcomes.put_nowait(outcome)
+        return True
 
     async def _lease_held_since(self, shard: int, since: float) -> bool:
         """The fencing check: shard `shard`'s Lease, read from the API after `since`, is still ours.
