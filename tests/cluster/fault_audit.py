@@ -546,13 +546,13 @@ def compare(outcome: Outcome, reference: Outcome, failed: list[FailedTry]) -> Co
         result.duplicates += sum(count - 1 for count in consumed.values())
     if any(states != reference.consumer_states[0] for states in outcome.consumer_states):
         result.add(f"consumer runs ended {outcome.consumer_states}, reference {reference.consumer_states[0]}")
-    # triggers: every one created fired (once: above), the last try of each deferred task instance's
-    # among them (a hit try's may never have been created)
+    # triggers: every one created fired (once: above), each deferred task instance's last among them
+    # (named after its try and its deferrals so far: a try the fault failed after it deferred counts)
     unfired = sorted(set(outcome.triggers_created) - set(outcome.triggers_fired))
     if unfired:
         result.add(f"triggers never fired: {unfired}")
-    deferred = {trigger_name(run, key, ti["tryNumber"], 1) for (run, key), ti in outcome.tis.items()
-                if ti.get("deferralCount")}  # fmt: skip
+    deferred = {trigger_name(run, key, ti["tryNumber"], ti["deferralCount"])  # the run's deferrals so far
+                for (run, key), ti in outcome.tis.items() if ti.get("deferralCount")}  # fmt: skip
     if absent_triggers := sorted(deferred - set(outcome.triggers_created)):
         result.add(f"deferred task instances without their Trigger: {absent_triggers}")
     return result
