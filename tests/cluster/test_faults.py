@@ -68,6 +68,7 @@ from tests.cluster.fault_audit import (
     all_progress,
     check_reference,
     compare,
+    deferrable_task,
     mixed_finished,
     mixed_workload,
 )
@@ -82,7 +83,6 @@ from tests.cluster.zonda_processes import (
     triggerer,
     wait_for,
 )
-from zonda.resources.invocations import DeferralRequest, TaskOutcome, TaskResult
 from zonda.resources.names import attempt_name, is_callback_name, trigger_name
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN, LABEL_MAP_INDEX, LABEL_TASK, LABEL_TRY
 from zonda.specs.mapping import ti_key
@@ -111,35 +111,7 @@ def pod_task(task_id: str, depends_on: list[str], duration_ms: int) -> dict[str,
     }
 
 
-#: The deferring try's result (kwok's termination message): wait on a DateTimeTrigger whose moment
-#: kwok sets to the pod's end plus `kwok.zonda.dev/moment-delay` (controller/devtools/data/kwok-stages.yaml).
-DEFERRED = TaskResult(
-    outcome=TaskOutcome.DEFERRED,
-    deferral=DeferralRequest(
-        trigger_classpath="zonda.triggers.temporal.DateTimeTrigger",
-        trigger_kwargs={"moment": "KWOK_MOMENT", "end_from_trigger": False},
-    ),
-)
 DEFERRABLE = "wait"
-
-
-def deferrable_task(depends_on: list[str], duration_ms: int) -> dict[str, Any]:
-    """A deferrable sensor on kwok: its first pod ends deferred (a trigger due 4 s later), the pod that
-    resumes it (its invocation has a nextMethod) succeeds."""
-    annotations = {
-        "kwok.zonda.dev/duration-ms": str(duration_ms),
-        "kwok.zonda.dev/termination-message": DEFERRED.encode().decode(),
-        "kwok.zonda.dev/moment-delay": "4s",
-    }
-    return {
-        "id": DEFERRABLE,
-        "operator": "DateTimeSensorAsync",
-        "args": {"target_time": "2000-01-01T00:00:00+00:00"},  # never read: kwok plays the pod
-        "podOverride": {"metadata": {"annotations": annotations}},
-        "dependsOn": depends_on,
-        "retries": 3,
-        "retryDelay": "1s",
-    }
 
 
 def workload(start: datetime, duration_ms: int, *, deferrable: bool = False) -> dict[str, Any]:
@@ -147,7 +119,7 @@ def workload(start: datetime, duration_ms: int, *, deferrable: bool = False) -> 
     three runs at once: six due runs of seven task instances by default; `deferrable` adds a deferrable
     sensor after `a` that the join also waits for (eight)."""
     fan = [pod_task(f"fan{index}", ["b"], duration_ms) for index in range(4)]
-    waits = [deferrable_task(["a"], duration_ms)] if deferrable else []
+    waits = [deferrable_task(DEFERRABLE, ["a"], duration_ms)] if deferrable else []
     return {
         "apiVersion": "zonda.dev/v1alpha1",
         "kind": "DAG",
