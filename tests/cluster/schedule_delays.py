@@ -11,30 +11,26 @@ Used by the fuzzing tests (docs/security.md, "Bad input"): the other DAGs keep b
 
 from __future__ import annotations
 
-import asyncio
 import statistics
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
+from tests.cluster.zonda_processes import BackgroundWatch
 
 API = "zonda.dev/v1alpha1"
 
 
-class Heartbeat:
+class Heartbeat(BackgroundWatch):
     """A DAG every `every_seconds`, and the delay of each of its scheduled runs."""
 
     def __init__(self, cluster: Cluster, namespace: str, name: str = "heartbeat", every_seconds: int = 5):
+        super().__init__(f"heartbeat-{name}")
         self.kubeconfig, self.namespace, self.name = str(cluster.kubeconfig), namespace, name
         self.every = every_seconds
         #: run name -> (its run_after, when its creation reached the watch: both epoch seconds)
         self.created: dict[str, tuple[float, float]] = {}
-        self._listed = threading.Event()
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name=f"heartbeat-{name}")
 
     def manifest(self) -> dict[str, Any]:
         """The DAG, starting now: no backlog, every interval from here on due in turn."""
@@ -50,13 +46,6 @@ class Heartbeat:
                 "tasks": [{"id": "beat", "operator": "EmptyOperator"}],
             },
         }
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._record())
-        except BaseException as error:
-            self._error = error
-            self._listed.set()
 
     async def _record(self) -> None:
         from controller.kube import Kube
@@ -79,19 +68,6 @@ class Heartbeat:
                         continue
                     end = datetime.fromisoformat(spec["dataInterval"]["end"].replace("Z", "+00:00"))
                     self.created[meta["name"]] = (end.timestamp(), seen)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        self._listed.wait(60)
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        if self._error is not None:
-            raise self._error
 
     def delays(self, since: float, until: float) -> list[float]:
         """The delays (seconds) of the runs due between `since` and `until` (epoch seconds)."""

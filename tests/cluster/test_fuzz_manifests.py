@@ -6,7 +6,8 @@ controller stays alive, is not busy looping (its CPU time is measured) and keeps
 DAGs: a heartbeat DAG every 5 s must get every interval's run, none more than `MAX_DELAY` late
 (`tests/cluster/schedule_delays.py`), and a healthy DAG's run is triggered and timed afterwards.
 
-Small in CI (`ZONDA_FUZZ_EXAMPLES`, default 30 drawn, derandomized: the same manifests every run),
+Small in CI (`ZONDA_FUZZ_EXAMPLES`, default 30 drawn, derandomized: the same manifests every run;
+large with `pytest --timeout 0`),
 plus `NAMED`: each class the issue names once, with the words the user must be told. The classes:
 cycles, self-dependencies, unknown dependencies, duplicate task ids, ids that collide once made DNS
 names or label values (run, a pod each), names and ids at and past the length limits (253, 250), a

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
@@ -302,7 +302,43 @@ def wait_first_passes(port: int, kind: str, at_least: int = 1, timeout: float = 
     return done
 
 
-class CreationOrder:
+class BackgroundWatch:
+    """A watch of the test's own in a thread: `__enter__` returns once its first list is made (so it
+    sees everything created after), `__exit__` stops it; an error in it is raised by either.
+    Subclasses write `_record`, which must call `self._listed.set()` after listing and return once
+    `self._stop` is set."""
+
+    def __init__(self, name: str) -> None:
+        self._listed = threading.Event()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name=name)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._record())
+        except BaseException as error:
+            self._error = error
+            self._listed.set()
+
+    async def _record(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        self._listed.wait(60)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        if self._error is not None:
+            raise self._error
+
+
+class CreationOrder(BackgroundWatch):
     """Records, from a watch of its own, the order in which objects of a custom resource were created
     (and the revision at which each first had a finished `status.state`).
 
@@ -311,22 +347,12 @@ class CreationOrder:
     a total order, where `creationTimestamp` has one-second resolution and ties pass any check."""
 
     def __init__(self, cluster: Cluster, namespace: str, plural: str = "dagruns") -> None:
+        super().__init__(f"watch-{plural}")
         self.kubeconfig, self.namespace, self.plural = str(cluster.kubeconfig), namespace, plural
         #: (name, resourceVersion at creation), in creation order.
         self.created: list[tuple[str, int]] = []
         #: name -> the resourceVersion of the first write that gave it a finished `status.state`.
         self.finished: dict[str, int] = {}
-        self._listed = threading.Event()
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name=f"watch-{plural}")
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._record())
-        except BaseException as error:
-            self._error = error
-            self._listed.set()
 
     async def _record(self) -> None:
         from controller.kube import Kube
@@ -348,19 +374,6 @@ class CreationOrder:
 
     def names(self) -> list[str]:
         return [name for name, _ in self.created]
-
-    def __enter__(self) -> CreationOrder:
-        self._thread.start()
-        self._listed.wait(60)
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        if self._error is not None:
-            raise self._error
 
 
 def ti_states(run: dict[str, Any]) -> dict[str, str]:
