@@ -124,6 +124,8 @@ class ControllerProcess:
         self.backfill_dags: dict[tuple[str, str], str] = {}
         #: (namespace, DAG) -> (URI, watcher Trigger name) of the AssetWatchers its schedule names.
         self.dag_watchers: dict[tuple[str, str], frozenset[tuple[str, str]]] = {}
+        #: Each consumer DAG's asset cursor as last seen (a hash): when it moves, its assets prune again.
+        self.dag_cursors: dict[tuple[str, str], int] = {}
 
     def registry(self) -> kopf.OperatorRegistry:
         """kopf's handlers: this object's methods. Only `on.event`, so kopf stores nothing on objects."""
@@ -454,6 +456,14 @@ class ControllerProcess:
                 touched = wanted & changed
                 if dag_namespace == namespace and any(k.startswith("alias:") for k in touched):
                     self.enqueue("dag", namespace, dag)
+        # a consumer's cursor moved (it consumed events): its assets delete what it alone kept
+        status = event["body"].get("status") or {}
+        cursor = hash((status.get("assetCursorTime"), tuple(status.get("assetCursorEvents") or ())))
+        if self.dag_cursors.pop(key, cursor) != cursor and keys == before:
+            for uri in sorted(k for k in keys if not k.startswith("alias:")):
+                self.enqueue("asset", namespace, uri)
+        if spec.get("assetSchedule") is not None and event["type"] != "DELETED":
+            self.dag_cursors[key] = cursor
         if event["type"] == "DELETED":
             return
         version = event["body"].get("metadata", {}).get("resourceVersion")

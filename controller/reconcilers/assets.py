@@ -40,8 +40,8 @@ from zonda.resources.asset_models import (
     asset_name,
     event_from_body,
 )
-from zonda.resources.models import API_VERSION
-from zonda.resources.wire import LABEL_DAG, label_value
+from zonda.resources.models import API_VERSION, DagStatus
+from zonda.resources.wire import LABEL_DAG, label_value, parse_time
 from zonda.schedules import assets
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,23 @@ class AssetReconciler:
         if watchers or old.watchers:
             await self._sync_watchers(asset, spec.uri, watchers)
         events = [e for e in await self._events(namespace, spec.uri) if e.uri == spec.uri]
-        doomed = assets.events_beyond_limit(events, spec.events_history_limit or DEFAULT_EVENTS_HISTORY_LIMIT)
+        limit = spec.events_history_limit or DEFAULT_EVENTS_HISTORY_LIMIT
+        consumers = await self._cursors(namespace, consuming) if len(events) > limit else {}
+        pruning = assets.events_to_prune(events, limit, consumers)
+        doomed = pruning.doomed
+        unconsumed_deleted = old.unconsumed_deleted
+        if pruning.lost:
+            unconsumed_deleted = "; ".join(
+                f"{len(names)} events DAG {dag} had not consumed ({', '.join(names)})"
+                for dag, names in sorted(pruning.lost.items())
+            )
+            await self.kube.emit_event(
+                asset,
+                reason="UnconsumedEventsDeleted",
+                message=f"the history ceiling ({limit * assets.HELD_EVENTS_CEILING_FACTOR} events, "
+                f"10 x eventsHistoryLimit) deleted {unconsumed_deleted}: their runs will not name them",
+                warning=True,
+            )
         for name in doomed:
             await self.kube.delete_custom(ASSETEVENTS, namespace, name)
             if self.events is not None:
@@ -160,6 +176,8 @@ class AssetReconciler:
             producing=",".join(producing) or None,
             consuming=",".join(consuming) or None,
             watchers=sorted(w.name for w in watchers.values()),
+            held_events=pruning.held,
+            unconsumed_deleted=unconsumed_deleted,
         )
         new_wire = AssetStatus.model_validate(new.model_dump()).to_wire()
         await self.writer.write_status(ASSETS, asset, old.to_wire(), new_wire)
@@ -186,6 +204,21 @@ class AssetReconciler:
             logger.info("asset %s: watcher %s runs as Trigger %s", uri, watcher.name, name)
         for name in sorted(have - set(wanted)):
             await self.kube.delete_custom(TRIGGERS, namespace, name)
+
+    async def _cursors(self, namespace: str, consuming: Iterable[str]) -> dict[str, assets.Cursor]:
+        """The consuming DAGs' asset cursors (what each consumed), from their status as the DAG
+        reconciler wrote it (`zonda.schedules.dag_plans`); a DAG gone holds nothing."""
+        cursors: dict[str, assets.Cursor] = {}
+        for name in consuming:
+            body = await self.kube.get_custom(DAGS, namespace, name)
+            if body is None:
+                continue
+            status = parse_status(DagStatus, body.get("status"))
+            created = parse_time(body["metadata"].get("creationTimestamp"))
+            cursors[name] = assets.Cursor(
+                status.asset_cursor_time or created, frozenset(status.asset_cursor_events or ())
+            )
+        return cursors
 
     async def _dags(self, namespace: str, uri: str) -> Mapping[str, Mapping[str, Any]]:
         if self.dags is None:

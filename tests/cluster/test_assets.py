@@ -326,3 +326,78 @@ def test_an_assets_history_limit_keeps_its_newest_events_and_runs_keep_their_cop
         runs = runs_of(cluster, namespace, "asset-consumer")
     consumed = sorted(e["name"] for r in runs for e in r["spec"]["triggeringAssetEvents"])
     assert consumed == sorted(names), "every event in exactly one run, deleted ones included"
+
+
+def test_the_history_limit_keeps_the_events_a_held_consumer_has_not_consumed(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Limit 3, and a consumer held at maxActiveRuns 1 (its first run waits on a gate file) while seven
+    events arrive: none is deleted before its run takes them, and that run names all seven. The positive
+    control: once consumed, the same limit prunes them to the newest three."""
+    from zonda.resources.asset_models import asset_name
+
+    gate = tmp_path / "gate"
+    dag = consumer()
+    dag["spec"]["maxActiveRuns"] = 1
+    dag["spec"]["tasks"] = [
+        {
+            "id": "report",
+            "operator": "BashOperator",
+            "args": {"bash_command": f"while [ ! -e {gate} ]; do sleep 0.1; done"},
+        }
+    ]
+    apply(cluster, namespace, dag)
+    apply(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "zonda.dev/v1alpha1",
+            "kind": "Asset",
+            "metadata": {"name": asset_name(URI)},
+            "spec": {"uri": URI, "eventsHistoryLimit": 3},
+        },
+    )
+    held = [f"held-{i}" for i in range(7)]
+
+    def asset_status() -> dict[str, Any]:
+        status: dict[str, Any] = get(cluster, namespace, "asset", asset_name(URI)).get("status") or {}
+        return status
+
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        create_asset_events(cluster, namespace, URI, ["first"])
+        wait_for(lambda: runs_of(cluster, namespace, "asset-consumer"), "the first run")
+        wait_for(lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "first"), "first consumed")
+        create_asset_events(cluster, namespace, URI, held)
+        wait_for(
+            lambda: ready_message(cluster, namespace, "asset-consumer").startswith(
+                "7 asset events queued for the next run"
+            ),
+            "the DAG to say seven events are queued",
+        )
+        # the asset reconciler saw all seven past its limit of three and kept the four held ones
+        wait_for(
+            lambda: (s := asset_status()).get("events") == 7 and s.get("heldEvents") == 4,
+            "the Asset to keep seven, four of them held",
+        )
+        assert sorted(e["metadata"]["name"] for e in asset_events(cluster, namespace)) == held
+        assert "unconsumedDeleted" not in asset_status()
+        gate.touch()
+        wait_for(
+            lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "held-6"), "held-6 consumed"
+        )
+        runs = runs_of(cluster, namespace, "asset-consumer")
+        for run in runs:
+            assert (
+                wait_run_finished(cluster, namespace, run["metadata"]["name"])["status"]["state"] == "success"
+            )
+        # the positive control: nothing pending any more, the limit prunes to the newest three
+        wait_for(
+            lambda: sorted(e["metadata"]["name"] for e in asset_events(cluster, namespace)) == held[-3:],
+            "the apiserver to hold the newest three events",
+        )
+        wait_for(
+            lambda: (s := asset_status()).get("events") == 3 and s.get("heldEvents", 0) == 0,
+            "the Asset to count three, none held",
+        )
+    consumed = sorted([e["name"] for e in r["spec"]["triggeringAssetEvents"]] for r in runs)
+    assert consumed == [["first"], held], "two runs: the first event, then all seven held ones"

@@ -110,6 +110,16 @@ class AssetStatus(CrdModel):
     watchers: list[str] = Field(
         default_factory=list, description="AssetWatchers the schedules of its consuming DAGs give it."
     )
+    held_events: int = Field(
+        default=0,
+        description="Events kept past eventsHistoryLimit because a consuming DAG has not consumed them "
+        "(at most 10 x the limit in all).",
+    )
+    unconsumed_deleted: str | None = Field(
+        default=None,
+        description="The last time the ceiling (10 x eventsHistoryLimit) deleted events a consuming DAG "
+        "had not consumed: which DAG, how many.",
+    )
 
 
 class AssetEventSpec(CrdModel):

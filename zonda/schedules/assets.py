@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -340,14 +340,56 @@ def _same_uri(written: Any, uri: str) -> bool:
         return False
 
 
-def events_beyond_limit(events: Sequence[TriggeringEvent], limit: int) -> list[str]:
-    """The events recorded first past the asset's history limit: their names, to delete. By arrival,
-    as consumers take them: a late event with an old timestamp is not deleted before it is consumed."""
+#: An asset keeps the events a consumer has not consumed yet past its `eventsHistoryLimit`, up to this
+#: many times the limit in all (a consumer that never runs — paused, its `&` never satisfied — must not
+#: keep them forever): past it, the oldest go even so, with a Warning naming the consumer.
+HELD_EVENTS_CEILING_FACTOR = 10
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """What an asset's history limit deletes (`events_to_prune`)."""
+
+    #: The names to delete, recorded first first.
+    doomed: tuple[str, ...]
+    #: Events past the limit kept because a consumer has not consumed them.
+    held: int = 0
+    #: consumer DAG -> the events it had not consumed that the ceiling deleted nonetheless.
+    lost: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def events_to_prune(
+    events: Sequence[TriggeringEvent],
+    limit: int,
+    consumers: Mapping[str, Cursor],
+    ceiling: int | None = None,
+) -> Pruning:
+    """The events recorded first past the asset's history limit, to delete — except those a consumer
+    (its DAG name -> its asset cursor) has not consumed yet, kept up to `ceiling` events in all
+    (default `HELD_EVENTS_CEILING_FACTOR` x the limit), the oldest held going first past it.
+
+    By arrival, as consumers take them: a late event with an old timestamp is not deleted before it is
+    consumed. A cursor that says "not consumed" of an event a run already took only keeps it longer."""
     ordered = sorted(events, key=lambda e: (recorded_at(e), e.name))
-    return [e.name for e in ordered[: max(len(ordered) - limit, 0)]]
+    beyond = ordered[: max(len(ordered) - limit, 0)]
+    waiting = {e.name: tuple(sorted(d for d, c in consumers.items() if c.is_past(e))) for e in beyond}
+    held = [e for e in beyond if waiting[e.name]]
+    room = max((limit * HELD_EVENTS_CEILING_FACTOR if ceiling is None else ceiling) - limit, 0)
+    over = held[: max(len(held) - room, 0)]
+    kept = {e.name for e in held[len(over) :]}
+    lost: dict[str, list[str]] = {}
+    for event in over:
+        for dag in waiting[event.name]:
+            lost.setdefault(dag, []).append(event.name)
+    return Pruning(
+        doomed=tuple(e.name for e in beyond if e.name not in kept),
+        held=len(kept),
+        lost={dag: tuple(names) for dag, names in lost.items()},
+    )
 
 
 __all__ = [
+    "HELD_EVENTS_CEILING_FACTOR",
     "MAX_CURSOR_NAMES",
     "OUTLET_EVENTS_KEY",
     "AllOf",
@@ -358,6 +400,7 @@ __all__ = [
     "Cursor",
     "Leaf",
     "OutletEvent",
+    "Pruning",
     "aliases_in",
     "asset_dags",
     "asset_run_name",
@@ -367,7 +410,7 @@ __all__ = [
     "decide_asset_run",
     "evaluate",
     "event_keys",
-    "events_beyond_limit",
+    "events_to_prune",
     "expand_aliases",
     "outlet_events",
     "parse_condition",

@@ -252,7 +252,40 @@ def test_plan_dag_consumes_a_late_event_once_across_a_lost_status_write() -> Non
 
 def test_the_history_limit_deletes_the_events_recorded_first() -> None:
     events = [event("late", "a", -100, recorded=50), event("e1", "a", 10, recorded=10)]
-    assert assets.events_beyond_limit(events, 1) == ["e1"]
+    assert assets.events_to_prune(events, 1, {}).doomed == ("e1",)
+
+
+SEVEN = [event(f"e{i}", "a", i) for i in range(7)]
+
+
+def test_the_history_limit_keeps_the_events_a_consumer_has_not_consumed() -> None:
+    # the positive control: consumed by every consumer (by name, or before the horizon), pruned to 3
+    consumed = assets.Cursor(T0, frozenset(f"e{i}" for i in range(7)))
+    horizon = assets.Cursor(T0 + timedelta(seconds=10))
+    assert assets.events_to_prune(SEVEN, 3, {"c": consumed, "h": horizon}).doomed == ("e0", "e1", "e2", "e3")
+    assert assets.events_to_prune(SEVEN, 3, {}).doomed == ("e0", "e1", "e2", "e3")
+    # a held consumer that consumed e0 and e1 keeps e2.. (past its cursor), whoever else consumed them
+    held = assets.Cursor(T0, frozenset({"e0", "e1"}))
+    pruning = assets.events_to_prune(SEVEN, 3, {"c": consumed, "held": held})
+    assert pruning == assets.Pruning(doomed=("e0", "e1"), held=2, lost={})
+    # a consumer's horizon (created after e3, or past its dropped names) makes the earlier not pending
+    assert assets.events_to_prune(SEVEN, 3, {"new": assets.Cursor(T0 + timedelta(seconds=3))}).doomed == (
+        "e0", "e1", "e2",
+    )  # fmt: skip
+
+
+def test_a_consumer_that_never_runs_keeps_events_only_up_to_the_ceiling() -> None:
+    never = assets.Cursor(T0 - timedelta(seconds=1))
+    # the default ceiling is ten times the limit: 7 events under a limit of 1 are all kept
+    assert assets.events_to_prune(SEVEN, 1, {"paused": never}) == assets.Pruning(doomed=(), held=6)
+    assert assets.HELD_EVENTS_CEILING_FACTOR == 10
+    # past the ceiling, the oldest go even so, and the pruning names who had not consumed them
+    pruning = assets.events_to_prune(SEVEN, 2, {"paused": never, "b": never}, ceiling=4)
+    assert pruning.doomed == ("e0", "e1", "e2")
+    assert pruning.held == 2
+    assert pruning.lost == {"b": ("e0", "e1", "e2"), "paused": ("e0", "e1", "e2")}
+    # a ceiling at the limit is the limit alone
+    assert assets.events_to_prune(SEVEN, 3, {"p": never}, ceiling=3).doomed == ("e0", "e1", "e2", "e3")
 
 
 def test_an_invalid_asset_schedule_is_an_invalid_dag() -> None:
