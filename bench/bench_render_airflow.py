@@ -116,13 +116,14 @@ def main() -> None:
                 )
                 (folder / f"dag_{index:04d}.py").write_text(text)
         for name in ("airflow2", "airflow3"):
+            print(f"{name}: load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             per_file, total, tasks = _render_each(Path(root) / name)
             ms = sorted(seconds * 1000 for seconds in per_file)
             deciles = statistics.quantiles(ms, n=10)
             print(
                 f"{name}: {len(ms)} files ({tasks} tasks): per file p50 {statistics.median(ms):.1f} ms, "
                 f"p90 {deciles[8]:.1f} ms, max {ms[-1]:.1f} ms; total {total:.2f} s; "
-                f"load now {os.getloadavg()[0]:.2f}"
+                f"load after {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
             )
 
 

@@ -22,6 +22,7 @@ import functools
 import inspect
 import types
 import typing
+import weakref
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -123,8 +124,21 @@ def _signature_of(classpath: str) -> OperatorSignature | None:
     return signature_of_class(operator_class)
 
 
+#: Each class's signature, computed once: every operator built while rendering asks for its class's
+#: (`operator_hooks.before_init`), and `typing.get_type_hints` was half of rendering an Airflow file.
+#: Weak keys: a class defined in a DAG file is a new class each time the file is loaded.
+_SIGNATURES: weakref.WeakKeyDictionary[type, OperatorSignature] = weakref.WeakKeyDictionary()
+
+
 def signature_of_class(operator_class: type) -> OperatorSignature:
     """Accepted, required and annotated arguments of an operator class (nearest `__init__` wins)."""
+    found = _SIGNATURES.get(operator_class)
+    if found is None:
+        found = _SIGNATURES[operator_class] = _signature_of_class(operator_class)
+    return found
+
+
+def _signature_of_class(operator_class: type) -> OperatorSignature:
     accepted: set[str] = set(getattr(operator_class, "ignored_arguments", ()))
     required: list[str] = []
     annotations: dict[str, Any] = {}
