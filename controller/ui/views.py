@@ -122,10 +122,12 @@ class DagRow:
     runs: tuple[RunMark, ...]
     #: The asset condition, each asset marked awaited or updated (empty: not scheduled on assets).
     asset_schedule: tuple[ScheduleToken, ...] = ()
+    #: Airflow's `dag_display_name` (`spec.displayName`), shown instead of the name where given.
+    display_name: str | None = None
 
     def matches(self, query: str) -> bool:
         needle = query.lower()
-        haystack = [self.name, self.namespace, *self.tags, *self.owners]
+        haystack = [self.name, self.display_name or "", self.namespace, *self.tags, *self.owners]
         return any(needle in text.lower() for text in haystack)
 
 
@@ -165,6 +167,7 @@ def dag_row(dag: Body, runs: Sequence[Body], *, last: int = 25) -> DagRow:
             for r in newest
         ),
         asset_schedule=asset_schedule(dag),
+        display_name=spec.get("displayName") or None,
     )
 
 

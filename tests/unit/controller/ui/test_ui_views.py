@@ -111,6 +111,15 @@ def test_a_dag_row_shows_the_newest_runs_and_matches_names_tags_and_owners() -> 
     assert row.next_run is None  # paused: no next run
     assert row.owners == ("ana",)
     assert row.matches("FIN") and row.matches("ana") and row.matches("etl") and not row.matches("zzz")
+    assert row.display_name is None
+
+
+def test_a_dag_row_shows_and_matches_airflows_display_name() -> None:
+    """`DAG(dag_display_name=...)` is `spec.displayName`: the list and the DAG's header show it, and
+    the search finds it, as Airflow's UI."""
+    row = views.dag_row(dag(displayName="Sample DAG with Display Name"), [])
+    assert row.display_name == "Sample DAG with Display Name"
+    assert row.matches("sample dag") and row.matches("etl")
 
 
 def test_the_gantt_scales_tries_to_the_runs_span_and_a_running_try_ends_now() -> None:
@@ -283,3 +292,17 @@ def test_the_dag_page_writes_the_asset_condition_with_each_asset_awaited_or_upda
 def test_a_dag_not_scheduled_on_assets_or_with_an_invalid_condition_shows_none() -> None:
     assert views.asset_schedule({"metadata": {}, "spec": {"schedule": "@daily"}}) == ()
     assert views.asset_schedule({"metadata": {}, "spec": {"assetSchedule": {"all": []}}}) == ()
+
+
+def test_the_dag_list_and_header_show_the_display_name_and_the_name() -> None:
+    from controller.ui import pages
+
+    body = dag(displayName="Sample DAG with Display Name")
+    row = views.dag_row(body, [])
+    env = pages.environment()
+    listing = env.get_template("dags.html").render(
+        rows=[row], total=1, query="", tag="", status="all", pages=1, page=1, viewer="me", csrf="x"
+    )
+    header = str(env.get_template("_macros.html").module.dag_header(body, row, "grid"))  # type: ignore[attr-defined]
+    for html in (listing, header):
+        assert "Sample DAG with Display Name" in html and 'title="the DAG\'s name">etl<' in html
