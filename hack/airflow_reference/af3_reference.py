@@ -4,7 +4,7 @@ Run with the Python of a venv holding apache-airflow 3.x and apache-airflow-prov
 Zonda's environment; Airflow is never a Zonda dependency):
 
     /work/venvs/af3/bin/python hack/airflow_reference/af3_reference.py \
-        tests/airflow_examples/af3/reference.json [--resume] [--timeout SECONDS]
+        tests/airflow_examples/af3/reference.json [--resume] [--timeout SECONDS] [--only DAG,DAG]
 
 It copies `airflow/example_dags` and the standard provider's `example_dags`, unchanged, into a
 temporary DAGs folder, parses them with Airflow's DagBag (structure: task ids, upstream edges, trigger
@@ -16,7 +16,8 @@ gets a folder with only its own file (and the helper folders beside it), unless 
 DAG (`TriggerDagRunOperator`, `ExternalTask*`): those see the whole folder. `--resume` keeps the
 outcomes an earlier run of the script recorded in the output and runs only the DAGs without one (or
 whose `dag.test()` timed out, or that an earlier version skipped); the machine is shared, so a run can
-be done in parts, and the DAGs that timed out can be given a longer `--timeout` alone.
+be done in parts, and the DAGs that timed out can be given a longer `--timeout` alone (`--only`: run
+these DAG ids only, the others keep what the output has).
 
 `--names` writes, instead, the public names of `airflow.sdk` and of the standard provider's modules
 (`tests/airflow_examples/af3/names.json`): Zonda provides each or refuses it with a reason.
@@ -220,7 +221,9 @@ def _public_names(output: Path) -> None:
     output.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
 
 
-def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SECONDS) -> None:
+def main(
+    output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SECONDS, only: set[str] | None = None
+) -> None:
     import airflow
 
     earlier: dict = {}
@@ -290,8 +293,8 @@ def main(output: Path, *, resume: bool = False, timeout: float = TEST_TIMEOUT_SE
             entry["outcome"] = {"error": "not run: " + ", ".join(NOT_RUN_MARKERS)}
             result["dags"][dag_id] = entry
             continue
-        if dag_id in earlier:
-            entry["outcome"] = earlier[dag_id]
+        if dag_id in earlier or (only is not None and dag_id not in only):
+            entry["outcome"] = earlier.get(dag_id, {"error": "not run: not among --only"})
             result["dags"][dag_id] = entry
             continue
         if entry["file"] in unserializable:
@@ -333,4 +336,10 @@ if __name__ == "__main__":
     else:
         arguments = sys.argv[2:]
         seconds = float(arguments[arguments.index("--timeout") + 1]) if "--timeout" in arguments else None
-        main(Path(sys.argv[1]), resume="--resume" in arguments, timeout=seconds or TEST_TIMEOUT_SECONDS)
+        only = set(arguments[arguments.index("--only") + 1].split(",")) if "--only" in arguments else None
+        main(
+            Path(sys.argv[1]),
+            resume="--resume" in arguments,
+            timeout=seconds or TEST_TIMEOUT_SECONDS,
+            only=only,
+        )
