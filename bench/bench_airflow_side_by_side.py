@@ -1,26 +1,34 @@
-"""Benchmark: the same DAGs in Zonda (local executor) and in Airflow 2.10.5 (LocalExecutor, Postgres).
+"""Benchmark: the same DAGs in Zonda (local executor), Airflow 2.10.5 and Airflow 3.3.2 (each with the
+LocalExecutor on Postgres), back to back in one run.
 
-    bench/setup_airflow_side_by_side.sh          # once: Airflow 2.10.5 in its own venv, Postgres from apt
+    bench/setup_airflow_side_by_side.sh    # once: both Airflows in their own venvs, Postgres from apt
     python bench/bench_airflow_side_by_side.py [--runs 2] [--fanout 50] [--chain 20] [--parallelism 16]
+                                               [--systems airflow2,airflow3,zonda]
 
 Two DAGs of `BashOperator(bash_command="true")` tasks: a fan-out of `--fanout` independent tasks and
 a chain of `--chain` tasks. Each system runs each DAG `--runs` times, one run at a time, alone on the
-machine (Airflow's scheduler and Postgres are stopped before Zonda's control plane starts):
+machine (each Airflow's processes and its Postgres are stopped before the next system starts):
 
-- Airflow: `airflow scheduler` with the LocalExecutor on a Postgres started here (initdb in a
-  temporary directory, as the `postgres` user, Unix socket only, Debian's default settings), runs
-  created with `airflow dags trigger`;
+- Airflow 2.10.5: `airflow scheduler` (which parses the DAG files itself) with the LocalExecutor on a
+  Postgres started here (initdb in a temporary directory, as the `postgres` user, Unix socket only,
+  Debian's default settings), runs created with `airflow dags trigger`;
+- Airflow 3.3.2: the same Postgres set-up, and the three processes Airflow 3 splits the work into
+  (its docs' architecture overview): `airflow api-server` (its Execution API is how every task
+  reports its state: `[core] execution_api_server_url` points at it, on loopback, and the scheduler and
+  the API server share one `[api_auth] jwt_secret`), `airflow dag-processor` (parses the files) and
+  `airflow scheduler` (LocalExecutor); runs created with `airflow dags trigger`. Everything else is
+  Airflow's default;
 - Zonda: `zonda controller --executor local` against the local control plane (kube-apiserver + etcd,
   `$ZONDA_BIN_DIR`), runs created with `zonda trigger`.
 
-Both get the same limits: `--parallelism` tries at once (Airflow's `core.parallelism`, Zonda's
-`--parallelism`) and 16 active tasks per DAG (both defaults). For every run it prints the run's own
+All get the same limits: `--parallelism` tries at once (Airflow's `core.parallelism`, Zonda's
+`--parallelism`) and 16 active tasks per DAG (their defaults). For every run it prints the run's own
 timestamps, which each system records the same way: queued -> end (from the trigger's write to the
-last task's end) and start -> end (from the scheduler starting the run), and the machine's load.
+last task's end) and start -> end (from the scheduler starting the run), and the machine's load; then
+medians per system and DAG, and each Airflow's median over Zonda's (> 1: Zonda faster).
 
 Not part of CI: it installs nothing and asserts nothing; performance is measured here, not in tests.
-Measured figures are in docs/benchmarks.md (2026-11-30: a 50-task fan-out 135-198 s in Airflow at
-load 16-32, 2.5-3.9 s in Zonda at load 9-12).
+Measured figures are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import contextlib
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import statistics
@@ -37,7 +46,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -46,16 +58,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from controller.devtools.devcluster import connect_cluster  # noqa: E402
+from controller.devtools.ports import free_port  # noqa: E402
 from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for  # noqa: E402
 
-AIRFLOW_VENV = Path(os.environ.get("AIRFLOW_VENV", Path.home() / ".cache/zonda/airflow-2.10.5"))
 FANOUT_DAG, CHAIN_DAG = "bench_fanout", "bench_chain"
 
 AIRFLOW_DAG_FILE = """
 from datetime import datetime
 
-from airflow import DAG
-from airflow.operators.bash import BashOperator
+{imports}
 
 for dag_id, size, chained in (("{fanout_dag}", {fanout}, False), ("{chain_dag}", {chain}, True)):
     with DAG(dag_id, schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
@@ -66,6 +77,33 @@ for dag_id, size, chained in (("{fanout_dag}", {fanout}, False), ("{chain_dag}",
                 upstream >> downstream
     globals()[dag_id] = dag
 """
+
+
+@dataclass(frozen=True)
+class Airflow:
+    """One Airflow version: its venv, how its DAG file imports, and the processes it runs as."""
+
+    system: str
+    venv: Path
+    imports: str
+    #: Airflow 3: api-server + dag-processor + scheduler; Airflow 2: the scheduler parses files itself.
+    split: bool
+
+
+AIRFLOWS = {
+    "airflow2": Airflow(
+        "airflow2",
+        Path(os.environ.get("AIRFLOW_VENV", Path.home() / ".cache/zonda/airflow-2.10.5")),
+        "from airflow import DAG\nfrom airflow.operators.bash import BashOperator",
+        split=False,
+    ),
+    "airflow3": Airflow(
+        "airflow3",
+        Path(os.environ.get("AIRFLOW3_VENV", Path.home() / ".cache/zonda/airflow-3.3.2")),
+        "from airflow.providers.standard.operators.bash import BashOperator\nfrom airflow.sdk import DAG",
+        split=True,
+    ),
+}
 
 
 def load() -> str:
@@ -144,8 +182,8 @@ def psql(sockets: Path, sql: str, database: str = "airflow") -> list[list[str]]:
 # ------------------------------------------------------------------------------------------- Airflow
 
 
-def airflow_env(work: Path, sockets: Path, parallelism: int) -> dict[str, str]:
-    return {
+def airflow_env(work: Path, sockets: Path, parallelism: int, airflow: Airflow) -> dict[str, str]:
+    env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHONPATH"))},
         "AIRFLOW_HOME": str(work / "airflow"),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://postgres@/airflow?host={sockets}",
@@ -156,27 +194,25 @@ def airflow_env(work: Path, sockets: Path, parallelism: int) -> dict[str, str]:
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "16",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
     }
+    if airflow.split:
+        # Tasks report to the API server's Execution API with a token the scheduler signs: both must
+        # share the secret (Airflow's docs: an unset one is random per process, and tasks fail).
+        port = free_port()
+        env |= {
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        }
+    return env
 
 
-def bench_airflow(work: Path, options: argparse.Namespace) -> list[dict[str, Any]]:
-    airflow = AIRFLOW_VENV / "bin" / "airflow"
-    if not airflow.exists():
-        raise SystemExit(f"no Airflow in {AIRFLOW_VENV}: run bench/setup_airflow_side_by_side.sh first")
-    (work / "dags").mkdir()
-    (work / "dags" / "bench_dags.py").write_text(
-        AIRFLOW_DAG_FILE.format(
-            fanout_dag=FANOUT_DAG, chain_dag=CHAIN_DAG, fanout=options.fanout, chain=options.chain
-        )
-    )
-    results = []
-    with postgres(work) as sockets:
-        psql(sockets, "CREATE DATABASE airflow", database="postgres")
-        env = airflow_env(work, sockets, options.parallelism)
-        say("airflow db migrate ...")
-        subprocess.run([str(airflow), "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
-        log = (work / "airflow-scheduler.log").open("wb")
-        scheduler = subprocess.Popen(
-            [str(airflow), "scheduler"],
+@contextlib.contextmanager
+def airflow_process(airflow: Path, command: str, env: dict[str, str], work: Path) -> Iterator[None]:
+    """`airflow <command>` in its own process group, its output in `work/airflow-<command>.log`."""
+    with (work / f"airflow-{command}.log").open("wb") as log:
+        process = subprocess.Popen(
+            [str(airflow), command],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -184,37 +220,74 @@ def bench_airflow(work: Path, options: argparse.Namespace) -> list[dict[str, Any
             start_new_session=True,
         )
         try:
-            say("waiting for the scheduler to parse the DAGs ...")
-            wait_for(lambda: len(psql(sockets, "SELECT dag_id FROM serialized_dag")) >= 2, "the DAGs", 300)
-            time.sleep(5)  # let the scheduler settle into its loop, as a running Airflow would be
-            for number in range(options.runs):
-                for dag_id in (FANOUT_DAG, CHAIN_DAG):
-                    run_id = f"bench-{number}"
-                    triggered = time.time()
-                    subprocess.run(
-                        [str(airflow), "dags", "trigger", dag_id, "-r", run_id],
-                        env=env,
-                        check=True,
-                        stdout=subprocess.DEVNULL,
-                    )
-                    query = (
-                        "SELECT state, extract(epoch from queued_at), extract(epoch from start_date), "
-                        f"extract(epoch from end_date) FROM dag_run WHERE dag_id = '{dag_id}' "
-                        f"AND run_id = '{run_id}'"
-                    )
-                    row = wait_for(
-                        lambda q=query: finished_row(psql(sockets, q)), f"run {run_id} of {dag_id}", 600, 0.2
-                    )
-                    results.append(record("airflow", dag_id, row[0], *map(float, row[1:]), triggered))
+            yield
         finally:
-            os.killpg(scheduler.pid, signal.SIGTERM)
+            os.killpg(process.pid, signal.SIGTERM)
             try:
-                scheduler.wait(timeout=60)
+                process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                os.killpg(scheduler.pid, signal.SIGKILL)
-                scheduler.wait()
-            log.close()
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def bench_airflow(work: Path, options: argparse.Namespace, version: Airflow) -> list[dict[str, Any]]:
+    airflow = version.venv / "bin" / "airflow"
+    if not airflow.exists():
+        raise SystemExit(f"no Airflow in {version.venv}: run bench/setup_airflow_side_by_side.sh first")
+    (work / "dags").mkdir()
+    (work / "dags" / "bench_dags.py").write_text(
+        AIRFLOW_DAG_FILE.format(
+            imports=version.imports,
+            fanout_dag=FANOUT_DAG,
+            chain_dag=CHAIN_DAG,
+            fanout=options.fanout,
+            chain=options.chain,
+        )
+    )
+    results = []
+    with postgres(work) as sockets, contextlib.ExitStack() as processes:
+        psql(sockets, "CREATE DATABASE airflow", database="postgres")
+        env = airflow_env(work, sockets, options.parallelism, version)
+        say(f"{version.system}: airflow db migrate ...")
+        subprocess.run([str(airflow), "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
+        for command in ("api-server", "dag-processor", "scheduler") if version.split else ("scheduler",):
+            processes.enter_context(airflow_process(airflow, command, env, work))
+        say(f"{version.system}: waiting for the DAGs to be parsed ...")
+        wait_for(lambda: len(psql(sockets, "SELECT dag_id FROM serialized_dag")) >= 2, "the DAGs", 300)
+        if version.split:
+            api = f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}/api/v2/version"
+            wait_for(lambda: answers(api), "the API server", 120)
+        time.sleep(5)  # let the scheduler settle into its loop, as a running Airflow would be
+        for number in range(options.runs):
+            for dag_id in (FANOUT_DAG, CHAIN_DAG):
+                run_id = f"bench-{number}"
+                triggered = time.time()
+                subprocess.run(
+                    [str(airflow), "dags", "trigger", dag_id, "--run-id", run_id],
+                    env=env,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+                query = (
+                    "SELECT state, extract(epoch from queued_at), extract(epoch from start_date), "
+                    f"extract(epoch from end_date) FROM dag_run WHERE dag_id = '{dag_id}' "
+                    f"AND run_id = '{run_id}'"
+                )
+                row = wait_for(
+                    lambda q=query: finished_row(psql(sockets, q)), f"run {run_id} of {dag_id}", 600, 0.2
+                )
+                results.append(record(version.system, dag_id, row[0], *map(float, row[1:]), triggered))
     return results
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answered (401 without a token is an answer)
+    except OSError:
+        return False
 
 
 def finished_row(rows: list[list[str]]) -> list[str] | None:
@@ -300,7 +373,7 @@ def report(results: list[dict[str, Any]]) -> None:
         f"\n{'system':8s} {'dag':14s} {'runs':>4s} {'queued->end p50':>16s} {'start->end p50':>15s}  states"
     )
     medians: dict[tuple[str, str], float] = {}
-    for system in ("airflow", "zonda"):
+    for system in (*AIRFLOWS, "zonda"):
         for dag in (FANOUT_DAG, CHAIN_DAG):
             rows = [r for r in results if r["system"] == system and r["dag"] == dag]
             if not rows:
@@ -310,10 +383,11 @@ def report(results: list[dict[str, Any]]) -> None:
             medians[(system, dag)] = queued
             states = ",".join(sorted({r["state"] for r in rows}))
             print(f"{system:8s} {dag:14s} {len(rows):4d} {queued:15.2f}s {started:14.2f}s  {states}")
-    for dag in (FANOUT_DAG, CHAIN_DAG):
-        if ("airflow", dag) in medians and ("zonda", dag) in medians:
-            ratio = medians[("airflow", dag)] / medians[("zonda", dag)]
-            print(f"{dag}: Zonda is {ratio:.1f}x faster than Airflow (queued -> end, medians)")
+    for system in AIRFLOWS:
+        for dag in (FANOUT_DAG, CHAIN_DAG):
+            if (system, dag) in medians and ("zonda", dag) in medians:
+                ratio = medians[(system, dag)] / medians[("zonda", dag)]
+                print(f"{dag}: {system} / zonda = {ratio:.1f} (queued -> end, medians; > 1: Zonda faster)")
 
 
 def main() -> int:
@@ -322,7 +396,11 @@ def main() -> int:
     parser.add_argument("--fanout", type=int, default=50)
     parser.add_argument("--chain", type=int, default=20)
     parser.add_argument("--parallelism", type=int, default=16)
-    parser.add_argument("--systems", default="airflow,zonda", help="comma-separated: airflow, zonda")
+    parser.add_argument(
+        "--systems",
+        default="airflow2,airflow3,zonda",
+        help="comma-separated, run in this order: airflow2 (2.10.5; `airflow` too), airflow3 (3.3.2), zonda",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     options = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average {load()}")
@@ -331,9 +409,13 @@ def main() -> int:
     results: list[dict[str, Any]] = []
     try:
         for system in options.systems.split(","):
+            system = "airflow2" if system == "airflow" else system
+            print(f"# {system}: load average {load()}", flush=True)
             (work / system).mkdir()
-            runner = {"airflow": bench_airflow, "zonda": bench_zonda}[system]
-            results += runner(work / system, options)
+            if system == "zonda":
+                results += bench_zonda(work / system, options)
+            else:
+                results += bench_airflow(work / system, options, AIRFLOWS[system])
     finally:
         report(results)
         print(f"load average after: {load()}")
