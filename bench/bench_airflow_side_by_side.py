@@ -27,6 +27,9 @@ timestamps, which each system records the same way: queued -> end (from the trig
 last task's end) and start -> end (from the scheduler starting the run), and the machine's load; then
 medians per system and DAG, and each Airflow's median over Zonda's (> 1: Zonda faster).
 
+It re-runs itself in a network namespace of its own with only loopback (bench/private_network.py:
+Airflow's log server binds 0.0.0.0:8793); `--no-netns` skips that.
+
 Not part of CI: it installs nothing and asserts nothing; performance is measured here, not in tests.
 Measured figures are in docs/benchmarks.md.
 """
@@ -57,7 +60,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from controller.devtools.devcluster import connect_cluster  # noqa: E402
+from bench import private_network  # noqa: E402
+from controller.devtools.devcluster import start_local_cluster  # noqa: E402
 from controller.devtools.ports import free_port  # noqa: E402
 from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for  # noqa: E402
 
@@ -317,7 +321,8 @@ def zonda_dag(name: str, size: int, chained: bool) -> dict[str, Any]:
 
 def bench_zonda(work: Path, options: argparse.Namespace) -> list[dict[str, Any]]:
     results = []
-    with connect_cluster("local") as cluster:
+    cluster = start_local_cluster(nodes=False)  # the local executor runs no pods: etcd + apiserver
+    try:
         namespace = "bench"
         cluster.kubectl("create", "namespace", namespace)
         for name, size, chained in ((FANOUT_DAG, options.fanout, False), (CHAIN_DAG, options.chain, True)):
@@ -337,6 +342,8 @@ def bench_zonda(work: Path, options: argparse.Namespace) -> list[dict[str, Any]]
                     )
                     times = [parse(status.get(key)) for key in ("queuedAt", "startDate", "endDate")]
                     results.append(record("zonda", name, status["state"], *times, triggered))
+    finally:
+        cluster.stop()
     return results
 
 
@@ -402,7 +409,10 @@ def main() -> int:
         help="comma-separated, run in this order: airflow2 (2.10.5; `airflow` too), airflow3 (3.3.2), zonda",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    parser.add_argument("--no-netns", action="store_true", help="run where we are (not in a private netns)")
     options = parser.parse_args()
+    if not options.no_netns and not private_network.inside():
+        return private_network.rerun_inside()
     print(f"machine: {os.cpu_count()} CPUs, load average {load()}")
     work = Path(tempfile.mkdtemp(prefix="bench-side-by-side-"))
     work.chmod(0o755)  # Postgres runs as its own user and must reach its directories

@@ -20,7 +20,9 @@ docs/environment-variables.md, docs/scaling.md and workflow/controller/{rate_lim
 - `tuned`: what its docs advise for short tasks: DEFAULT_REQUEUE_TIME=1s (rate_limiters.go: "We need to
   rate limit a minimum 1s, otherwise informers are unlikely to be up to date"), --qps=50 --burst=75
   (docs/scaling.md's example);
-- `fastest`: every knob towards latency: DEFAULT_REQUEUE_TIME=10ms, INFORMER_WRITE_BACK=true (4.x sleeps
+- `fastest`: every knob towards latency: DEFAULT_REQUEUE_TIME=100ms (of 0s, 10ms and 100ms, tried with
+  `--argo fastest@0s,fastest@10ms,fastest@100ms`, 100ms was the fastest on W1 and no slower on W3:
+  shorter requeues add passes that find nothing new), INFORMER_WRITE_BACK=true (4.x sleeps
   1 s after each Workflow update when it is off, operator.go's persistUpdates), --qps=1000
   --burst=2000, --workflow-workers=64, --pod-cleanup-workers=16, leader election off, --loglevel=warn
   (its info log is several lines per node and pass).
@@ -45,7 +47,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -59,6 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import private_network
 from bench.bench_controller import api_writes, percentile
 from bench.bench_scale import (
     CONTROLLER_RESOURCES,
@@ -96,7 +98,7 @@ ARGO_CONFIGS = {
     "fastest": ArgoConfig(
         env={
             "LEADER_ELECTION_DISABLE": "true",
-            "DEFAULT_REQUEUE_TIME": "10ms",
+            "DEFAULT_REQUEUE_TIME": "100ms",
             "INFORMER_WRITE_BACK": "true",
         },
         args=(
@@ -111,6 +113,13 @@ ARGO_CONFIGS = {
 
 
 # ------------------------------------------------------------------------------------------- Argo
+
+
+def argo_config(label: str) -> ArgoConfig:
+    """`fastest`, or `fastest@100ms`: that configuration with another DEFAULT_REQUEUE_TIME."""
+    name, _, requeue = label.partition("@")
+    config = ARGO_CONFIGS[name]
+    return ArgoConfig(config.env | {"DEFAULT_REQUEUE_TIME": requeue}, config.args) if requeue else config
 
 
 def install_argo_crds(cluster: Cluster) -> None:
@@ -200,7 +209,6 @@ def argo_controller(cluster: Cluster, config: ArgoConfig, namespace: str, log: P
         )
     try:
         deadline = time.monotonic() + 60
-        # the last line of its start-up; at --loglevel=warn nothing is logged, so its metrics server
         while not started(log, config):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"workflow-controller did not start: {log.read_text()[-3000:]}")
@@ -216,20 +224,25 @@ def argo_controller(cluster: Cluster, config: ArgoConfig, namespace: str, log: P
 
 
 def started(log: Path, config: ArgoConfig) -> bool:
+    """Its last start-up line; at --loglevel=warn it logs none, so its metrics server (self-signed TLS)."""
     if "--loglevel=warn" not in config.args:
         return "Current Worker Numbers" in log.read_text(errors="replace")
+    import ssl
     import urllib.request
 
     try:
-        urllib.request.urlopen("http://127.0.0.1:9090/metrics", timeout=1).read()
+        context = ssl._create_unverified_context()
+        urllib.request.urlopen("https://127.0.0.1:9090/metrics", timeout=1, context=context).read()
     except OSError:
         return False
     return True
 
 
 async def argo_events(api: Api, namespace: str) -> int:
+    """Its Events' writes: client-go's recorder patches a repeated Event's count instead of posting it."""
     items = (await api.request("GET", f"/api/v1/namespaces/{namespace}/events"))["items"]
-    return sum(1 for e in items if (e.get("source") or {}).get("component") == "workflow-controller")
+    ours = [e for e in items if (e.get("source") or {}).get("component") == "workflow-controller"]
+    return sum(max(1, e.get("count") or 1) for e in ours)
 
 
 async def wait_default_service_account(api: Api, namespace: str) -> None:
@@ -244,7 +257,7 @@ async def wait_default_service_account(api: Api, namespace: str) -> None:
 
 
 async def run_argo(cluster: Cluster, api: Api, w: Workload, label: str, tmp: Path) -> Result:
-    namespace = f"a-{label}-{w.name}-{int(time.time()) % 100000}"
+    namespace = f"a-{label.replace('@', '-')}-{w.name}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     configmap = {"metadata": {"name": "workflow-controller-configmap"}, "data": {}}
     await api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", configmap)
@@ -262,7 +275,7 @@ async def run_argo(cluster: Cluster, api: Api, w: Workload, label: str, tmp: Pat
     await phases_ready.wait()
     load = os.getloadavg()[0]
     log = tmp / f"argo-{label}-{w.name}.log"
-    with argo_controller(cluster, ARGO_CONFIGS[label], namespace, log) as pid:
+    with argo_controller(cluster, argo_config(label), namespace, log) as pid:
         await asyncio.sleep(2.0)  # its informers' first sync is not part of the measurement
         before = api_writes(cluster)
         cpu_before = cpu_seconds(pid)
@@ -270,7 +283,9 @@ async def run_argo(cluster: Cluster, api: Api, w: Workload, label: str, tmp: Pat
         names = [f"bench-{w.name}-{i}" for i in range(w.runs)]
         await asyncio.gather(*(api.request("POST", wf_path, argo_workflow(name, w)) for name in names))
         try:
-            await asyncio.wait_for(phases.finished.wait(), timeout=120 + w.runs * 60)
+            await asyncio.wait_for(
+                phases.finished.wait(), timeout=600
+            )  # as shipped, a 20-task chain takes ~200 s
         except TimeoutError:
             print(f"  !! argo-{label} {w.name}: workflows not finished: {phases.phase}", flush=True)
         cpu = cpu_seconds(pid) - cpu_before
@@ -296,13 +311,42 @@ async def run_argo(cluster: Cluster, api: Api, w: Workload, label: str, tmp: Pat
         cpu=cpu,
         measured=measured,
         load=load,
+        template={"metadata": {"namespace": namespace}},
     )
 
 
 # ------------------------------------------------------------------------------------------ report
 
 
-def row(system: str, w: Workload, r: Result, resources: tuple[str, ...]) -> dict[str, Any]:
+@dataclass
+class PodLives:
+    """Every pod of the cluster, from the bench's one cluster-wide watch: when it was first seen, and
+    Succeeded. Splits a wall into runs created -> first pod, the gaps, and the pods' own lives (ADDED ->
+    Succeeded: the scheduler's binding and kwok's stages, the same work for both systems' pods)."""
+
+    added: dict[tuple[str, str], float] = field(default_factory=dict)
+    succeeded: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def on_event(self, type: str, pod: dict[str, Any], now: float) -> None:
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        self.added.setdefault(key, now)
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            self.succeeded.setdefault(key, now)
+
+    def split(self, namespace: str, wall: float) -> dict[str, float]:
+        ours = [key for key in self.succeeded if key[0] == namespace and key in self.added]
+        if not ours:
+            return {}
+        lives = [(self.succeeded[key] - self.added[key]) * 1000 for key in ours]
+        first = min(self.added[key] for key in ours)
+        last = max(self.succeeded[key] for key in ours)
+        return {
+            "pod_life_p50_ms": round(statistics.median(lives), 1),
+            "to_first_pod_s": round(wall - (last - first), 2),
+        }
+
+
+def row(system: str, w: Workload, r: Result, resources: tuple[str, ...], lives: PodLives) -> dict[str, Any]:
     gaps = r.gaps or [float("nan")]
     own = sum(r.writes.get(k, 0) for k in resources)
     out = {
@@ -320,6 +364,8 @@ def row(system: str, w: Workload, r: Result, resources: tuple[str, ...]) -> dict
         | {"events": round(r.events / r.task_instances, 2)},
         "cpu_ms_per_ti": round(r.cpu * 1000 / r.task_instances, 1),
     }
+    if r.template:  # a pod of the run (Zonda), or just its namespace (Argo)
+        out |= lives.split(r.template["metadata"]["namespace"], r.wall)
     print(json.dumps(out), flush=True)
     return out
 
@@ -327,8 +373,8 @@ def row(system: str, w: Workload, r: Result, resources: tuple[str, ...]) -> dict
 def table(rows: list[dict[str, Any]]) -> None:
     """Per round and workload: each system's figures, and Argo / Zonda for each (> 1: Zonda ahead)."""
     print(
-        f"\n{'round':>5} {'workload':8} {'system':14} {'load':>5} {'gap p50':>9} {'gap p95':>9} {'wall':>7} "
-        f"{'writes/ti':>9} {'cpu/ti':>7}   Argo/Zonda: p50   p95  wall  writes"
+        f"\n{'round':>5} {'workload':8} {'system':18} {'load':>5} {'gap p50':>9} {'gap p95':>9} {'wall':>7} "
+        f"{'writes/ti':>9} {'cpu/ti':>7} {'pod life':>8} {'1st pod':>7}   Argo/Zonda: p50   p95  wall  writes"
     )
     for r in rows:
         zonda = next(
@@ -343,9 +389,10 @@ def table(rows: list[dict[str, Any]]) -> None:
                 for k in ("gap_p50_ms", "gap_p95_ms", "wall_s", "writes_per_ti")
             )
         print(
-            f"{r['round']:>5} {r['workload']:8} {r['system']:14} {r['load']:5.2f} {r['gap_p50_ms']:7.1f}ms "
+            f"{r['round']:>5} {r['workload']:8} {r['system']:18} {r['load']:5.2f} {r['gap_p50_ms']:7.1f}ms "
             f"{r['gap_p95_ms']:7.1f}ms {r['wall_s']:6.2f}s {r['writes_per_ti']:9.2f} "
-            f"{r['cpu_ms_per_ti']:5.1f}ms   {ratios}"
+            f"{r['cpu_ms_per_ti']:5.1f}ms {r.get('pod_life_p50_ms', 0):6.0f}ms "
+            f"{r.get('to_first_pod_s', 0):6.2f}s   {ratios}"
         )
 
 
@@ -354,6 +401,9 @@ async def main_async(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> N
     rows: list[dict[str, Any]] = []
     profile = args.profile
     systems = ["zonda", *(f"argo-{c}" for c in args.argo.split(",") if c)]
+    lives, lives_ready = PodLives(), asyncio.Event()
+    lives_watch = asyncio.create_task(api.watch("/api/v1/pods", lives.on_event, lives_ready))
+    await lives_ready.wait()
     try:
         for round_ in range(args.rounds):
             for index, name in enumerate(args.workloads.split(",")):
@@ -363,29 +413,19 @@ async def main_async(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> N
                     print(f"# round {round_} {w.name} {system}: load {os.getloadavg()}", flush=True)
                     if system == "zonda":
                         result = await run_zonda(cluster, api, REPO, w, "zonda", tmp, profile)
-                        out = row(system, w, result, CONTROLLER_RESOURCES)
+                        out = row(system, w, result, CONTROLLER_RESOURCES, lives)
                     else:
                         result = await run_argo(cluster, api, w, system.removeprefix("argo-"), tmp)
-                        out = row(system, w, result, ARGO_RESOURCES)
+                        out = row(system, w, result, ARGO_RESOURCES, lives)
                     rows.append(out | {"round": round_})
         order = {s: i for i, s in enumerate(systems)}
         rows.sort(key=lambda r: (r["round"], r["workload"], order[r["system"]]))
         table(rows)
     finally:
+        lives_watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await lives_watch
         await api.close()
-
-
-def in_private_network() -> bool:
-    return os.environ.get("ZONDA_BENCH_NETNS") == "1"
-
-
-def reexec_in_private_network() -> int:
-    """Run this script again in a new network namespace whose only interface is loopback."""
-    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
-        raise SystemExit("the bench runs Argo in a network namespace of its own: needs root, unshare and ip")
-    script = 'ip link set lo up && exec "$@"'
-    command = ["unshare", "--net", "--", "sh", "-c", script, "sh", sys.executable, *sys.argv]
-    return subprocess.run(command, env={**os.environ, "ZONDA_BENCH_NETNS": "1"}).returncode
 
 
 def main() -> int:
@@ -394,15 +434,19 @@ def main() -> int:
     )
     parser.add_argument("--workloads", default="w1,w2,w3")
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--argo", default="default,tuned,fastest", help=f"of {', '.join(ARGO_CONFIGS)}")
+    parser.add_argument(
+        "--argo",
+        default="default,tuned,fastest",
+        help=f"of {', '.join(ARGO_CONFIGS)}; NAME@DURATION: that one with DEFAULT_REQUEUE_TIME=DURATION",
+    )
     parser.add_argument("--profile", default=None, help="py-spy Zonda's controller into this directory")
     parser.add_argument("--no-netns", action="store_true", help="run where we are (not in a private netns)")
     args = parser.parse_args()
-    unknown = set(filter(None, args.argo.split(","))) - set(ARGO_CONFIGS)
+    unknown = {c.partition("@")[0] for c in args.argo.split(",") if c} - set(ARGO_CONFIGS)
     if unknown:
         raise SystemExit(f"unknown Argo configurations {sorted(unknown)}: of {sorted(ARGO_CONFIGS)}")
-    if not args.no_netns and not in_private_network():
-        return reexec_in_private_network()
+    if not args.no_netns and not private_network.inside():
+        return private_network.rerun_inside()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()}; Argo {ARGO_VERSION}", flush=True)
     if args.profile:
         args.profile = Path(args.profile).resolve()

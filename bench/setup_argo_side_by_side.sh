@@ -18,8 +18,10 @@ DIR=${ARGO_DIR:-$HOME/.cache/zonda/argo/$ARGO_VERSION}
 
 if [ ! -x "$DIR/bin/workflow-controller" ]; then
     mkdir -p "$DIR/bin"
-    # go install MODULE@VERSION builds outside any module of ours, with the module's own go.sum
-    GOBIN="$DIR/bin" GOFLAGS=-buildvcs=false go install "$MODULE/cmd/workflow-controller@$ARGO_VERSION"
+    # go install MODULE@VERSION builds outside any module of ours, with the module's own go.sum; the
+    # version is stamped as Argo's Makefile does (the default executor image's tag is derived from it)
+    GOBIN="$DIR/bin" GOFLAGS=-buildvcs=false go install -ldflags "-X $MODULE.version=$ARGO_VERSION" \
+        "$MODULE/cmd/workflow-controller@$ARGO_VERSION"
 fi
 if [ ! -f "$DIR/crds/argoproj.io_workflows.yaml" ]; then
     source_dir=$(go mod download -json "$MODULE@$ARGO_VERSION" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
