@@ -320,28 +320,43 @@ async def run_argo(cluster: Cluster, api: Api, w: Workload, label: str, tmp: Pat
 
 @dataclass
 class PodLives:
-    """Every pod of the cluster, from the bench's one cluster-wide watch: when it was first seen, and
-    Succeeded. Splits a wall into runs created -> first pod, the gaps, and the pods' own lives (ADDED ->
-    Succeeded: the scheduler's binding and kwok's stages, the same work for both systems' pods)."""
+    """Every pod of the cluster, from the bench's one cluster-wide watch: when it was first seen, bound
+    to a node (the scheduler), Running and Succeeded (kwok's stages). Splits a wall into runs created ->
+    first pod, the gaps, and the pods' own lives (ADDED -> Succeeded: the same work for both systems'
+    pods, done by the scheduler and kwok)."""
 
     added: dict[tuple[str, str], float] = field(default_factory=dict)
+    bound: dict[tuple[str, str], float] = field(default_factory=dict)
+    running: dict[tuple[str, str], float] = field(default_factory=dict)
     succeeded: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def on_event(self, type: str, pod: dict[str, Any], now: float) -> None:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
         self.added.setdefault(key, now)
-        if (pod.get("status") or {}).get("phase") == "Succeeded":
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.bound.setdefault(key, now)
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Running", "Succeeded"):
+            self.running.setdefault(key, now)
+        if phase == "Succeeded":
             self.succeeded.setdefault(key, now)
 
     def split(self, namespace: str, wall: float) -> dict[str, float]:
         ours = [key for key in self.succeeded if key[0] == namespace and key in self.added]
         if not ours:
             return {}
-        lives = [(self.succeeded[key] - self.added[key]) * 1000 for key in ours]
+
+        def p50(since: dict[tuple[str, str], float], until: dict[tuple[str, str], float]) -> float:
+            spans = [(until[key] - since[key]) * 1000 for key in ours if key in since and key in until]
+            return round(statistics.median(spans), 1) if spans else float("nan")
+
         first = min(self.added[key] for key in ours)
         last = max(self.succeeded[key] for key in ours)
         return {
-            "pod_life_p50_ms": round(statistics.median(lives), 1),
+            "pod_life_p50_ms": p50(self.added, self.succeeded),
+            "bind_p50_ms": p50(self.added, self.bound),
+            "to_running_p50_ms": p50(self.bound, self.running),
+            "running_p50_ms": p50(self.running, self.succeeded),
             "to_first_pod_s": round(wall - (last - first), 2),
         }
 
@@ -412,7 +427,11 @@ async def main_async(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> N
                 for system in systems[shift:] + systems[:shift]:
                     print(f"# round {round_} {w.name} {system}: load {os.getloadavg()}", flush=True)
                     if system == "zonda":
-                        result = await run_zonda(cluster, api, REPO, w, "zonda", tmp, profile)
+                        # a directory of its own: run_zonda waits for "zonda controller started" in its
+                        # log, which a log appended to by an earlier round already holds
+                        fresh = tmp / f"round{round_}"
+                        fresh.mkdir(exist_ok=True)
+                        result = await run_zonda(cluster, api, REPO, w, "zonda", fresh, profile)
                         out = row(system, w, result, CONTROLLER_RESOURCES, lives)
                     else:
                         result = await run_argo(cluster, api, w, system.removeprefix("argo-"), tmp)
