@@ -43,7 +43,6 @@ import os
 import pwd
 import secrets
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -60,7 +59,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import private_network  # noqa: E402
+from bench import private_network, processes  # noqa: E402
 from controller.devtools.devcluster import start_local_cluster  # noqa: E402
 from controller.devtools.ports import free_port  # noqa: E402
 from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for  # noqa: E402
@@ -211,27 +210,17 @@ def airflow_env(work: Path, sockets: Path, parallelism: int, airflow: Airflow) -
     return env
 
 
-@contextlib.contextmanager
-def airflow_process(airflow: Path, command: str, env: dict[str, str], work: Path) -> Iterator[None]:
+def airflow_process(airflow: Path, command: str, env: dict[str, str], work: Path) -> Any:
     """`airflow <command>` in its own process group, its output in `work/airflow-<command>.log`."""
-    with (work / f"airflow-{command}.log").open("wb") as log:
-        process = subprocess.Popen(
-            [str(airflow), command],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            yield
-        finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    log = work / f"airflow-{command}.log"
+    return processes.running(
+        [str(airflow), command],
+        log,
+        ready=lambda _: True,
+        what=f"airflow {command}",
+        env=env,
+        stop_timeout=60,
+    )
 
 
 def bench_airflow(work: Path, options: argparse.Namespace, version: Airflow) -> list[dict[str, Any]]:

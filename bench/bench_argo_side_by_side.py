@@ -45,11 +45,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -60,7 +59,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import private_network
+from bench import private_network, processes
 from bench.bench_controller import api_writes, percentile
 from bench.bench_scale import (
     CONTROLLER_RESOURCES,
@@ -203,30 +202,17 @@ def argo_controller(cluster: Cluster, config: ArgoConfig, namespace: str, log: P
         "--managed-namespace", namespace, *config.args,
     ]  # fmt: skip
     env = {k: v for k, v in cluster.env().items() if not k.startswith("ARGO")} | config.env
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=log.parent
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not started(log, config):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"workflow-controller did not start: {log.read_text()[-3000:]}")
-            time.sleep(0.1)
+    ready = functools.partial(started, config)
+    with processes.running(
+        args, log, ready=ready, what="workflow-controller", env=env, cwd=log.parent
+    ) as process:
         yield process.pid
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
-def started(log: Path, config: ArgoConfig) -> bool:
+def started(config: ArgoConfig, logged: str) -> bool:
     """Its last start-up line; at --loglevel=warn it logs none, so its metrics server (self-signed TLS)."""
     if "--loglevel=warn" not in config.args:
-        return "Current Worker Numbers" in log.read_text(errors="replace")
+        return "Current Worker Numbers" in logged
     import ssl
     import urllib.request
 
@@ -427,11 +413,7 @@ async def main_async(args: argparse.Namespace, cluster: Cluster, tmp: Path) -> N
                 for system in systems[shift:] + systems[:shift]:
                     print(f"# round {round_} {w.name} {system}: load {os.getloadavg()}", flush=True)
                     if system == "zonda":
-                        # a directory of its own: run_zonda waits for "zonda controller started" in its
-                        # log, which a log appended to by an earlier round already holds
-                        fresh = tmp / f"round{round_}"
-                        fresh.mkdir(exist_ok=True)
-                        result = await run_zonda(cluster, api, REPO, w, "zonda", fresh, profile)
+                        result = await run_zonda(cluster, api, REPO, w, "zonda", tmp, profile)
                         out = row(system, w, result, CONTROLLER_RESOURCES, lives)
                     else:
                         result = await run_argo(cluster, api, w, system.removeprefix("argo-"), tmp)

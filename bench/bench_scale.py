@@ -62,6 +62,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import processes
 from bench.bench_controller import api_writes, percentile
 from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, connect_cluster
 from zonda.resources.dagrun_models import manual_dagrun
@@ -283,24 +284,11 @@ def controller(
     if workers is not None:
         args += ["--workers", str(workers)]
     args += list(extra)
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tree, start_new_session=True
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while "zonda controller started" not in log.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"controller did not start: {log.read_text()[-3000:]}")
-            time.sleep(0.1)
+    started = processes.running(
+        args, log, ready=lambda text: "zonda controller started" in text, what="controller", env=env, cwd=tree
+    )
+    with started as process:
         yield process.pid
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def controller_counters(port: int) -> dict[str, float]:
