@@ -66,6 +66,41 @@ def consumer(name: str = "asset-consumer", schedule: dict[str, Any] | None = Non
     }
 
 
+def gated_consumer(gate: Path) -> dict[str, Any]:
+    """The consumer at maxActiveRuns 1 whose task waits for the gate file: its runs are held."""
+    dag = consumer()
+    dag["spec"]["maxActiveRuns"] = 1
+    dag["spec"]["tasks"] = [
+        {
+            "id": "report",
+            "operator": "BashOperator",
+            "args": {"bash_command": f"while [ ! -e {gate} ]; do sleep 0.1; done"},
+        }
+    ]
+    return dag
+
+
+def limited_asset(limit: int) -> dict[str, Any]:
+    from zonda.resources.asset_models import asset_name
+
+    return {
+        "apiVersion": "zonda.dev/v1alpha1",
+        "kind": "Asset",
+        "metadata": {"name": asset_name(URI)},
+        "spec": {"uri": URI, "eventsHistoryLimit": limit},
+    }
+
+
+def open_gate_and_finish(cluster: Cluster, namespace: str, gate: Path, last: str) -> list[dict[str, Any]]:
+    """Open the gated consumer's gate, wait until its cursor names `last`, then every run succeeded."""
+    gate.touch()
+    wait_for(lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", last), f"{last} consumed")
+    runs: list[dict[str, Any]] = runs_of(cluster, namespace, "asset-consumer")
+    for run in runs:
+        assert wait_run_finished(cluster, namespace, run["metadata"]["name"])["status"]["state"] == "success"
+    return runs
+
+
 def asset_events(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = get(cluster, namespace, "assetevents")["items"]
     return items
@@ -249,16 +284,7 @@ def test_events_faster_than_runs_finish_queue_into_the_next_run(
     """As Airflow's queue: events recorded while the consumer's run is going wait for the next run and
     all go into it. The first run is held on a gate file (its task waits for it) at maxActiveRuns 1."""
     gate = tmp_path / "gate"
-    dag = consumer()
-    dag["spec"]["maxActiveRuns"] = 1
-    dag["spec"]["tasks"] = [
-        {
-            "id": "report",
-            "operator": "BashOperator",
-            "args": {"bash_command": f"while [ ! -e {gate} ]; do sleep 0.1; done"},
-        }
-    ]
-    apply(cluster, namespace, dag)
+    apply(cluster, namespace, gated_consumer(gate))
     with controller(cluster, namespace, tmp_path, executor="local"):
         create_asset_events(cluster, namespace, URI, ["burst-0"])
         [first] = wait_for(lambda: runs_of(cluster, namespace, "asset-consumer"), "the first run")
@@ -274,15 +300,7 @@ def test_events_faster_than_runs_finish_queue_into_the_next_run(
         assert [r["metadata"]["name"] for r in runs_of(cluster, namespace, "asset-consumer")] == [
             first["metadata"]["name"]
         ], "no second run while the first is going"
-        gate.touch()
-        wait_for(
-            lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "burst-4"), "burst-4 consumed"
-        )
-        runs = runs_of(cluster, namespace, "asset-consumer")
-        for run in runs:
-            assert (
-                wait_run_finished(cluster, namespace, run["metadata"]["name"])["status"]["state"] == "success"
-            )
+        runs = open_gate_and_finish(cluster, namespace, gate, "burst-4")
     consumed = sorted([e["name"] for e in r["spec"]["triggeringAssetEvents"]] for r in runs)
     assert consumed == [["burst-0"], queued], "two runs: the first event, then the four queued"
 
@@ -293,16 +311,7 @@ def test_an_assets_history_limit_keeps_its_newest_events_and_runs_keep_their_cop
     from zonda.resources.asset_models import asset_name
 
     apply(cluster, namespace, consumer())
-    apply(
-        cluster,
-        namespace,
-        {
-            "apiVersion": "zonda.dev/v1alpha1",
-            "kind": "Asset",
-            "metadata": {"name": asset_name(URI)},
-            "spec": {"uri": URI, "eventsHistoryLimit": 3},
-        },
-    )
+    apply(cluster, namespace, limited_asset(3))
     names = [f"kept-{i}" for i in range(7)]
     with controller(cluster, namespace, tmp_path, executor="local"):
         for name in names:  # each consumed before the next: every one is in a run before any is deleted
@@ -337,26 +346,8 @@ def test_the_history_limit_keeps_the_events_a_held_consumer_has_not_consumed(
     from zonda.resources.asset_models import asset_name
 
     gate = tmp_path / "gate"
-    dag = consumer()
-    dag["spec"]["maxActiveRuns"] = 1
-    dag["spec"]["tasks"] = [
-        {
-            "id": "report",
-            "operator": "BashOperator",
-            "args": {"bash_command": f"while [ ! -e {gate} ]; do sleep 0.1; done"},
-        }
-    ]
-    apply(cluster, namespace, dag)
-    apply(
-        cluster,
-        namespace,
-        {
-            "apiVersion": "zonda.dev/v1alpha1",
-            "kind": "Asset",
-            "metadata": {"name": asset_name(URI)},
-            "spec": {"uri": URI, "eventsHistoryLimit": 3},
-        },
-    )
+    apply(cluster, namespace, gated_consumer(gate))
+    apply(cluster, namespace, limited_asset(3))
     held = [f"held-{i}" for i in range(7)]
 
     def asset_status() -> dict[str, Any]:
@@ -381,15 +372,7 @@ def test_the_history_limit_keeps_the_events_a_held_consumer_has_not_consumed(
         )
         assert sorted(e["metadata"]["name"] for e in asset_events(cluster, namespace)) == held
         assert "unconsumedDeleted" not in asset_status()
-        gate.touch()
-        wait_for(
-            lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "held-6"), "held-6 consumed"
-        )
-        runs = runs_of(cluster, namespace, "asset-consumer")
-        for run in runs:
-            assert (
-                wait_run_finished(cluster, namespace, run["metadata"]["name"])["status"]["state"] == "success"
-            )
+        runs = open_gate_and_finish(cluster, namespace, gate, "held-6")
         # the positive control: nothing pending any more, the limit prunes to the newest three
         wait_for(
             lambda: sorted(e["metadata"]["name"] for e in asset_events(cluster, namespace)) == held[-3:],
