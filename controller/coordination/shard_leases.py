@@ -323,6 +323,13 @@ class ShardMembership:
         holding = self.holdings.get(shard)
         return holding is not None and holding.is_current(self.monotonic())
 
+    def renewal_late(self, shard: int) -> bool:
+        """Held, but not renewed within a lease duration by our own clock, and not given up yet: the
+        cycle under way either renews the Lease or loses the shard (`on_lost`, the next holder takes
+        over its work). Work of that shard met now waits for it, rather than being dropped while the
+        shard may stay ours."""
+        return shard in self.holdings and not self.current(shard)
+
     def lose(self, shard: int, reason: str) -> None:
         if self.holdings.pop(shard, None) is not None:
             log.warning("Gave up shard %d (%s)", shard, reason)

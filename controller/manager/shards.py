@@ -78,11 +78,7 @@ class ControllerShards:
         renewal is late (a busy event loop, a slow apiserver) and the cycle that ends with it either
         renews the Lease (the shard is served again) or drops it (`on_lost`; the next holder enqueues
         everything of it). A key met now must be looked at again, not dropped."""
-        return (
-            not self.membership.disagreeing
-            and shard in self.membership.holdings
-            and not self.membership.current(shard)
-        )
+        return not self.membership.disagreeing and self.membership.renewal_late(shard)
 
     def served(self) -> frozenset[int]:
         """The shards held now by our own clock (none while the shard counts disagree)."""

@@ -531,8 +531,7 @@ class Triggerer:
         Dropped instead, the event was lost for good once the renewal came through: this replica kept
         the shard and never ran that trigger again (the fault suite's etcd restart: a deferred task
         instance waited forever)."""
-        holding = self.holdings.get(outcome.shard)
-        if holding is None or holding.is_current(time.monotonic()):
+        if not self.membership.renewal_late(outcome.shard):
             return False
         log.info("Holding %s's event: shard %d's Lease renewal is late", outcome.name, outcome.shard)
         await asyncio.sleep(LATE_RENEWAL_RETRY_SECONDS)
