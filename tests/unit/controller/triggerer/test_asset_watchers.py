@@ -462,6 +462,7 @@ async def test_a_state_event_waits_for_a_late_lease_renewal_then_is_recorded(
 
     from controller.coordination.shard_leases import Holding
     from controller.triggerer import runtime
+    from tests.unit.controller.triggerer.held_events import watched_holds
 
     kube = FakeKube()
     triggerer = lapsed_triggerer(kube)
@@ -475,11 +476,14 @@ async def test_a_state_event_waits_for_a_late_lease_renewal_then_is_recorded(
     monkeypatch.setattr(runtime, "LATE_RENEWAL_RETRY_SECONDS", 0.01)
     body = {"apiVersion": "zonda.dev/v1alpha1", "kind": "AssetEvent",
             "metadata": {"name": "e1", "namespace": NS}, "spec": {"uri": URI}}  # fmt: skip
-    writer = asyncio.create_task(triggerer._write_outcomes())
-    triggerer.outcomes.put_nowait(
-        Outcome(name=f"{NS}/w", shard=0, status={}, resource_version=None, produced_at=0.0, asset_event=body)
-    )
-    await asyncio.sleep(0.1)
+    with watched_holds() as holds:
+        writer = asyncio.create_task(triggerer._write_outcomes())
+        triggerer.outcomes.put_nowait(
+            Outcome(
+                name=f"{NS}/w", shard=0, status={}, resource_version=None, produced_at=0.0, asset_event=body
+            )
+        )
+        await holds.twice()  # retried while the renewal is late: nothing written, nothing dropped
     assert [name for (kind, _, name) in kube.objects if kind == "assetevents"] == []
     triggerer.holdings[0] = Holding(0, "zonda-triggerer-shard-0", 1, start, "2", 3.0, time.monotonic())
     await asyncio.wait_for(triggerer.outcomes.join(), 5)

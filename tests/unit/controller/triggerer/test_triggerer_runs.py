@@ -262,6 +262,7 @@ async def test_an_event_waits_for_a_late_lease_renewal_instead_of_being_dropped(
     from controller.kube.fake import FakeKube
     from controller.triggerer import runtime
     from controller.triggerer.writes import Outcome
+    from tests.unit.controller.triggerer.held_events import watched_holds
 
     kube = FakeKube()
     await kube.create_custom(
@@ -281,11 +282,12 @@ async def test_an_event_waits_for_a_late_lease_renewal_instead_of_being_dropped(
 
     monkeypatch.setattr(triggerer.keeper, "verify", verify)
     monkeypatch.setattr(runtime, "LATE_RENEWAL_RETRY_SECONDS", 0.01)
-    writer = asyncio.create_task(triggerer._write_outcomes())
-    fired = {"state": "fired", "event": {"payload": 1}}
-    triggerer.awaiting_write.add("ns/t")
-    triggerer.outcomes.put_nowait(Outcome("ns/t", 0, fired, None, time.monotonic()))
-    await asyncio.sleep(0.1)  # several retries while the renewal is late: nothing written, nothing dropped
+    with watched_holds() as holds:
+        writer = asyncio.create_task(triggerer._write_outcomes())
+        fired = {"state": "fired", "event": {"payload": 1}}
+        triggerer.awaiting_write.add("ns/t")
+        triggerer.outcomes.put_nowait(Outcome("ns/t", 0, fired, None, time.monotonic()))
+        await holds.twice()  # retried while the renewal is late: nothing written, nothing dropped
     stored = await kube.get_custom(TRIGGERS, "ns", "t")
     assert stored is not None and "status" not in stored and "ns/t" in triggerer.awaiting_write
     assert checked == [], "no write is tried on a Lease our own clock says may be gone"
