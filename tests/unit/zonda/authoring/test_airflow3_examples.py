@@ -11,10 +11,13 @@ why, and a listed DAG must still differ (the lists stay honest). `summary` print
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import os
 from typing import Any
 
 import pytest
+import time_machine
 
 from tests.airflow_examples import compare
 from zonda.authoring import rendering
@@ -60,6 +63,14 @@ SLOW_OUTCOMES: dict[str, str] = {
     "example_python_operator": "builds virtualenvs with pip (needs the index), ~25 s",
     "example_python_decorator": "builds virtualenvs with pip (needs the index), ~25 s",
     "example_time_delta_sensor_async": "its sensor defers for 30 s",
+}
+#: DAG id -> the wall clock its `zonda dags test` runs under, for DAGs that branch on today's date with
+#: no record of the day Airflow's reference ran. BranchDayOfWeekOperator reads the wall clock
+#: (`use_task_logical_date` is off): Airflow's run took `branch_false` (not Monday) and
+#: `branch_mid_week` (not a weekend), so it ran on a Tuesday to Friday; a Wednesday gives the same
+#: answer, and the comparison no longer turns on the day CI runs (it failed on a Saturday).
+WALL_CLOCK: dict[str, datetime.datetime] = {
+    "example_weekday_branch_operator": datetime.datetime(2026, 12, 2, 12, 0, tzinfo=datetime.UTC),
 }
 #: (equal, compared) outcomes in the unit tier, pinned; `summary` in the report adds the slow ones.
 OUTCOMES_SAME = (89, 94)
@@ -129,10 +140,13 @@ def test_airflow3_examples_have_airflow3s_structure(rendered: dict[str, dict[str
 def _zonda_outcome(dag_id: str) -> dict[str, Any] | str:
     from controller.devtools import dag_runs
 
+    clock = WALL_CLOCK.get(dag_id)
+    pinned = time_machine.travel(clock, tick=True) if clock else contextlib.nullcontext()
     try:
-        outcome = dag_runs.test_file(
-            EXAMPLES / REFERENCE["dags"][dag_id]["file"], dag_id=dag_id, airflow_compat=True
-        )
+        with pinned:
+            outcome = dag_runs.test_file(
+                EXAMPLES / REFERENCE["dags"][dag_id]["file"], dag_id=dag_id, airflow_compat=True
+            )
     except dag_runs.DagTestError as error:
         return str(error).splitlines()[-1]
     return {"state": outcome.state, "tasks": dict(outcome.task_states)}
