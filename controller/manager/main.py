@@ -356,9 +356,10 @@ class ControllerProcess:
             if self.shard_of(kind, namespace, name) in shards:
                 self.enqueue(kind, namespace, name)
 
-    async def after_shard_cycle(self, changed: list[str]) -> None:
+    def after_shard_cycle(self, changed: list[str]) -> None:
         """After each shard Lease cycle: runs waiting for slots another replica gave back look again,
-        and the slots our own shards no longer hold are given back (`PoolAdmission.release`)."""
+        and the slots our own shards no longer hold are given back, in the background
+        (`PoolAdmission.release_in_background`: the lease loop must not wait for admission's lock)."""
         if self.services is None:
             return
         reconcilers = self.services.reconcilers
@@ -366,7 +367,7 @@ class ControllerProcess:
             for name, summary in reconcilers.index.in_namespace(namespace).items():
                 if summary.waiting:
                     self.enqueue("run", namespace, name)
-        await reconcilers.runs.admission.release()
+        reconcilers.runs.admission.release_in_background()
 
     async def healthz(self, request: web.Request) -> web.Response:
         """Liveness: the event loop answers (this handler runs) and every reconcile worker is alive."""

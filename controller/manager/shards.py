@@ -112,19 +112,23 @@ class ControllerShards:
         self.membership.drop_lapsed()
         return changed
 
-    async def run(self, after_cycle: Callable[[list[str]], object]) -> None:
-        """Cycle every `renew_every` seconds; `after_cycle(namespaces whose ledger changed)` after each."""
+    async def run(self, after_cycle: Callable[[list[str]], None]) -> None:
+        """Cycle every `renew_every` seconds on its own timer (from one cycle's start to the next's);
+        `after_cycle(namespaces whose ledger changed)` after each. It returns at once: what it starts
+        (enqueues, the slot ledger's release) runs beside this loop, since a renewal that waited for it
+        came late (the ledger release waited for pool admission's lock, held by every launching pass
+        across its ledger API calls: with a burst of runs, this replica skipped its own shards' keys)."""
+        loop = asyncio.get_running_loop()
+        next_cycle = loop.time()
         while True:
             try:
-                changed = await self.step()
-                result = after_cycle(changed)
-                if asyncio.iscoroutine(result):
-                    await result
+                after_cycle(await self.step())
             except (KubeError, OSError, TimeoutError) as error:
                 log.warning("after the controller shard cycle: %s", error)
             except Exception:  # a bug must not stop the renewals: the shards would lapse unnoticed
                 log.exception("controller shard cycle")
-            await asyncio.sleep(self.renew_every)
+            next_cycle = max(next_cycle + self.renew_every, loop.time())  # late: no catching up
+            await asyncio.sleep(next_cycle - loop.time())
 
     def describe(self) -> str:
         if self.membership.disagreeing:

@@ -175,10 +175,19 @@ class PoolAdmission:
 
         self._releasing[namespace] = asyncio.get_running_loop().create_task(later())
 
+    def release_in_background(self) -> None:
+        """`release` without waiting: one `release_soon` per namespace with a ledger (at most one
+        pending per namespace, however long the lock is held). The lease loop calls it once per cycle
+        and must not wait for the lock, which launching passes hold across the ledger's API calls."""
+        if self.sharding is None:
+            return
+        for namespace in self.sharding.ledger.namespaces():
+            self.release_soon(namespace, delay=0.0)
+
     async def release(self) -> None:
         """Sharded: declare again in every namespace with a ledger, so slots our shards no longer
         hold (tries that ended, shards handed over) are given back to the other replicas; a write
-        only where our entries changed. The lease loop calls it once per cycle."""
+        only where our entries changed."""
         if self.sharding is None:
             return
         for namespace in self.sharding.ledger.namespaces():

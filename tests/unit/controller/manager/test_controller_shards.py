@@ -7,6 +7,7 @@ takeover enqueues everything of the shards taken, and the work queue's gate refu
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -178,6 +179,69 @@ async def test_a_key_met_while_its_shards_renewal_is_late_is_looked_at_again_not
     await step(a)  # the late renewal: the shard is a's again
     assert a.serves("dag", NS, "dag-0")
     assert await a.reconcile(("dag", NS, "dag-0")) is not None
+
+
+async def test_a_run_key_met_while_its_shards_renewal_is_late_is_looked_at_again() -> None:
+    """In a chain, a run's only wake-up is its task pod's event (`on_task_pod` enqueues the run key):
+    dropped while the renewal was late, the run never moved again (100 runs on two replicas stalled
+    with their first task done, both replicas idle)."""
+    kube, clock = FakeKube(), Clock()
+    kube.cache = ObjectCache(frozenset({DAGS_PLURAL}))  # type: ignore[attr-defined]
+    a = process(kube, "a", clock)
+    know(a)
+    await step(a)
+    key = ("run", NS, "dag-0-run")
+    assert a.serves(*key)  # a positive control: a's shard, renewed now
+    clock.now += 3.5  # past the lease duration (3 s) by a's own clock; its cycle has not run since
+    assert not a.serves(*key)
+    retry = await a.reconcile(key)
+    assert retry is not None, "looked at again, not dropped"
+    assert (retry - clock_now_utc()).total_seconds() <= 1.0 + 0.5  # after the next cycle (every 1 s)
+    await step(a)  # the late renewal: the shard is a's again
+    assert a.serves(*key)
+
+
+async def test_the_shard_leases_are_renewed_while_a_pass_holds_the_admission_lock() -> None:
+    """A launching pass holds pool admission's lock across the slot ledger's API calls; the lease
+    loop gives slots back under the same lock. Awaited there, a burst of passes delayed every renewal
+    (this replica then skipped its own shards' keys): the loop must cycle on while the lock is held,
+    and the slots be given back once it is free, by one pending release however many cycles ran."""
+    kube = FakeKube()
+    kube.cache = ObjectCache(frozenset({DAGS_PLURAL}))  # type: ignore[attr-defined]
+    proc = process(kube, "a", Clock())
+    assert proc.services is not None and proc.services.shards is not None
+    shards, admission = proc.services.shards, proc.services.reconcilers.runs.admission
+    shards.renew_every = 0.05
+    await shards.ledger.refresh(NS)  # a namespace with a ledger: every cycle gives slots back there
+
+    renewed: asyncio.Queue[None] = asyncio.Queue()
+    step_once = shards.step
+
+    async def counted_step() -> list[str]:
+        changed = await step_once()
+        renewed.put_nowait(None)
+        return changed
+
+    shards.step = counted_step  # type: ignore[method-assign]
+
+    async def cycles(count: int) -> None:
+        """Until the loop has renewed (stepped) `count` more times."""
+        while not renewed.empty():
+            renewed.get_nowait()
+        for _ in range(count):
+            await renewed.get()
+
+    loop = asyncio.create_task(shards.run(proc.after_shard_cycle))
+    try:
+        await asyncio.wait_for(cycles(2), timeout=10)  # a positive control: the loop cycles
+        assert shards.served() == {0, 1}
+        async with admission.lock:  # a slow launching pass
+            await asyncio.wait_for(cycles(3), timeout=10)  # before the fix: the first never ended
+            assert list(admission._releasing) == [NS], "one release pending, not one per cycle"
+        await asyncio.wait_for(asyncio.gather(*admission._releasing.values()), timeout=10)
+        assert not admission._releasing, "given back once the lock was free"
+    finally:
+        loop.cancel()
 
 
 def clock_now_utc() -> datetime:
