@@ -121,7 +121,8 @@ def dag_dot(
                 lines.append(
                     f"{indent}{quote(child)} "
                     + _attrs(
-                        label=child.rsplit(".", 1)[-1] if task.group else child,
+                        # Airflow's graph shows task_display_name; the id stays in the tooltip
+                        label=task.display_name or (child.rsplit(".", 1)[-1] if task.group else child),
                         id=f"node-{child}",
                         color=views.STATE_COLORS.get(state, "black") if states else "black",
                         penwidth="3" if states else "1",

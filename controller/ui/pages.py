@@ -59,6 +59,7 @@ def environment() -> jinja2.Environment:
     env.filters["tojson_pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=True, default=str)
     env.filters["markdown"] = lambda text: Markup(render_markdown(text))  # sanitised by nh3 first
     env.filters["grid_cells"] = _grid_cells
+    env.globals["task_label"] = views.task_label
     env.filters["short_time"] = lambda value: str(value or "")[:19].replace("T", " ") or "—"
     return env
 
@@ -242,10 +243,17 @@ async def run_page(request: web.Request) -> web.Response:
         status=run.get("status") or {},
         dag_name=dag_name,
         gantt_rows=views.gantt(run, now=datetime.now(UTC), earlier_tries=earlier),
+        display_names=_run_display_names(run),
         events=events,
         events_note=events_note,
         watch=f"{namespace}/{dag_name}",
     )
+
+
+def _run_display_names(run: dict[str, Any]) -> dict[str, str]:
+    """The task display names of the DAG the run started with (its `dagSpec`)."""
+    dag_spec = (run.get("status") or {}).get("dagSpec") or {}
+    return views.task_display_names({"metadata": {"name": run["spec"]["dagName"]}, "spec": dag_spec})
 
 
 async def task_page(request: web.Request) -> web.Response:
@@ -294,6 +302,7 @@ async def task_page(request: web.Request) -> web.Response:
             k: v for k, v in request.query.items() if hitl_request is not None and k in hitl_request.params
         },
         task_id=task_id,
+        task_label=views.task_label(task_id, _run_display_names(run)),
         task_spec=task_spec,
         dag_doc=dag_spec.get("docMd"),
         attempts=known,

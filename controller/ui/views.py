@@ -88,6 +88,25 @@ def resolve(dag: Body) -> ResolvedDag | None:
         return None
 
 
+def task_display_names(dag: Body) -> dict[str, str]:
+    """Full task id -> Airflow's `task_display_name` (`spec.tasks[].displayName`), for the tasks that
+    have one; empty when the spec is invalid. `dag`: a DAG body, or a run's `dagSpec` under `spec`."""
+    resolved = resolve(dag)
+    if resolved is None:
+        return {}
+    return {task_id: task.display_name for task_id, task in resolved.tasks.items() if task.display_name}
+
+
+def task_label(key: str, display_names: Mapping[str, str]) -> str:
+    """What a page shows for a task instance key (`task` or a mapped `task[i]`): its task's display name
+    (with the map index), else the key itself."""
+    task_id, map_index = mapping.split_key(key)
+    name = display_names.get(task_id)
+    if name is None:
+        return key
+    return name if map_index < 0 else f"{name} [{map_index}]"
+
+
 def run_sort_key(run: Body) -> str:
     status = run.get("status") or {}
     return str(
@@ -276,8 +295,10 @@ def grid(dag: Body, runs: Sequence[Body], *, last: int = 25) -> Grid:
     parents: dict[str, str | None] = {g["id"]: g.get("parent") for g in spec.get("taskGroups") or []}
     tooltips = {g["id"]: g.get("tooltip") or "" for g in spec.get("taskGroups") or []}
     task_groups: dict[str, str | None] = {}
+    display_names: dict[str, str] = {}
     if resolved is not None:
         task_groups = {task_id: task.group for task_id, task in resolved.tasks.items()}
+        display_names = {t: task.display_name for t, task in resolved.tasks.items() if task.display_name}
     members: dict[str, list[str]] = {}
     for task_id, group in task_groups.items():
         for group_id in group_chain(group, parents):
@@ -304,11 +325,12 @@ def grid(dag: Body, runs: Sequence[Body], *, last: int = 25) -> Grid:
         rows.append(
             GridRow(
                 key=task_id,
-                label=task_id,
+                label=display_names.get(task_id, task_id),  # Airflow's grid shows task_display_name
                 depth=len(chain),
                 is_group=False,
                 parent_groups=tuple(chain),
                 states=states_of([task_id]),
+                tooltip=task_id if task_id in display_names else "",
             )
         )
     removed = sorted({t for tis in instances for t in tis} - set(task_groups))

@@ -1,10 +1,11 @@
 """The UI in a real browser, with the controller running task code: the issue's walk-through.
 
-The DAG list, a grid, triggering with conf from the params form, cells turning success live (no
-reload), collapsing a task group, the graph, a failed task's log, clearing it and watching it run
-again, and a read-only ServiceAccount refused when it triggers. Each page's screenshot is written to
-build/ui-screenshots/ (untracked); with ZONDA_UPDATE_SCREENSHOTS=1 (`make screenshots`) to docs/ui/
-instead, so the pictures in the docs are ones this test saw, retaken only on demand.
+The DAG list, a grid (a task's display name shown, its id kept), triggering with conf from the params
+form, cells turning success live (no reload), collapsing a task group, the graph, a failed task's log,
+clearing it and watching it run again, and a read-only ServiceAccount refused when it triggers. Each
+page's screenshot is written to build/ui-screenshots/ (untracked); with ZONDA_UPDATE_SCREENSHOTS=1
+(`make screenshots`) to docs/ui/ instead, so the pictures in the docs are ones this test saw, retaken
+only on demand.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def demo_dag(flag: Path) -> dict[str, Any]:
                 },
                 {
                     "id": "flaky",
+                    "displayName": "Flaky step",  # Airflow's task_display_name
                     "group": "process",
                     "operator": "BashOperator",
                     "dependsOn": ["extract"],
@@ -193,6 +195,10 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
         flaky = grid_cell(page, "process.flaky", run_name)
         expect(flaky).to_have_class("cell s-failed")
         assert page.evaluate("window.__sameDocument") is True
+        # A task's display name is its row's label, its id the row's tooltip (Airflow's grid).
+        flaky_label = page.locator("tr[data-key='process.flaky'] th.task-col")
+        expect(flaky_label).to_have_text("Flaky step")
+        expect(flaky_label).to_have_attribute("title", "process.flaky")
         shot(page, "grid")
 
         # Collapse the task group: its tasks' rows hide, the group's row stays (summarised as failed).
@@ -206,6 +212,7 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
         page.click("nav.tabs a:has-text('Graph')")
         expect(page.locator("#graph[data-rendered=true] svg")).to_be_visible()
         expect(page.locator("#graph g[id='node-process.flaky']")).to_be_visible()
+        expect(page.locator("#graph g[id='node-process.flaky'] text")).to_have_text("Flaky step")
         shot(page, "graph")
 
         # Open the failed task's log.
@@ -213,6 +220,8 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
         grid_cell(page, "process.flaky", run_name).click()
         expect(page.locator("#log")).to_contain_text("first try fails on purpose")
         shot(page, "task")
+        expect(page.locator("#task-title")).to_contain_text("Flaky step")  # and the id beside it
+        expect(page.locator("#task-title .meta")).to_have_text("process.flaky")
 
         # Clear it (with downstream): the preview lists what will run again; then it does, live.
         page.click(".actions .clear-button")
@@ -234,6 +243,9 @@ def test_the_ui_walk_through(browser: Browser, cluster: Cluster, namespace: str,
         assert [flaky_bars.nth(i).get_attribute("data-try") for i in range(2)] == ["1", "2"]
         expect(flaky_bars.nth(0)).to_have_class("bar s-failed")
         expect(flaky_bars.nth(1)).to_have_class("bar s-success")
+        flaky_row = page.locator("table.tis tr[data-task='process.flaky'] td").first
+        expect(flaky_row.locator("a")).to_have_text("Flaky step")
+        expect(flaky_row.locator(".meta")).to_have_text("process.flaky")
         shot(page, "run")
         assert errors == []
 

@@ -397,6 +397,10 @@ class _Compiler(ValueWriter):
         args: dict[str, Any] = {}
         for name, value in task.authored_arguments.items():
             self.note_unsupported(name, value)
+            if name == "task_display_name":
+                if value:  # Airflow shows the id when unset
+                    body["displayName"] = str(value)
+                continue
             if name == "max_active_tis_per_dagrun" and value is not None:
                 body["maxActiveTisPerDagrun"] = value
                 continue

@@ -254,6 +254,10 @@ class TaskSpec(TaskDefaults):
         default_factory=dict, description="Labels of the edges from upstream ids (display only)."
     )
     group: str | None = Field(default=None, description="Id of the task group this task belongs to.")
+    display_name: str | None = Field(
+        default=None,
+        description="Airflow's task_display_name: shown instead of the task id where people read (the UI).",
+    )
     doc_md: str | None = None
     is_setup: bool | None = Field(default=None, description="Airflow's as_setup(): prepares resources.")
     is_teardown: bool | None = Field(

@@ -83,6 +83,7 @@ class ResolvedTask:
     pod_override: Mapping[str, Any] = field(default_factory=dict)
     edge_labels: Mapping[str, str] = field(default_factory=dict)  # upstream id -> label
     doc_md: str | None = None
+    display_name: str | None = None  # Airflow's task_display_name (display only)
     is_setup: bool = False
     is_teardown: bool = False
     on_failure_fail_dagrun: bool = False  # a teardown whose failure fails the run
@@ -324,6 +325,7 @@ def _resolve_task(spec: DagSpec, graph: GraphBuilder, task_id: str) -> tuple[lis
         pod_override=merged.get("pod_override") or {},
         edge_labels=graph.edge_labels[task_id],
         doc_md=task.doc_md,
+        display_name=task.display_name,
         is_setup=bool(task.is_setup),
         outlets=tuple(task.outlets or ()),
         is_teardown=bool(task.is_teardown),

@@ -306,3 +306,23 @@ def test_the_dag_list_and_header_show_the_display_name_and_the_name() -> None:
     header = str(env.get_template("_macros.html").module.dag_header(body, row, "grid"))  # type: ignore[attr-defined]
     for html in (listing, header):
         assert "Sample DAG with Display Name" in html and 'title="the DAG\'s name">etl<' in html
+
+
+def test_task_display_names_are_shown_in_the_grid_graph_and_pages_with_the_id_kept() -> None:
+    """Airflow's `task_display_name` (`spec.tasks[].displayName`): the grid's row and the graph's node
+    show it, the id stays in the row's tooltip, the node's tooltip and id, and the row's key; a mapped
+    instance shows it with its index."""
+    body = dag()
+    body["spec"]["tasks"][1]["displayName"] = "Step A (nice)"
+    rows = {r.key: r for r in views.grid(body, []).rows}
+    assert (rows["section.a"].label, rows["section.a"].tooltip) == ("Step A (nice)", "section.a")
+    assert (rows["section.b"].label, rows["section.b"].tooltip) == ("section.b", "")
+    names = views.task_display_names(body)
+    assert names == {"section.a": "Step A (nice)"}
+    assert views.task_label("section.a", names) == "Step A (nice)"
+    assert views.task_label("section.a[3]", names) == "Step A (nice) [3]"
+    assert views.task_label("start", names) == "start"
+    text = graphs.dag_dot(body)
+    node = next(line for line in text.splitlines() if '"section.a" [' in line)
+    assert 'label="Step A (nice)"' in node and 'id="node-section.a"' in node
+    assert 'tooltip="section.a' in node

@@ -304,3 +304,17 @@ def test_chain_linear_refuses_as_airflow() -> None:
         chain_linear()
     with pytest.raises(ValueError, match="Labels are not supported by chain_linear"):
         chain_linear(Label("x"))
+
+
+def test_task_display_names_are_written_into_the_manifest() -> None:
+    """Airflow 3.3.2's example_display_name, unchanged: `task_display_name` on an operator and on
+    `@task` becomes the task's `displayName` (the UI shows it); a task without one has none."""
+    from tests.airflow_examples import compare
+
+    report = rendering.render_paths(
+        [compare.AF3 / "dags" / "core" / "example_display_name.py"], airflow_compat=True
+    )
+    (dag,) = report.dags
+    assert dag.manifest is not None
+    shown = {t["id"]: t.get("displayName") for t in dag.manifest["spec"]["tasks"]}
+    assert shown == {"sample_task_1": "Sample Task 1", "sample_task_2": "Sample Task 2"}
