@@ -5,7 +5,7 @@ both shards, all their tasks in one small Pool, kwok's nodes running the pods. T
 shard 0 is SIGKILLed once some runs have finished and others are under way; the survivor must take
 its shard after the lease duration. The audit counts from the apiserver and etcd, never from Zonda:
 each due logical date of each DAG is one DagRun; each try had at most one pod created (an etcd watch
-started before the controllers, `test_faults.PodCreations`); every task instance succeeded at try 1
+started before the controllers, `fault_audit.EtcdKeys`); every task instance succeeded at try 1
 (no try was given up and launched again); the Pool never ran more task instances at once than its
 slots (the slot ledger across replicas), as the task instances' recorded admission and end times say.
 """
@@ -26,8 +26,9 @@ from typing import Any
 
 from controller.coordination.shards import dag_shard
 from controller.devtools.devcluster import ADMIN_TOKEN, Cluster
+from tests.cluster.fault_audit import EtcdKeys as PodCreations
 from tests.cluster.fault_proxy import FaultProxy
-from tests.cluster.test_faults import HARMLESS, PodCreations, pod_task, proxy_for, unfenced
+from tests.cluster.test_faults import HARMLESS, pod_task, proxy_for, unfenced
 from tests.cluster.zonda_processes import ZondaProcess, apply, controller, most_at_once, wait_for
 from zonda.resources.names import attempt_name
 

@@ -1,35 +1,34 @@
-"""Fault injection: a seeded schedule of one fault type hits a workload while it runs, and an independent
-audit counts what happened from the apiserver's objects and a pod watch of its own.
+"""Fault injection: a seeded schedule of one fault type hits the mixed workload while it runs, and an
+independent audit compares what happened with a fault-free reference run, from the apiserver's
+objects and etcd's own records.
 
-Fault types (one test each, small in CI): the controller SIGKILLed; kube-apiserver SIGKILLed and
-restarted (every watch and connection breaks); etcd SIGKILLed and restarted (the apiserver answers
-errors until it is back); task pods deleted (grace 0) and evicted (the Eviction API) while Running;
-a kwok Node deleted under a Running pod (its pods garbage-collected by kube-controller-manager), then
-created again; one of two triggerer replicas SIGKILLed while Triggers wait (the workload then has a
-deferrable sensor), restarted once the other holds its shards; a fault proxy hurting requests; the
-controller's clock jumped; a run's status writes refused as too large (413, by the fault proxy).
-`ZONDA_FAULT_INJECTIONS=N` runs N of each (on demand, e.g. 40), seed `ZONDA_FAULT_SEED` (22),
-`ZONDA_FAULT_INTERVAL_MINUTES` (10) sets how many runs the last hour holds, `ZONDA_FAULT_MIXED_RUNS`
-(2) the mixed workload's scheduled runs (half as many more backfilled). The table each prints goes to
-docs/reliability.md.
+Fault types (one test each, small in CI): the controller SIGKILLed, or started during an apiserver
+restart; kube-apiserver SIGKILLed and restarted (every watch and connection breaks); etcd SIGKILLed
+and restarted (the apiserver answers errors until it is back); task pods deleted (grace 0) and evicted
+(the Eviction API) while Running; a kwok Node deleted under a Running pod (its pods garbage-collected
+by kube-controller-manager), then created again; one of two triggerer replicas SIGKILLed while a
+Trigger waits, restarted once the other holds its shards, alone or with kube-apiserver or etcd
+restarted at the same time; a fault proxy hurting requests; the controller's clock jumped; a run's
+status writes refused as too large (413, by the fault proxy); and (its own test) the leader of two
+replicas SIGSTOPped past its Lease, then SIGCONTed. `ZONDA_FAULT_INJECTIONS=N` runs N of each (on
+demand), seed `ZONDA_FAULT_SEED` (22), `ZONDA_FAULT_MIXED_RUNS` (2) the mixed workload's scheduled
+runs (half as many more backfilled), `ZONDA_FAULT_INTERVAL_MINUTES` (10) the minutes between them.
+The table row each prints goes to docs/reliability.md.
 
-The process, apiserver, etcd, pod-delete, proxy and clock faults hit the mixed workload of
-tests/cluster/fault_audit.py (retries, a branch, mapping, a Pool, a reschedule sensor, a deferral, a
-DAG callback, asset-triggered runs, a Backfill), and its audit compares every outcome, name for name,
-with a fault-free reference run of the same workload made once per session (`mixed_reference`); the
-other types keep the small workload below.
+The mixed workload (tests/cluster/fault_audit.py: retries, a branch, mapping, a Pool, a reschedule
+sensor, a deferral, a DAG callback, asset-triggered runs, a Backfill) runs over a window of logical
+dates fixed once per session, so the reference run (`mixed_reference`, once per session, in a
+namespace of its own) and every faulted run have the same run, pod, Trigger and AssetEvent names,
+and `fault_audit.compare` checks them name for name. It never reads Zonda's counters: each run,
+pod, Trigger and AssetEvent key created at most once and each Trigger fired by one write (etcd's
+watch, started before the controller); every task instance ended as the reference's, at the
+reference's try plus one per try the fault itself failed (a Running pod deleted or evicted,
+preconditioned on the resourceVersion it was read Running at; a pod on a deleted Node that had not
+ended and did not end Succeeded), which the fault names; every asset event consumed by exactly one
+consumer run.
 
-The audit never reads Zonda's counters: each due logical date is created exactly once (DagRuns in the
-apiserver); each (run, task, map index, try) had at most one pod created (ADDED events of a pod watch
-started before the controller, resumed at its last resourceVersion when the apiserver restarts); no
-task instance is left unfinished; every task instance succeeds, at try 1 unless the fault itself
-failed a try: a pod the fault deleted while it was Running (a delete preconditioned on the Running
-pod's resourceVersion), or bound to a Node the fault deleted and ended other than Succeeded, is exactly
-one more try of that task instance, and tries 1..n each had a pod. With the triggerer: each deferred
-task instance had one Trigger, fired by one write (etcd's record of the Triggers), and one attempt
-that resumed it (a pod of its own).
-
-Real: the apiserver, etcd, kwok's nodes running the pods, the controller process.
+Real: the apiserver, etcd, kube-controller-manager, kwok's nodes running the pods, the controller and
+triggerer processes.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,17 +57,14 @@ from controller.devtools.ports import free_port
 from controller.processes.clock import OFFSET_FILE_ENV
 from controller.triggerer.leases import shard_lease_name
 from tests.cluster import fault_proxy
-from tests.cluster.fault_audit import EtcdKeys as PodCreations
 from tests.cluster.fault_audit import (
     FailedTry,
     Outcome,
     Records,
-    TriggerFirings,
     Window,
     all_progress,
     check_reference,
     compare,
-    deferrable_task,
     mixed_finished,
     mixed_workload,
 )
@@ -79,11 +75,10 @@ from tests.cluster.zonda_processes import (
     controller,
     fresh_namespace,
     get,
-    runs_of,
     triggerer,
     wait_for,
 )
-from zonda.resources.names import attempt_name, is_callback_name, trigger_name
+from zonda.resources.names import is_callback_name
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN, LABEL_MAP_INDEX, LABEL_TASK, LABEL_TRY
 from zonda.specs.mapping import ti_key
 
@@ -92,7 +87,6 @@ SEED = int(os.environ.get("ZONDA_FAULT_SEED", "22"))
 INJECTIONS = os.environ.get("ZONDA_FAULT_INJECTIONS")
 #: Minutes between the workload's runs over the last hour: 10 -> 6 runs; 2 -> 30 runs (on demand).
 INTERVAL = int(os.environ.get("ZONDA_FAULT_INTERVAL_MINUTES", "10"))
-DAG = "mixed"
 #: The mixed workload's scheduled runs (and half as many backfilled, at least one), over a window of
 #: the past fixed once per session: the reference run and every faulted one have the same run names.
 MIXED_RUNS = int(os.environ.get("ZONDA_FAULT_MIXED_RUNS", "2"))
@@ -111,31 +105,6 @@ def pod_task(task_id: str, depends_on: list[str], duration_ms: int) -> dict[str,
     }
 
 
-DEFERRABLE = "wait"
-
-
-def workload(start: datetime, duration_ms: int, *, deferrable: bool = False) -> dict[str, Any]:
-    """A chain, a fan-out of four and a join, every INTERVAL minutes since `start` (catchup), at most
-    three runs at once: six due runs of seven task instances by default; `deferrable` adds a deferrable
-    sensor after `a` that the join also waits for (eight)."""
-    fan = [pod_task(f"fan{index}", ["b"], duration_ms) for index in range(4)]
-    waits = [deferrable_task(DEFERRABLE, ["a"], duration_ms)] if deferrable else []
-    return {
-        "apiVersion": "zonda.dev/v1alpha1",
-        "kind": "DAG",
-        "metadata": {"name": DAG},
-        "spec": {
-            "schedule": f"{INTERVAL}m",
-            "startDate": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "catchup": True,
-            "maxActiveRuns": 3,
-            "tasks": [pod_task("a", [], duration_ms), pod_task("b", ["a"], duration_ms), *fan, *waits,
-                      pod_task("join", [*(f"fan{index}" for index in range(4)), *(w["id"] for w in waits)],
-                               duration_ms)],
-        },
-    }  # fmt: skip
-
-
 @dataclass
 class Target:
     """What a fault acts on, and what it reports back to the audit."""
@@ -144,9 +113,7 @@ class Target:
     namespace: str
     controller: ZondaProcess
     rng: random.Random
-    #: (run, task) -> tries the fault itself failed (a Running pod deleted or evicted).
-    failed_tries: Counter[tuple[str, str]] = field(default_factory=Counter)
-    #: The same, each try named (the mixed workload's audit).
+    #: The tries the fault itself failed (a Running pod deleted or evicted, or on a Node deleted).
     failed: list[FailedTry] = field(default_factory=list)
     #: Why a pod fault's looks found nothing to hit ("none running", or the hit's 404/409).
     missed: Counter[str] = field(default_factory=Counter)
@@ -158,8 +125,6 @@ class Target:
     clock_ahead: float = 0.0
     #: The triggerer replicas, by identity.
     triggerers: dict[str, ZondaProcess] = field(default_factory=dict)
-    #: Runs due: the workload has finished once they have all ended.
-    due: int = 0
     #: Whether the workload has finished (a pod fault stops looking for a victim then).
     done: Callable[[], Any] = lambda: False
 
@@ -176,14 +141,11 @@ class Fault:
     duration_ms: int = 1000
     #: The controller talks to the apiserver through a FaultProxy.
     proxied: bool = False
-    #: Triggerer replicas started, and the workload's deferrable sensor with them.
-    triggerers: int = 0
+    #: Triggerer replicas started (the workload's deferrable sensor needs one).
+    triggerers: int = 1
     #: How long the runs may take to finish once the schedule ends: a run whose write was refused
     #: waits for its next pass (a change of its pods, or `STATUS_REFUSED_RETRY`, 5 minutes).
     settle_seconds: float = 300
-    #: The mixed workload (fault_audit.py), audited against a reference run without faults; else the
-    #: seven-task DAG (eight with the triggerer).
-    mixed: bool = False
 
 
 def kill_controller(target: Target) -> bool:
@@ -277,14 +239,20 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
                     target.missed[f"{error.status} {error.reason}"] += 1
                     continue  # read again (a 409 is often kwok's status patch: the pod is still Running)
                 raise
-            labels = pod.metadata.labels
-            target.failed_tries[labels[LABEL_DAGRUN], labels[LABEL_TASK]] += 1
-            key = ti_key(pod.metadata.annotations[ANNOTATION_TASK_ID], int(labels.get(LABEL_MAP_INDEX, -1)))
-            target.failed.append(
-                FailedTry(labels[LABEL_DAGRUN], key, int(labels[LABEL_TRY]), pod.metadata.name)
-            )
+            target.failed.append(failed_try(pod))
             return True
     return False
+
+
+def failed_try(pod: Any) -> FailedTry:
+    """The try a task pod the fault failed was for."""
+    labels = pod.metadata.labels
+    key = ti_key(pod.metadata.annotations[ANNOTATION_TASK_ID], int(labels.get(LABEL_MAP_INDEX, -1)))
+    return FailedTry(labels[LABEL_DAGRUN], key, int(labels[LABEL_TRY]), pod.metadata.name)
+
+
+#: A pod's phases once it has ended.
+ENDED_PHASES = ("Succeeded", "Failed")
 
 
 def remove_node(target: Target) -> bool:
@@ -320,6 +288,7 @@ async def _remove_node(target: Target) -> bool:
             target.namespace, label_selector=LABEL_TASK, field_selector=on_node
         )
         last: dict[str, Any] = {pod.metadata.name: pod for pod in listing.items}
+        before = {name: pod.status.phase for name, pod in last.items()}
         alive = set(last)
         version = listing.metadata.resource_version
         # kwok is the kubelet of both nodes: it dies (a node's kubelet goes with the node), the Node is
@@ -350,11 +319,18 @@ async def _remove_node(target: Target) -> bool:
         assert not alive, f"the pod GC left the pods of deleted Node {node}: {sorted(alive)}"
         await kube.core.create_node(kwok_node_manifest(node))  # type: ignore[arg-type]
     wait_for(lambda: node_ready(target.cluster, node), f"Node {node} Ready again")
-    failed = [pod for pod in last.values() if pod.status.phase != "Succeeded"]
+    # a try the fault failed: its pod had not ended when the node went (not in the list made before,
+    # or not ended in it) and did not end Succeeded; a callback try is not a task's (it is never retried)
+    failed = [
+        pod
+        for name, pod in last.items()
+        if pod.status.phase != "Succeeded"
+        and not is_callback_name(name)
+        and before.get(name) not in ENDED_PHASES
+    ]
     target.missed[f"ended Succeeded on {node}"] += len(last) - len(failed)
     for pod in failed:
-        labels = pod.metadata.labels
-        target.failed_tries[labels[LABEL_DAGRUN], labels[LABEL_TASK]] += 1
+        target.failed.append(failed_try(pod))
     return True
 
 
@@ -370,6 +346,27 @@ def kill_triggerer(target: Target) -> bool:
     """SIGKILL the triggerer replica holding the shard of a Trigger that waits (pending or running, read
     from the apiserver), wait until the other replica holds its shards (it takes a Lease over once it
     has gone a lease duration, 4 s, unrenewed), then start it again (it may take shards back)."""
+    return _kill_triggerer(target, lambda: None)
+
+
+def kill_triggerer_in_restart(target: Target) -> bool:
+    """As `kill_triggerer`, and kube-apiserver or etcd (the seeded choice) SIGKILLed and restarted right
+    after it: the surviving replica takes the shards over while its watches break and its Lease
+    writes fail (the late renewals the triggerer's held events are for), and the killed one starts
+    again against the restarted control plane."""
+    return _kill_triggerer(target, lambda: restart_control_plane(target))
+
+
+def restart_control_plane(target: Target) -> None:
+    if target.rng.random() < 0.5:
+        target.missed["with kube-apiserver restarted"] += 1
+        target.cluster.restart("kube-apiserver", signal.SIGKILL)
+    else:
+        target.missed["with etcd restarted"] += 1
+        restart_etcd(target)
+
+
+def _kill_triggerer(target: Target, also: Callable[[], None]) -> bool:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # until a deferred task instance's Trigger waits
         waiting = [
@@ -382,7 +379,7 @@ def kill_triggerer(target: Target) -> bool:
         if holders:
             break
         target.missed["none waiting"] += 1
-        if not waiting and finished(target.cluster, target.namespace, target.due):
+        if not waiting and target.done():
             return False  # every run has ended: no Trigger will wait again
         time.sleep(0.1)  # polling the Triggers for a victim, not waiting for an effect
     else:
@@ -395,6 +392,7 @@ def kill_triggerer(target: Target) -> bool:
     ]
     victim = target.triggerers[identity]
     victim.stop(signal.SIGKILL)
+    also()
     # restarted at once under the same identity it would renew its own Leases: it starts again once
     # the other replica holds every shard it held (read from the Leases), so the shards fail over
     wait_for(
@@ -403,6 +401,7 @@ def kill_triggerer(target: Target) -> bool:
             for shard in held
         ),
         f"the other triggerer to take over {identity}'s shards {held}",
+        timeout=120,  # a lease duration, and the control plane's restart with it
     )
     victim.start()
     return True
@@ -470,25 +469,36 @@ def set_clock(target: Target, offset: float) -> None:
 
 
 FAULTS = [
-    Fault("controller-kill", "controller SIGKILL", 4, kill_controller, mixed=True),
-    Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver"), mixed=True),
+    Fault("controller-kill", "controller SIGKILL", 4, kill_controller),
+    Fault("apiserver-restart", "kube-apiserver SIGKILL + restart", 2, restart("kube-apiserver")),
     Fault(
         "start-in-restart",
         "controller started during an apiserver restart",
         1,
         kill_controller_then_restart_apiserver,
     ),
-    Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart_etcd, mixed=True),
+    Fault("etcd-restart", "etcd SIGKILL + restart", 1, restart_etcd),
     Fault(
         "pod-delete",
         "task pod deleted while Running",
         3,
         hit_running_pod(evict=False),
         duration_ms=2000,
-        mixed=True,
     ),
-    Fault("pod-evict", "task pod evicted while Running", 2, hit_running_pod(evict=True), duration_ms=3000),
-    Fault("node-remove", "a kwok Node deleted mid-run, then created again", 1, remove_node, duration_ms=3000),
+    Fault(
+        "pod-evict",
+        "task pod evicted while Running",
+        2,
+        hit_running_pod(evict=True),
+        duration_ms=2000,
+    ),
+    Fault(
+        "node-remove",
+        "a kwok Node deleted mid-run, then created again",
+        1,
+        remove_node,
+        duration_ms=3000,
+    ),
     Fault(
         "triggerer-kill",
         "a triggerer replica (of two) SIGKILLed while triggers wait, then restarted",
@@ -497,14 +507,20 @@ FAULTS = [
         triggerers=2,
     ),
     Fault(
+        "triggerer-kill-restart",
+        "a triggerer replica (of two) SIGKILLed while triggers wait, with kube-apiserver or etcd restarted",
+        2,
+        kill_triggerer_in_restart,
+        triggerers=2,
+    ),
+    Fault(
         "proxy",
         "fault proxy: drop, reset, stall, 429/500/504, lost reply",
         6,
         proxy_faults,
         proxied=True,
-        mixed=True,
     ),
-    Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock, mixed=True),
+    Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
     Fault(
         "status-too-large",
         "a run's status write refused as too large (413)",
@@ -548,38 +564,21 @@ def mixed_reference(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=[fault.id for fault in FAULTS])
 def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finishes_everything(
-    cluster: Cluster, namespace: str, tmp_path: Path, fault: Fault, request: pytest.FixtureRequest
+    cluster: Cluster, namespace: str, tmp_path: Path, fault: Fault, mixed_reference: Outcome
 ) -> None:
     rng = random.Random(SEED)
-    now = datetime.now(UTC)
-    start = (now - timedelta(hours=1)).replace(second=0, microsecond=0)
-    start -= timedelta(minutes=start.minute % INTERVAL)
-    due = int((now - start) / timedelta(minutes=INTERVAL))
-    reference: Outcome | None = request.getfixturevalue("mixed_reference") if fault.mixed else None
-    if fault.mixed:
-        for manifest in mixed_workload(WINDOW, fault.duration_ms):
-            apply(cluster, namespace, manifest)
-        due = WINDOW.runs
-    else:
-        apply(cluster, namespace, workload(start, fault.duration_ms, deferrable=fault.triggerers > 0))
+    for manifest in mixed_workload(WINDOW, fault.duration_ms):
+        apply(cluster, namespace, manifest)
 
     def done() -> Any:
-        return (
-            mixed_finished(cluster, namespace, WINDOW) if fault.mixed else finished(cluster, namespace, due)
-        )
-
-    def moved() -> int:
-        return all_progress(cluster, namespace) if fault.mixed else progress(cluster, namespace)
+        return mixed_finished(cluster, namespace, WINDOW)
 
     recoveries: list[float] = []
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         records = Records.watch(cluster, namespace)
-        pods = stack.enter_context(records.pods)
-        firings = stack.enter_context(records.triggers) if fault.triggerers or fault.mixed else None
-        if fault.mixed:
-            stack.enter_context(records.runs)
-            stack.enter_context(records.asset_events)
+        for keys in records.all():
+            stack.enter_context(keys)
         triggerers = {
             identity: stack.enter_context(
                 triggerer(cluster, namespace, tmp_path, identity=identity, extra=[
@@ -587,7 +586,7 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
                     "--health-port", str(free_port()),
                 ])
             )
-            for identity in ("triggerer-a", "triggerer-b")[: max(fault.triggerers, int(fault.mixed))]
+            for identity in ("triggerer-a", "triggerer-b")[: fault.triggerers]
         }  # fmt: skip
         proxy = stack.enter_context(proxy_for(cluster)) if fault.proxied else None
         extra = ["--kubeconfig", str(proxy.kubeconfig(tmp_path / "proxied", ADMIN_TOKEN))] if proxy else []
@@ -602,21 +601,20 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
             proxy=proxy,
             clock_file=clock_file if env else None,
             triggerers=triggerers,
-            due=due,
             done=done,
         )
         for _ in range(int(INJECTIONS or fault.ci_injections)):
             time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
             if done():
                 break  # nothing left to hurt: a fault now would measure nothing
-            before = moved()
+            before = all_progress(cluster, namespace)
             struck = time.monotonic()
             if not fault.inject(target):
                 continue
-            # recovered: the workload moved on (a task instance finished or a run was created), or
+            # recovered: the workload moved on (a task instance ended or a run was created), or
             # everything is already done
             wait_for(
-                lambda before=before: moved() > before or done(),
+                lambda before=before: all_progress(cluster, namespace) > before or done(),
                 f"progress after the fault ({fault.name})",
                 timeout=180,
             )
@@ -636,14 +634,15 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
                 runs_told = {e["involvedObject"]["name"] for e in told}
                 print(f"StatusTooLarge Events: {len(told)} on {len(runs_told)} runs")
         try:
-            ended = wait_for(done, f"{due} runs to finish", timeout=fault.settle_seconds)
+            ended = wait_for(done, "the mixed workload to finish", timeout=fault.settle_seconds)
         except AssertionError:
             print(unfinished_pods(cluster, namespace))
             raise
-    if reference is None:
-        audit(fault, pods, target, ended, recoveries, start, due, firings)
-        return
-    audit_mixed(fault, Outcome.of(ended, records), reference, target, recoveries, time.monotonic() - started)
+    if fault.triggerers > 1:  # which replica fired each Trigger (once each: the audit's)
+        fired_by = Counter(holder for names in records.triggers.holders.values() for holder in names)
+        print(f"\nTriggers fired by {dict(fired_by)}")
+    seconds = time.monotonic() - started
+    audit_mixed(fault, Outcome.of(ended, records), mixed_reference, target, recoveries, seconds)
 
 
 def audit_mixed(
@@ -704,101 +703,6 @@ def get_pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
     return pods
 
 
-def audit(
-    fault: Fault,
-    pods: PodCreations,
-    target: Target,
-    runs: list[dict[str, Any]],
-    recoveries: list[float],
-    start: datetime,
-    due: int,
-    firings: TriggerFirings | None = None,
-) -> None:
-    assert pods.gap is None, pods.gap
-    assert recoveries, "the schedule struck nothing: the audit would prove nothing"
-    dates = Counter(run["spec"]["logicalDate"] for run in runs)
-    duplicate_runs = sum(count - 1 for count in dates.values())
-    duplicate_tries = {name: count for name, count in pods.created.items() if count > 1}
-    tis = {
-        (run["metadata"]["name"], task): ti
-        for run in runs
-        for task, ti in run["status"]["taskInstances"].items()
-    }
-    ended = ("success", "failed", "skipped", "upstream_failed")
-    stuck = sum(1 for ti in tis.values() if ti["state"] not in ended)
-    lost = sum(1 for ti in tis.values() if ti["state"] != "success")
-    # the tries each task instance should have made: one, plus one per try the fault itself failed
-    wrong_tries = {
-        key: (ti["tryNumber"], 1 + target.failed_tries[key])
-        for key, ti in tis.items()
-        if ti["tryNumber"] != 1 + target.failed_tries[key]
-    }
-    tried = {
-        attempt_name(run, task, n) for (run, task), ti in tis.items() for n in range(1, ti["tryNumber"] + 1)
-    }
-    # a try that deferred d times had d more attempts, each named after the one it resumed
-    resumed = {key: resumed_attempts(*key, ti) for key, ti in tis.items() if ti.get("deferralCount")}
-    tried |= {name for names in resumed.values() for name in names}
-    missing_pods = sorted(tried - set(pods.created))
-    strays = sorted(set(pods.created) - tried)
-    print(
-        "\n| fault | injections | runs | task instances | tries failed by the fault | duplicate runs "
-        "| duplicate tries | lost | stuck | recover p50 / max (s) |"
-        "\n|---|---|---|---|---|---|---|---|---|---|"
-        f"\n| {fault.name} (seed {SEED}) | {len(recoveries)} | {len(runs)} | {len(tis)} "
-        f"| {sum(target.failed_tries.values())} | {duplicate_runs} | {len(duplicate_tries)} "
-        f"| {lost} | {stuck} | {statistics.median(recoveries):.1f} / {max(recoveries):.1f} |"
-        f"\n(pod creations counted from etcd: {pods.created.total()}; its watch resumed {pods.resumed} times;"
-        f" a pod fault's misses: {dict(target.missed)})"
-    )
-    # one may fall due meanwhile, and more by a clock jumped ahead
-    latest = datetime.now(UTC) + timedelta(seconds=target.clock_ahead)
-    due_by_now = int((latest - start) / timedelta(minutes=INTERVAL))
-    assert due <= len(dates) <= due_by_now and duplicate_runs == 0, dates
-    assert not duplicate_tries, f"a try was launched twice: {duplicate_tries}"
-    assert stuck == 0 and lost == 0, [r["status"]["taskInstances"] for r in runs]
-    if target.proxy is not None:  # what the controller asked about the pods of a try too many
-        names = {attempt_name(run, task, n) for (run, task) in wrong_tries for n in range(1, 5)}
-        print([r for r in target.proxy.requests if r.name in names or any(n in r.path for n in names)])
-    assert not wrong_tries, (
-        f"(tries made, tries expected) where they differ: {wrong_tries}; missing pods {missing_pods}, strays "
-        f"{strays}; {[(tis[key]['message']) for key in wrong_tries]}"
-    )
-    assert not missing_pods, f"tries recorded without a pod created: {missing_pods}"
-    assert not strays, f"pods created for no recorded try: {strays}"
-    if firings is not None:
-        audit_triggers(firings, tis, resumed)
-
-
-def resumed_attempts(run: str, task: str, ti: dict[str, Any]) -> list[str]:
-    """The attempts of a task instance's last try that resumed its deferrals (zonda.passes.run_pass's
-    `_launch`: each named after the attempt it resumes)."""
-    names = [attempt_name(run, task, ti["tryNumber"])]
-    for _ in range(ti["deferralCount"]):
-        names.append(attempt_name(run, f"{task}~{names[-1]}", ti["tryNumber"]))
-    return names[1:]
-
-
-def audit_triggers(
-    firings: TriggerFirings, tis: dict[tuple[str, str], dict[str, Any]], resumed: dict[Any, list[str]]
-) -> None:
-    """Every deferrable task instance deferred once and resumed once: one Trigger created for it, one
-    write that fired it (etcd's record), one resuming attempt (a pod of its own, ending as its podName)."""
-    assert firings.gap is None, firings.gap
-    deferrable = {key: ti for key, ti in tis.items() if key[1] == DEFERRABLE}
-    expected = {trigger_name(run, task, ti["tryNumber"], 1) for (run, task), ti in deferrable.items()}
-    twice = {name: firings.holders[name] for name, count in firings.fired.items() if count > 1}
-    print(
-        f"triggers: {len(firings.created)} created, {firings.fired.total()} fire writes "
-        f"(by {dict(Counter(h for names in firings.holders.values() for h in names))}), twice: {twice}"
-    )
-    assert deferrable and all(ti["deferralCount"] == 1 for ti in deferrable.values()), deferrable
-    assert set(firings.created) == expected and firings.created.total() == len(expected), firings.created
-    assert not twice, f"a trigger event written twice: {twice}"
-    assert set(firings.fired) == expected, f"triggers never fired: {expected - set(firings.fired)}"
-    assert all(ti["podName"] == resumed[key][-1] for key, ti in deferrable.items()), "resumed once each"
-
-
 def proxy_for(cluster: Cluster) -> FaultProxy:
     assert cluster.workdir is not None, "the fault proxy serves the local control plane's certificate"
     certs = cluster.workdir / "certs"
@@ -812,33 +716,6 @@ def quietly(read: Callable[[], Any], default: Any) -> Any:
         return read()
     except (ClusterError, KeyError):
         return default
-
-
-def progress(cluster: Cluster, namespace: str) -> int:
-    """Runs created plus task instances finished: what a working controller increases."""
-
-    def count() -> int:
-        runs = runs_of(cluster, namespace, DAG)
-        done = sum(
-            1
-            for run in runs
-            for ti in ((run.get("status") or {}).get("taskInstances") or {}).values()
-            if ti["state"] == "success"
-        )
-        return len(runs) + done
-
-    value: int = quietly(count, -1)
-    return value
-
-
-def finished(cluster: Cluster, namespace: str, due: int) -> list[dict[str, Any]] | None:
-    def read() -> list[dict[str, Any]] | None:
-        runs = runs_of(cluster, namespace, DAG)
-        ended = [run for run in runs if (run.get("status") or {}).get("state") in ("success", "failed")]
-        return runs if len(runs) >= due and len(ended) == len(runs) else None
-
-    result: list[dict[str, Any]] | None = quietly(read, None)
-    return result
 
 
 LEASE = "zonda-faults-leader"
@@ -878,26 +755,33 @@ def unfenced(writes: list[fault_proxy.Request]) -> list[fault_proxy.Request]:
 
 
 def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
-    cluster: Cluster, namespace: str, tmp_path: Path
+    cluster: Cluster, namespace: str, tmp_path: Path, mixed_reference: Outcome
 ) -> None:
-    """Two replicas electing a leader (a 3 s Lease); the leader is SIGSTOPped until the standby holds
-    the Lease (read from the apiserver) and has moved the workload on, then SIGCONTed. Each replica
-    talks through a FaultProxy of its own that records its writes: after it wakes, the stale leader's
-    successful writes must all be fenced (creates of deterministic names, replaces preconditioned on
-    the resourceVersion read), so none can overwrite what the new leader wrote; the etcd audit then
-    checks each run once, each try's pod once, everything finished at try 1."""
+    """Two replicas electing a leader (a 3 s Lease) run the mixed workload; the leader is SIGSTOPped
+    until the standby holds the Lease (read from the apiserver) and has moved the workload on, then
+    SIGCONTed. Each replica talks through a FaultProxy of its own that records its writes: after it
+    wakes, the stale leader's successful writes must all be fenced (creates of deterministic names,
+    replaces preconditioned on the resourceVersion read), so none can overwrite what the new leader
+    wrote; then the mixed workload's audit against the reference (each run, pod, Trigger and
+    AssetEvent once, every outcome the reference's)."""
     rng = random.Random(SEED)
-    now = datetime.now(UTC)
-    start = (now - timedelta(hours=1)).replace(second=0, microsecond=0)
-    start -= timedelta(minutes=start.minute % INTERVAL)
-    due = int((now - start) / timedelta(minutes=INTERVAL))
-    apply(cluster, namespace, workload(start, 400))
+    started = time.monotonic()
+    for manifest in mixed_workload(WINDOW, 1000):
+        apply(cluster, namespace, manifest)
     peering = ["--peering", LEASE, "--peering-lease-duration", "3"]
     recoveries: list[float] = []
     woken: list[tuple[FaultProxy, float]] = []  # (a stopped leader's proxy, when it was SIGCONTed)
     takeovers: list[tuple[FaultProxy, float]] = []  # (the new leader's proxy, when it held the Lease)
+
+    def done() -> Any:
+        return mixed_finished(cluster, namespace, WINDOW)
+
     with contextlib.ExitStack() as stack:
-        pods = stack.enter_context(PodCreations(cluster, namespace))
+        records = Records.watch(cluster, namespace)
+        for keys in records.all():
+            stack.enter_context(keys)
+        stack.enter_context(triggerer(cluster, namespace, tmp_path, extra=[
+            "--metrics-port", str(free_port()), "--health-port", str(free_port())]))  # fmt: skip
         replicas: list[tuple[ZondaProcess, FaultProxy]] = []
         for name in ("a", "b"):
             (tmp_path / name).mkdir()
@@ -920,7 +804,7 @@ def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
         )  # fmt: skip
         for _ in range(STOPS):
             time.sleep(rng.uniform(0.5, 3.0))  # the fault schedule: when to strike, not a wait for an effect
-            if finished(cluster, namespace, due):
+            if done():
                 break
             assert leader[0].process is not None
             os.killpg(leader[0].process.pid, signal.SIGSTOP)
@@ -932,11 +816,9 @@ def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
                     60,
                 )
                 takeovers.append((standby[1], time.monotonic()))
-                before = progress(cluster, namespace)
+                before = all_progress(cluster, namespace)
                 wait_for(
-                    lambda before=before: (
-                        progress(cluster, namespace) > before or finished(cluster, namespace, due)
-                    ),
+                    lambda before=before: all_progress(cluster, namespace) > before or done(),
                     "the new leader to move the workload on",
                     timeout=120,
                 )
@@ -950,7 +832,7 @@ def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
             )
             woken.append((leader[1], woke))
             leader, standby = standby, leader
-        runs = wait_for(lambda: finished(cluster, namespace, due), f"{due} runs to finish", timeout=300)
+        snapshot = wait_for(done, "the mixed workload to finish", timeout=300)
     # what each woken leader wrote, from its waking until it led again (or the end)
     stale_writes = [
         write
@@ -963,12 +845,11 @@ def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
                     if not any(part in w.path for part in HARMLESS))  # fmt: skip
     print(f"\nthe woken leaders' writes (method, status, precondition): {dict(kinds)}; unfenced: {bad}")
     assert not bad, f"a woken leader wrote without fencing: {bad}"
-    audit(
+    audit_mixed(
         Fault("leader-sigstop", "leader SIGSTOP past its Lease, then SIGCONT", STOPS, lambda _: True),
-        pods,
+        Outcome.of(snapshot, records),
+        mixed_reference,
         Target(cluster, namespace, leader[0], rng),
-        runs,
         recoveries,
-        start,
-        due,
+        time.monotonic() - started,
     )

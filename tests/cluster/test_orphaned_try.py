@@ -5,7 +5,7 @@ there as a SIGKILL would, deterministically.
 The restarted controller must not launch that try a second time: when its pass launches the same try
 it adopts the pod (same deterministic name), and when it no longer launches it (here the DAG lost the
 task meanwhile) it deletes the pod with an Event naming why. Pod creations are counted from etcd by a
-watch of the test's own (`test_faults.PodCreations`), started before the first controller; the
+watch of the test's own (`fault_audit.EtcdKeys`), started before the first controller; the
 creation the killed controller made is the positive control that this watch sees the counted pods.
 
 Real: the apiserver, etcd, kwok's nodes running the pods, the controller processes.
@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.devtools.devcluster import Cluster
-from tests.cluster.test_faults import PodCreations, pod_task
+from tests.cluster.fault_audit import EtcdKeys as PodCreations
+from tests.cluster.test_faults import pod_task
 from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for, wait_run_finished
 from zonda.resources.names import attempt_name
 
