@@ -57,6 +57,10 @@ class RunIndex:
     awaiting: dict[tuple[str, str], str] = field(default_factory=dict)
     #: (namespace, name, uid) -> the DAG snapshot the run started with, resolved (it never changes).
     _dags: dict[tuple[str, str, str], ResolvedDag | None] = field(default_factory=dict)
+    #: (namespace, DAG) -> its runs' names, in the order `runs` holds them: `of_dag` (every run pass,
+    #: every run state change) scanned all runs held, 16 % of the controller's busy loop with 1,000 DAGs
+    #: holding 4,500 runs. Kept by `_store` and `remove` (write `runs` through them).
+    _names_of_dag: dict[tuple[str, str], dict[str, None]] = field(default_factory=dict)
 
     def update(self, body: Mapping[str, Any]) -> RunSummary | None:
         """Record the run's body from the watch; returns what was known of it before (None: new)."""
@@ -116,7 +120,17 @@ class RunIndex:
         )
         summary.holders, summary.waiting = self._slots(body, status, tis, summary.logical_date)
         self.runs[key] = summary
+        if previous is not None and previous.dag_name != summary.dag_name:
+            self._forget_name(key[0], previous.dag_name, key[1])
+        self._names_of_dag.setdefault((key[0], summary.dag_name), {})[key[1]] = None
         return previous
+
+    def _forget_name(self, namespace: str, dag_name: str, name: str) -> None:
+        names = self._names_of_dag.get((namespace, dag_name))
+        if names is not None:
+            names.pop(name, None)
+            if not names:
+                del self._names_of_dag[(namespace, dag_name)]
 
     def _slots(
         self,
@@ -161,13 +175,17 @@ class RunIndex:
         self.awaiting.pop((namespace, name), None)
         for key in [key for key in self._dags if key[:2] == (namespace, name)]:
             del self._dags[key]
-        return self.runs.pop((namespace, name), None)
+        removed = self.runs.pop((namespace, name), None)
+        if removed is not None:
+            self._forget_name(namespace, removed.dag_name, name)
+        return removed
 
     def in_namespace(self, namespace: str) -> dict[str, RunSummary]:
         return {name: s for (ns, name), s in self.runs.items() if ns == namespace}
 
     def of_dag(self, namespace: str, dag_name: str) -> dict[str, RunSummary]:
-        return {name: s for (ns, name), s in self.runs.items() if ns == namespace and s.dag_name == dag_name}
+        names = self._names_of_dag.get((namespace, dag_name), {})
+        return {name: self.runs[(namespace, name)] for name in names}
 
     def siblings(self, namespace: str, dag_name: str, run_name: str) -> dict[str, RunSummary]:
         """The DAG's other runs."""

@@ -1,0 +1,66 @@
+"""`RunIndex.of_dag` and `siblings`: a DAG's runs, from its own entry, however many runs are held."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.reconcilers.index import RunIndex, RunSummary
+from tests.unit.fake_world import run_body
+
+NS = "team"
+
+
+def body(name: str, dag: str, namespace: str = NS, state: str = "running") -> dict[str, Any]:
+    run = run_body(name, dag)
+    run["metadata"]["namespace"] = namespace
+    run["status"] = {"state": state}
+    return run
+
+
+class Unscannable(dict[tuple[str, str], RunSummary]):
+    """The runs held, refusing to be walked: a lookup of one DAG's runs must not read every run."""
+
+    def __iter__(self) -> Any:
+        raise AssertionError("every run held was scanned")
+
+    def items(self) -> Any:
+        raise AssertionError("every run held was scanned")
+
+    def values(self) -> Any:
+        raise AssertionError("every run held was scanned")
+
+
+def test_a_dags_runs_follow_updates_removals_and_a_changed_dag_name() -> None:
+    index = RunIndex()
+    for name, dag, namespace in [("a-1", "a", NS), ("b-1", "b", NS), ("a-2", "a", NS), ("a-1", "a", "other")]:
+        index.update(body(name, dag, namespace))
+    assert list(index.of_dag(NS, "a")) == ["a-1", "a-2"]
+    assert list(index.of_dag("other", "a")) == ["a-1"]
+    assert index.of_dag(NS, "nothing") == {}
+
+    index.update(body("a-1", "a", state="success"))  # an update keeps its place, with the new summary
+    assert [s.state for s in index.of_dag(NS, "a").values()] == ["success", "running"]
+    assert list(index.siblings(NS, "a", "a-1")) == ["a-2"]
+
+    index.update(body("a-2", "b"))  # its spec names another DAG now
+    assert (list(index.of_dag(NS, "a")), list(index.of_dag(NS, "b"))) == (["a-1"], ["b-1", "a-2"])
+
+    index.remove(NS, "a-1")
+    index.remove(NS, "a-1")  # twice: a DELETED after a relist
+    assert index.of_dag(NS, "a") == {}
+    index.reserve(body("a-3", "a"))
+    index.record(body("a-4", "a"), written_version="7")
+    assert list(index.of_dag(NS, "a")) == ["a-3", "a-4"]
+
+
+def test_a_dags_runs_are_found_without_scanning_every_run_held() -> None:
+    index = RunIndex()
+    index.runs = Unscannable()
+    for n in range(50):
+        index.update(body(f"d{n}-1", f"d{n}"))
+    with pytest.raises(AssertionError, match="scanned"):  # a positive control: the guard sees a scan
+        index.in_namespace(NS)
+    assert list(index.of_dag(NS, "d7")) == ["d7-1"]
+    assert list(index.siblings(NS, "d7", "other")) == ["d7-1"]
