@@ -76,6 +76,8 @@ def _render(
             click.echo(f"error: {dag.file}: DAG {dag.dag_id!r}: {error}", err=True)
         for name, hint in sorted(dag.unsupported.items()):
             click.echo(f"warning: {dag.file}: DAG {dag.dag_id!r}: {name} is ignored ({hint})", err=True)
+        for warning in dag.warnings:
+            click.echo(f"warning: {dag.file}: DAG {dag.dag_id!r}: {warning}", err=True)
     return report
 
 

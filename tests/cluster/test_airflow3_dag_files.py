@@ -3,10 +3,12 @@
 and Airflow's own example files as under Airflow 3.3.2's `dag.test()` (its committed reference).
 
 Real: the apiserver, the controller process with the local executor (tasks are task-runner processes
-re-importing the files from `$ZONDA_DAGS_FOLDER`), the CLI as a subprocess. The folder holds two files
-written for this test and five of Airflow 3.3.2's example files copied unchanged: skips, a failing
-task, short-circuits, setup/teardown in task groups, XComArgs. The outcomes are not all successes
-(a run fails, tasks are skipped), so equal states say which way each task went.
+re-importing the files from `$ZONDA_DAGS_FOLDER`), the CLI as a subprocess. The folder holds three
+files written for this test (one with template files read when it is rendered, which the runs find in
+their manifest: the folder they came from is gone by then) and five of Airflow 3.3.2's example files
+copied unchanged: skips, a failing task, short-circuits, setup/teardown in task groups, XComArgs. The
+outcomes are not all successes (a run fails, tasks are skipped), so equal states say which way each
+task went.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from tests.cluster.zonda_processes import controller, get, ti_states, trigger, w
 
 FOLDER = Path(__file__).parent / "airflow3_dags"
 #: Written for this test: resource name -> file.
-OWN = {"af3-example": "af3_taskflow.py", "af3-branching": "af3_branching.py"}
+OWN = {
+    "af3-example": "af3_taskflow.py",
+    "af3-branching": "af3_branching.py",
+    "af3-template-files": "af3_template_files.py",
+}
+#: af3_template_files.py's template_searchpath: copied beside the DAGs folder, removed once applied.
+TEMPLATES = Path(__file__).parent / "airflow3_templates"
 #: Airflow 3.3.2's own example files (tests/airflow_examples/af3/dags), unchanged: file -> DAG ids.
 AIRFLOW_EXAMPLES = {
     "core/example_skip_dag.py": ["example_skip_dag"],
@@ -43,6 +51,7 @@ def test_unchanged_airflow3_files_run_under_the_controller_as_under_dags_test(
     folder.mkdir()
     for file in OWN.values():
         shutil.copy(FOLDER / file, folder / file)
+    shutil.copytree(TEMPLATES, tmp_path / "templates")
     for file in AIRFLOW_EXAMPLES:
         shutil.copy(compare.AF3 / "dags" / file, folder / Path(file).name)
     files = {name: folder / file for name, file in OWN.items()} | {
@@ -62,10 +71,16 @@ def test_unchanged_airflow3_files_run_under_the_controller_as_under_dags_test(
     assert expected["af3-branching"]["group.right"] == "skipped"  # the branch ran, as in Airflow
     assert expected["example-failed-dag"] == {"fail_task": "failed"}
     assert "skipped" in expected["example-skip-dag"].values()
+    assert expected["af3-template-files"] == {"check": "success", "query": "success"}
 
     zonda(cluster, "dags", "apply", str(folder), "--airflow-compat", "-n", namespace)
     dags = {d["metadata"]["name"]: d for d in get(cluster, namespace, "dags")["items"]}
     assert sorted(dags) == sorted(files)
+    # The template files are in the manifest: the folder they were read from goes before any try runs.
+    assert sorted(dags["af3-template-files"]["spec"]["templateFiles"]) == sorted(
+        p.name for p in TEMPLATES.iterdir()
+    )
+    shutil.rmtree(tmp_path / "templates")
     assert {name: d["spec"]["airflowVersion"] for name, d in dags.items()} == dict.fromkeys(files, "3")
     assert dags["af3-branching"]["spec"]["timetable"]["class"].endswith("CronTriggerTimetable")
     with controller(
@@ -77,3 +92,8 @@ def test_unchanged_airflow3_files_run_under_the_controller_as_under_dags_test(
         }
     assert {name: ti_states(run) for name, run in finished.items()} == expected
     assert finished["example-failed-dag"]["status"]["state"] == "failed"
+    templated = finished["af3-template-files"]["status"]["taskInstances"]
+    sql = templated["query"]["xcom"]  # query.sql with where.sql included, both rendered
+    run_id = sql.removeprefix("select * from events where run_id = '").removesuffix("'")
+    assert run_id and "{" not in sql and "'" not in run_id, sql
+    assert templated["check"]["xcom"] == f"table events in {run_id}"  # check_table.sh, rendered and run

@@ -34,7 +34,6 @@ UNSUPPORTED_DAG_ARGUMENTS = {
     "access_control": "use Kubernetes RBAC on DAG and DagRun resources",
     "default_view": "UI setting; ignored",
     "orientation": "UI setting; ignored",
-    "template_searchpath": "templates are strings in the manifest; inline the template",
     "template_undefined": "Zonda's templates always use StrictUndefined",
     "jinja_environment_kwargs": "the Jinja environment is fixed",
     "owner_links": "UI setting; ignored",
@@ -74,6 +73,7 @@ class DAG:
         sla_miss_callback: Any = None,
         auto_register: bool = True,
         dag_display_name: str | None = None,
+        template_searchpath: str | Iterable[str] | None = None,
         **others: Any,
     ) -> None:
         unknown = sorted(set(others) - set(UNSUPPORTED_DAG_ARGUMENTS))
@@ -118,6 +118,11 @@ class DAG:
         self.user_defined_macros: dict[str, Any] = dict(user_defined_macros or {})
         self.user_defined_filters: dict[str, Any] = dict(user_defined_filters or {})
         self.render_template_as_native_obj = render_template_as_native_obj
+        #: Folders template files are also looked for in, after the DAG file's (Airflow's; read when the
+        #: DAG is rendered: `zonda.authoring.template_files`).
+        self.template_searchpath: list[str] = (
+            [template_searchpath] if isinstance(template_searchpath, str) else list(template_searchpath or ())
+        )
         #: Airflow's DAG callbacks (a callable or a list), written to the manifest as references.
         self.on_success_callback = on_success_callback
         self.on_failure_callback = on_failure_callback
@@ -125,6 +130,8 @@ class DAG:
         #: Loaded from its file when used as a context manager, even if not bound to a global name.
         self.auto_register = auto_register
         self.unsupported = {name: UNSUPPORTED_DAG_ARGUMENTS[name] for name in others if others[name]}
+        #: What rendering it found worth saying and not fatal (a template file not found), as sentences.
+        self.warnings: list[str] = []
         self.task_dict: dict[str, BaseOperator] = {}
         self.task_groups: list[TaskGroup] = []
         self.fileloc = _caller_file()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from zonda.authoring import compat
+from zonda.authoring import compat, template_files
 from zonda.authoring.assets import (
     Asset,
     AssetAlias,
@@ -209,6 +209,12 @@ class _Compiler(ValueWriter):
             )
         if dag.render_template_as_native_obj:
             spec["renderTemplateAsNativeObj"] = True
+        found = template_files.collect(dag)
+        if found.files:
+            spec["templateFiles"] = found.files
+        if (too_large := found.too_large()) is not None:
+            self.errors.append(too_large)
+        dag.warnings = template_files.missing_warnings(found)
         if dag.params:
             from zonda.authoring.params import params_schema, resolve_params
 

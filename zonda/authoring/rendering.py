@@ -21,6 +21,8 @@ class RenderedDag:
     manifest: dict[str, Any] | None
     errors: list[str] = field(default_factory=list)
     unsupported: dict[str, str] = field(default_factory=dict)
+    #: Not fatal, worth saying (a template file not found: the task will fail on it).
+    warnings: list[str] = field(default_factory=list)
     #: The Airflow the file was read as (`--airflow-compat` files only).
     dialect: compat.Dialect | None = None
     #: Where Zonda's behaviour for this DAG differs from that Airflow's.
@@ -104,6 +106,7 @@ def _render(
         return rendered
     finally:  # the task arguments Zonda does not act on are noted while the manifest is written
         rendered.unsupported.update(dag.unsupported)
+        rendered.warnings = list(getattr(dag, "warnings", []))
     name = manifest["metadata"]["name"]
     if name in seen_names:
         other_file, other_id = seen_names[name]
@@ -158,9 +161,11 @@ def migration_table(report: RenderReport) -> str:
     status, unsupported features and where Zonda's behaviour differs from that Airflow's."""
     rows = [("FILE", "DAG", "AIRFLOW", "STATUS", "UNSUPPORTED / ERRORS / DIFFERENCES")]
     for dag in report.dags:
-        status = "error" if dag.errors else ("rendered, with warnings" if dag.unsupported else "rendered")
+        warned = dag.unsupported or dag.warnings
+        status = "error" if dag.errors else ("rendered, with warnings" if warned else "rendered")
         notes = [
             *dag.errors,
+            *dag.warnings,
             *(f"{name}: {hint}" for name, hint in sorted(dag.unsupported.items())),
             *(f"differs: {difference}" for difference in dag.differences),
         ]

@@ -92,7 +92,8 @@ class BaseOperator(Node):
 
     #: Attribute names rendered as Jinja templates against the context before `execute`.
     template_fields: Sequence[str] = ()
-    #: Airflow loads template fields ending with these extensions from files; Zonda ignores them.
+    #: A template field's string ending with one of these names a template file (Airflow's), which
+    #: `zonda dags render` reads from the DAG file's folder and `template_searchpath` into the manifest.
     template_ext: Sequence[str] = ()
     #: Keyword arguments accepted and dropped, so that arguments copied from an Airflow DAG still work.
     ignored_arguments: frozenset[str] = SCHEDULER_ARGUMENTS
@@ -278,7 +279,12 @@ class BaseOperator(Node):
                     "this attribute."
                 )
             rendered = templating.render(
-                getattr(self, name), context, field=name, environment=jinja_env, budget=spent
+                getattr(self, name),
+                context,
+                field=name,
+                environment=jinja_env,
+                budget=spent,
+                template_ext=self.template_ext,
             )
             if xcom_refs.referenced_task_ids(rendered):
                 rendered = xcom_refs.resolve(rendered, context["ti"].xcom_pull)
@@ -294,7 +300,7 @@ class BaseOperator(Node):
         """Airflow's `render_template`: `content` (a template string, or a collection of them) rendered
         with `context` as a template field is, in the DAG's environment unless `jinja_env` is given."""
         environment = jinja_env or self.__dict__.get("_template_environment")
-        return templating.render(content, context, environment=environment)
+        return templating.render(content, context, environment=environment, template_ext=self.template_ext)
 
 
 def describe_invalid_arguments(

@@ -168,8 +168,12 @@ class BashDecoratedOperator(BashOperator):
         command = self.python_callable(*self.op_args, **kwargs)
         if not isinstance(command, str) or command.strip() == "":
             raise TypeError("The returned value from the TaskFlow callable must be a non-empty string.")
-        self.bash_command = templating.render(
-            command, context, field="bash_command", environment=self._jinja_env
+        self.bash_command = templating.render(  # Airflow 3: a returned "script.sh" is a template file
+            command,
+            context,
+            field="bash_command",
+            environment=self._jinja_env,
+            template_ext=self.template_ext,
         )
         return super().execute(context)
 

@@ -94,7 +94,8 @@ class PythonOperator(BaseOperator):
     :param op_kwargs: keyword arguments. (templated)
     :param templates_dict: rendered, then given to the callable as the context variable
         `templates_dict`. (templated)
-    :param templates_exts: Airflow's template file extensions; ignored.
+    :param templates_exts: the extensions of template files (Airflow's `template_ext`): a templated
+        string ending with one names a file read when the DAG is rendered (docs/authoring.md).
     :param show_return_value_in_logs: log the return value (turn off for large values).
     :param multiple_outputs: each key of the returned dict is also an XCom of its own (set by `@task`,
         as Airflow's decorated operator; `xcom_pull(key=...)` then reads it).
@@ -120,6 +121,8 @@ class PythonOperator(BaseOperator):
         self.op_args: Collection[Any] = op_args or ()
         self.op_kwargs: Mapping[str, Any] = op_kwargs or {}
         self.templates_dict = templates_dict
+        if templates_exts:
+            self.template_ext = tuple(templates_exts)
         self.show_return_value_in_logs = show_return_value_in_logs
 
     def execute(self, context: Context) -> Any:

@@ -208,6 +208,8 @@ class TaskInvocation(WireStruct, frozen=True, kw_only=True):
     #: Name -> import path.
     user_defined_filters: dict[str, str] = msgspec.field(default_factory=dict)
     render_template_as_native_obj: bool = False
+    #: The DAG's template files (`spec.templateFiles`: name -> text), read when it was rendered.
+    template_files: dict[str, str] = msgspec.field(default_factory=dict)
     #: The DAG's `airflowVersion`: which Airflow's context keys the try gets ("2", "3"; None: Zonda's).
     airflow_version: str | None = None
     #: Return values of finished tasks.

@@ -383,6 +383,11 @@ class DagSpec(CrdModel):
     render_template_as_native_obj: bool = Field(
         default=False, description="Render templates to Python objects (Jinja's NativeEnvironment), not text."
     )
+    template_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Template files (Airflow's template_ext, templates_exts) the DAG's templated fields "
+        "name, read from the DAG file's folder and template_searchpath when it was rendered: name -> text.",
+    )
     on_success_callback: list[str] = Field(
         default_factory=list,
         description="Airflow's DAG on_success_callback: import paths, called once per run.",

@@ -87,6 +87,7 @@ def task_invocation(
         user_defined_macros=dict(dag_spec.user_defined_macros),
         user_defined_filters=dict(dag_spec.user_defined_filters),
         render_template_as_native_obj=dag_spec.render_template_as_native_obj,
+        template_files=dict(dag_spec.template_files),
         airflow_version=dag_spec.airflow_version,
         xcoms=returned,
         keyed_xcoms=keyed,

@@ -55,6 +55,19 @@ class _NotInTheUi:
 
 def template_fields_of(operator: str) -> Sequence[str]:
     """The `template_fields` of a built-in or provider operator; raises `RenderingUnavailable` otherwise."""
+    return tuple(getattr(_operator_class(operator), "template_fields", ()))
+
+
+def template_ext_of(operator: str, args: Mapping[str, Any]) -> tuple[str, ...]:
+    """The template file extensions of a built-in or provider operator given `args` (`templates_exts`
+    on a Python task is its `template_ext`, as Airflow's `PythonOperator`)."""
+    given = args.get("templates_exts")
+    if isinstance(given, list) and given:
+        return tuple(str(ext) for ext in given)
+    return tuple(getattr(_operator_class(operator), "template_ext", ()))
+
+
+def _operator_class(operator: str) -> type:
     known = {**operator_registry.BUILTIN_OPERATORS, **operator_registry.provider_operators()}
     if operator not in known:
         raise RenderingUnavailable(f"{operator} is a user's import path: the UI does not import it")
@@ -63,7 +76,7 @@ def template_fields_of(operator: str) -> Sequence[str]:
         operator_class = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as error:
         raise RenderingUnavailable(f"cannot import {operator}: {error}") from error
-    return tuple(getattr(operator_class, "template_fields", ()))
+    return operator_class  # type: ignore[no-any-return]
 
 
 def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) -> list[RenderedField]:
@@ -85,6 +98,7 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
     if status.dag_spec is None:
         raise RenderingUnavailable("the run has not started")
     fields = template_fields_of(task.operator)
+    template_ext = template_ext_of(task.operator, task.args)
     invocation = invocation_builder.task_invocation(
         run_name=run["metadata"]["name"],
         spec=spec,
@@ -113,7 +127,12 @@ def render_task_fields(run: Mapping[str, Any], task_id: str, try_number: int) ->
                 RenderedField(
                     name,
                     templating.render(
-                        invocation.args[name], context, field=name, environment=environment, budget=spent
+                        invocation.args[name],
+                        context,
+                        field=name,
+                        environment=environment,
+                        budget=spent,
+                        template_ext=template_ext,
                     ),
                 )
             )

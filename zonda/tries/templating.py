@@ -27,7 +27,7 @@ import functools
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -335,13 +335,24 @@ def create_environment(
     native: bool = False,
     macros: Mapping[str, Any] | None = None,
     filters: Mapping[str, Callable[..., Any]] | None = None,
+    template_files: Mapping[str, str] | None = None,
 ) -> jinja2.Environment:
     """Airflow's template environment (`DAG.get_template_env`): sandboxed, strict about undefined names,
     `do` and date filters; `macros` become globals and `filters` filters, as a DAG's user-defined ones;
-    `native` renders to Python objects (`render_template_as_native_obj`)."""
+    `native` renders to Python objects (`render_template_as_native_obj`). Its loader is Airflow's
+    `FileSystemLoader` over the DAG's folder and `template_searchpath` as the render read it: the
+    `template_files` the manifest carries (`spec.templateFiles`, name -> text), so a field naming one
+    (`template_ext`) and `{% include %}` find it, and any other name is `TemplateNotFound`."""
+    import jinja2
+
     text_class, native_class, undefined = _environment_classes()
     environment_class = native_class if native else text_class
-    environment = environment_class(undefined=undefined, extensions=["jinja2.ext.do"], cache_size=0)
+    environment = environment_class(
+        undefined=undefined,
+        extensions=["jinja2.ext.do"],
+        cache_size=0,
+        loader=jinja2.DictLoader(dict(template_files or {})),
+    )
     environment.filters.update(FILTERS)
     environment.filters.update(filters or {})
     environment.filters = {name: _bounded_filter(name, f) for name, f in environment.filters.items()}
@@ -359,12 +370,14 @@ def invocation_environment(invocation: TaskInvocation) -> jinja2.Environment | N
         invocation.user_defined_macros
         or invocation.user_defined_filters
         or invocation.render_template_as_native_obj
+        or invocation.template_files
     ):
         return None
     return create_environment(
         native=invocation.render_template_as_native_obj,
         macros=_import_all(invocation.user_defined_macros, "user_defined_macros"),
         filters=_import_all(invocation.user_defined_filters, "user_defined_filters"),
+        template_files=invocation.template_files,
     )
 
 
@@ -395,15 +408,19 @@ def render(
     field: str | None = None,
     environment: jinja2.Environment | None = None,
     budget: RenderBudget | None = None,
+    template_ext: Sequence[str] = (),
 ) -> Any:
     """Render a template field as Airflow's `render_template`: strings are templates; lists, tuples,
     sets and dict values are rendered element by element (dict keys are not); anything else is
-    returned as is. Errors raise `TemplateError` naming `field` and the path inside it, a limit of
-    `budget` (the task's; None: one of default limits for this call) crossed included."""
+    returned as is. A string ending with one of `template_ext` (the operator's) names a template file,
+    found through the environment's loader (`create_environment`'s `template_files`), as Airflow's
+    `jinja_env.get_template`; `"script.sh "` (a trailing space) is a string again. Errors raise
+    `TemplateError` naming `field` and the path inside it, a file not found and a limit of `budget`
+    (the task's; None: one of default limits for this call) crossed included."""
     spent = budget or RenderBudget()
     token = _current_budget.set(spent)
     try:
-        return _render(value, dict(context), field, environment)
+        return _render(value, dict(context), field, environment, tuple(template_ext))
     finally:
         _current_budget.reset(token)
 
@@ -472,17 +489,26 @@ def _bounded_render(template: jinja2.Template, context: dict[str, Any]) -> Any:
 
 
 def _render(
-    value: Any, context: dict[str, Any], path: str | None, environment: jinja2.Environment | None
+    value: Any,
+    context: dict[str, Any],
+    path: str | None,
+    environment: jinja2.Environment | None,
+    template_ext: tuple[str, ...] = (),
 ) -> Any:
     if isinstance(value, str):
-        if "{" not in value and environment is None:
+        is_file = bool(template_ext) and value.endswith(template_ext)
+        if "{" not in value and environment is None and not is_file:
             return _as_plain_text(value)  # most commands: no need to import and run Jinja
         import jinja2
 
+        env = environment or _default_environment()
         try:
-            return _bounded_render((environment or _default_environment()).from_string(value), context)
+            template = env.get_template(value) if is_file else env.from_string(value)
+            return _bounded_render(template, context)
         except TemplateLimitExceeded as exc:
             raise TemplateError(path, str(exc)) from None
+        except jinja2.TemplateNotFound as exc:  # a file named by the field, or by {% include %} in it
+            raise TemplateError(path, _not_found(exc.name, env)) from exc
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(path, f"{exc.message} (line {exc.lineno})") from exc
         except jinja2.TemplateError as exc:  # undefined names, sandbox refusals
@@ -490,15 +516,27 @@ def _render(
         except Exception as exc:  # raised by what the template called (macros, methods)
             raise TemplateError(path, f"{type(exc).__name__}: {exc}") from exc
     if isinstance(value, Mapping):
-        return {key: _render(item, context, f"{path or ''}.{key}".lstrip("."), environment)
+        return {key: _render(item, context, f"{path or ''}.{key}".lstrip("."), environment, template_ext)
                 for key, item in value.items()}  # fmt: skip
     if isinstance(value, list | tuple):
         items = [
-            _render(item, context, f"{path or ''}[{index}]", environment) for index, item in enumerate(value)
+            _render(item, context, f"{path or ''}[{index}]", environment, template_ext)
+            for index, item in enumerate(value)
         ]
         if isinstance(value, tuple):
             return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # namedtuples too
         return items
     if isinstance(value, set | frozenset):
-        return type(value)(_render(item, context, path, environment) for item in value)
+        return type(value)(_render(item, context, path, environment, template_ext) for item in value)
     return value
+
+
+def _not_found(name: Any, environment: jinja2.Environment) -> str:
+    """Airflow's `TemplateNotFound`, saying where Zonda looked: the files the DAG's render read."""
+    carried = sorted(getattr(environment.loader, "mapping", None) or ())
+    known = f"it carries {', '.join(map(repr, carried))}" if carried else "it carries none"
+    return (
+        f"TemplateNotFound: template file {name!r} was not found: template files are read from the DAG "
+        "file's folder and template_searchpath when the DAG is rendered and carried in its manifest "
+        f"(spec.templateFiles); {known}"
+    )

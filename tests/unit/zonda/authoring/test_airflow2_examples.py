@@ -27,6 +27,9 @@ OUTCOMES_CHECKED = [
     "example_setup_teardown",
     "latest_only",
     "latest_only_with_trigger",
+    # its template file sql/test.sql is not in Airflow 2.10.5's wheel: Airflow's task fails with
+    # TemplateNotFound, and so does Zonda's try (the render reads template files: docs/authoring.md)
+    "tutorial_taskflow_templates",
 ]
 
 NON_DATASET = compare.non_dataset_dags()

@@ -229,3 +229,25 @@ def test_airflow3_asset_examples_schedule_outlets_and_inlets_are_airflows() -> N
         if problems:
             print(f"  {dag_id}: {problems}")
     assert (len(same), len(results)) == ASSETS_SAME, {d: p for d, p in results.items() if p}
+
+
+def test_tutorial_taskflow_templates_renders_its_sql_file_in_the_try(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Airflow 3.3.2's tutorial_taskflow_templates names `sql/tutorial_taskflow_template.sql` with
+    `templates_exts=[".sql"]`: the task gets the file rendered with the task's params (Airflow's tutorial
+    prints the same lines), not the file's name."""
+    from controller.devtools import dag_runs
+
+    outcome = dag_runs.test_file(
+        EXAMPLES / "core" / "tutorial_taskflow_templates.py",
+        dag_id="tutorial_taskflow_templates",
+        airflow_compat=True,
+    )
+    assert outcome.task_states == {"template_test": "success"}
+    printed = capfd.readouterr().out
+    assert "sql: /*" in printed and "sql/tutorial_taskflow_template.sql" not in printed
+    assert (
+        "select * from test_data\nwhere 1=1\n    and run_id = 'tutorial-taskflow-templates-test'" in printed
+    )
+    assert "    and something_else = 'param_from_task'" in printed

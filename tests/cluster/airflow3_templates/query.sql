@@ -1,0 +1,1 @@
+select * from {{ params.table }} {% include 'where.sql' %}

@@ -1,0 +1,1 @@
+where run_id = '{{ run_id }}'
