@@ -7,7 +7,9 @@ at once and names the command that builds them (7-23 minutes on 2 cores), unless
 `build=True` (`zonda up`). Everything listens on 127.0.0.1 on free ports, lives in one work directory,
 and is torn down on `stop()` (process groups are killed, so nothing is left behind).
 `start_local_cluster(nodes=False)` starts etcd and the apiserver only: enough for the local executor,
-which runs no pods.
+which runs no pods. The apiserver's audit log (`<workdir>/audit.log`, `Cluster.audit_log`) records
+every pod create, admitted or refused, and nothing else (`AUDIT_POLICY`): what tests count pod
+creates from, refusals included, which no watch and no etcd key ever shows.
 
 Which cluster is used (`connect_cluster(mode)`): an existing one only when asked explicitly
 (`mode="existing"` or `ZONDA_TEST_CLUSTER=existing`: the current `KUBECONFIG` context), kind when
@@ -57,6 +59,17 @@ from controller.devtools.ports import free_port
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ADMIN_TOKEN = "zonda-local-admin-token"
+#: Pod creates only, with their answer (`responseStatus`), once each (at ResponseComplete).
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+  - level: Metadata
+    verbs: [create]
+    resources: [{group: "", resources: [pods]}]
+  - level: None
+"""
 NODE_COUNT = 2
 
 
@@ -78,6 +91,11 @@ class Cluster:
     workdir: Path | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     real_node: realnode.RealNode | None = None
+
+    @property
+    def audit_log(self) -> Path | None:
+        """The apiserver's audit log of pod creates (a local control plane's only)."""
+        return self.workdir / "audit.log" if self.kind == "local" and self.workdir is not None else None
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
@@ -243,6 +261,7 @@ def start_local_cluster(
     subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
     tokens = f'{ADMIN_TOKEN},zonda-admin,zonda-admin-uid,"system:masters"\n'
     (workdir / "tokens.csv").write_text(tokens + (realnode.token_lines() if real_node else ""))
+    (workdir / "audit-policy.yaml").write_text(AUDIT_POLICY)
     # With a real node, pods reach the apiserver on the host's address (through kube-proxy's
     # `kubernetes` Service); without one, nothing but this machine's processes does.
     advertise = realnode.host_ip() if real_node else "127.0.0.1"
@@ -309,6 +328,10 @@ def start_local_cluster(
                 "--event-ttl=2h",
                 "--shutdown-delay-duration=0s",
                 "--shutdown-watch-termination-grace-period=0s",
+                f"--audit-policy-file={workdir / 'audit-policy.yaml'}",
+                f"--audit-log-path={workdir / 'audit.log'}",
+                "--audit-log-maxsize=64",  # MB, then rotated; one backup kept
+                "--audit-log-maxbackup=1",
             ],
         )
         _wait_healthy(server, ca_file, ADMIN_TOKEN, apiserver, workdir / "kube-apiserver.log")

@@ -25,8 +25,9 @@ class Executor(Protocol):
 
     async def launch(
         self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
-    ) -> None:
-        """Start one try; starting one that exists already is a no-op (idempotent)."""
+    ) -> str | None:
+        """Start one try; starting one that exists already is a no-op (idempotent). Returns None, or
+        why the try can never start (its pod refused for good): `observe` then reports it failed."""
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None: ...
 

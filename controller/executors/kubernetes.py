@@ -4,23 +4,33 @@ The manifest comes from the pure builder `controller.executors.pods`; this modul
 lists and deletes. A 409 AlreadyExists is that try's pod when it is this run's (same uid label): it is
 adopted (kept for the next pass to observe), so a launch is idempotent and never makes a second try;
 a pod of that name left by another run (deleted and made again under the same name) is an error
-until the garbage collector removes it (`AttemptNameTaken`). A pod gets the
+until the garbage collector removes it (`AttemptNameTaken`). A pod the apiserver refuses for good
+(`zonda.passes.launch_refusals`: 422 Invalid, a 403 of admission...) is not an error of the pass:
+the executor reports that try as a failed attempt from then on, so the pass fails the try with the
+apiserver's words and its retries apply (a refusal of the moment, quota or 5xx, raises as before:
+the reconcile is retried with backoff). A pod gets the
 variables and connections its task names as references (`zonda.tries.secret_refs`), never their values.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from controller.executors import pods, references
 from controller.kube import AlreadyExists, Kube, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
+from zonda.passes import launch_refusals
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources.invocations import TaskInvocation
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 from zonda.specs.dags import ResolvedTask
 from zonda.tries import secret_refs
+
+#: Refused attempts kept (the newest): one is read by the run's next pass, moments after.
+REFUSALS_KEPT = 4096
 
 
 class AttemptNameTaken(KubeError):
@@ -52,6 +62,9 @@ class KubernetesExecutor:
         #: The task pods by run uid, kept by the controller's pod watch (None: list them each pass).
         #: A pass listed its run's pods: with a 20-task chain, 20 pods read for each task's launch.
         self.pods: LabelledObjects | None = None
+        #: Tries whose pod the apiserver refused for good, by (run uid, attempt name): reported failed.
+        #: In memory: after a restart, the try's pod is missing and the pass fails it as a zombie.
+        self.refused: OrderedDict[tuple[str, str], ObservedAttempt] = OrderedDict()
 
     async def _pods_of(self, namespace: str, run_uid: str) -> list[dict[str, Any]]:
         """The run's pods, to read only (the kept bodies themselves when the watch keeps them)."""
@@ -66,7 +79,8 @@ class KubernetesExecutor:
     async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
         meta = run["metadata"]
         found = await self._pods_of(meta["namespace"], meta["uid"])
-        return {pod["metadata"]["name"]: _observe(pod) for pod in found}
+        refused = {name: attempt for (uid, name), attempt in self.refused.items() if uid == meta["uid"]}
+        return refused | {pod["metadata"]["name"]: _observe(pod) for pod in found}
 
     def changes_observation(self, pod: Mapping[str, Any]) -> bool:
         """Would a pass observe this pod's try differently from the pod kept? Call before keeping it.
@@ -94,8 +108,9 @@ class KubernetesExecutor:
 
     async def launch(
         self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
-    ) -> None:
+    ) -> str | None:
         meta = run["metadata"]
+        self.refused.pop((meta["uid"], attempt_name), None)
         manifest = pods.build_task_pod(
             invocation=invocation,
             task=task,
@@ -110,8 +125,24 @@ class KubernetesExecutor:
             created = await self.kube.create_pod(meta["namespace"], manifest)
         except AlreadyExists:
             created = await self._adopt(meta["namespace"], meta["uid"], attempt_name)
+        except KubeError as error:
+            words = launch_refusals.refusal(error.status, error.api_message)
+            if words is None:
+                raise  # the moment's: the reconcile is retried with backoff
+            annotations = manifest["metadata"].get("annotations", {})
+            self.refused[(meta["uid"], attempt_name)] = launch_refusals.refused_attempt(
+                task_id=annotations.get(ANNOTATION_TASK_ID, invocation.task_id),
+                try_number=invocation.try_number,
+                name=attempt_name,
+                words=words,
+                now=datetime.now(UTC),
+            )
+            while len(self.refused) > REFUSALS_KEPT:
+                self.refused.popitem(last=False)
+            return words
         if self.pods is not None:
             self.pods.observed(copy_body(created))
+        return None
 
     async def _adopt(self, namespace: str, run_uid: str, name: str) -> dict[str, Any]:
         """The pod a create met (409): this run's try, created before (by a pass whose status write

@@ -103,11 +103,11 @@ class LocalExecutor:
 
     async def launch(
         self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
-    ) -> None:
+    ) -> str | None:
         meta = run["metadata"]
         attempt = self._attempt_dir(meta["uid"], attempt_name)
         if (attempt / "invocation.json").exists():
-            return  # launched before (idempotent)
+            return None  # launched before (idempotent)
         attempt.mkdir(parents=True, exist_ok=True)
         command = self._command(task)
         record = {
@@ -124,6 +124,7 @@ class LocalExecutor:
             _write_private(attempt / ENVIRONMENT_FILE, json.dumps(extra))
         (attempt / "invocation.json").write_bytes(invocation.encode())
         self._start(attempt)
+        return None
 
     @staticmethod
     def _command(task: ResolvedTask) -> list[str]:

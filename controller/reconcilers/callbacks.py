@@ -18,9 +18,14 @@ from controller.reconcilers import metrics
 from zonda.passes.compose import CallbackTry
 
 
-async def launch_callbacks(executor: Executor, run: Mapping[str, Any], tries: Iterable[CallbackTry]) -> None:
+async def launch_callbacks(executor: Executor, run: Mapping[str, Any], tries: Iterable[CallbackTry]) -> bool:
+    """Launch each; whether the apiserver refused any for good (the next pass records it failed)."""
+    refused = False
     for each in tries:
-        await executor.launch(
+        words = await executor.launch(
             run, task=each.task, invocation=each.invocation, attempt_name=each.callback.name
         )
-        metrics.CALLBACKS_LAUNCHED.labels(each.callback.request.kind).inc()
+        if words is None:
+            metrics.CALLBACKS_LAUNCHED.labels(each.callback.request.kind).inc()
+        refused = refused or words is not None
+    return refused

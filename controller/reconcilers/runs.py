@@ -158,7 +158,7 @@ class RunReconciler:
                 else:
                     return now + LEDGER_RETRY  # the ledger kept moving, or the shard is not ours
         try:
-            written = await self._launch_and_write(run, plan, old_wire, before_pass, now)
+            written, refused = await self._launch_and_write(run, plan, old_wire, before_pass, now)
         except StatusRefused:  # nothing of this pass is recorded: no kills, deletions nor its Events
             return now + STATUS_REFUSED_RETRY
         if not written:
@@ -178,6 +178,8 @@ class RunReconciler:
         metrics.record_run(run, plan.status)
         if plan.new_sla_misses:
             metrics.SLA_MISSES.labels(namespace, spec.dag_name).inc(len(plan.new_sla_misses))
+        if refused:  # no pod will wake it: the next pass fails the refused tries now
+            return now
         if answer is not None and answer.failed:  # ask again then (or sooner, if the run's pods change)
             retry = now + TIMETABLE_RETRY
             return retry if plan.wake_at is None else min(plan.wake_at, retry)
@@ -263,27 +265,30 @@ class RunReconciler:
         old_wire: Mapping[str, Any],
         before_pass: RunSummary | None,
         now: datetime,
-    ) -> bool:
+    ) -> tuple[bool, bool]:
         """Create triggers, launch, record the asset events of tries that succeeded, write the status
         and record it in the index.
 
-        Returns False when the write met a conflict. `before_pass` is what the index knew of the run
-        before this pass reserved its admissions (None: nothing reserved).
+        Returns (written: False when the write met a conflict, refused: whether the apiserver refused a
+        try's pod for good). `before_pass` is what the index knew of the run before this pass reserved
+        its admissions (None: nothing reserved).
         """
         namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
         if (plan.launches or plan.triggers_to_create) and not self._still_served(run):
-            return False  # the shard was lost during this pass (paused past its Lease): its holder decides
+            return False, False  # the shard was lost in this pass (paused past its Lease): its holder decides
         for request in plan.triggers_to_create:
             await self._create_trigger(run, request)
+        refused = False
         for launch in plan.launches:
-            await self._launch(run, launch)
-        await reconciler_callbacks.launch_callbacks(self.executor, run, plan.callback_tries)
+            refused = not await self._launch(run, launch) or refused
+        if await reconciler_callbacks.launch_callbacks(self.executor, run, plan.callback_tries):
+            refused = True
         await record_events(self.kube, run, plan.asset_events)  # before the write says success
         new_wire = plan.status.to_wire()
         version = self.writer.written_version(DAGRUNS, namespace, name)
         try:
             if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):
-                return False
+                return False, refused
         except KubeError as error:
             message = error.api_message
             if not status_budget.is_too_large(error.status, message):
@@ -293,7 +298,7 @@ class RunReconciler:
         written = self.writer.written_version(DAGRUNS, namespace, name)
         previous = self.index.record({**run, "status": new_wire}, written if written != version else None)
         self._wake_after(namespace, name, before_pass or previous, plan.runs_to_wake)
-        return True
+        return True, refused
 
     def _still_served(self, run: Mapping[str, Any]) -> bool:
         """Whether this replica still holds the run's controller shard (always, unsharded), checked
@@ -392,15 +397,29 @@ class RunReconciler:
             message = f"deleted {len(deleted)} finished pod(s) and their logs (deleteWorkerPods): "
             await self.kube.emit_event(run, reason="WorkerPodsDeleted", message=message + ", ".join(deleted))
 
-    async def _launch(self, run: Mapping[str, Any], launch: compose.Launch) -> None:
-        await self.executor.launch(
+    async def _launch(self, run: Mapping[str, Any], launch: compose.Launch) -> bool:
+        """Launch one try; False when the apiserver refused its pod for good (the executor reports the
+        try failed to the next pass, which fails it with the apiserver's words)."""
+        words = await self.executor.launch(
             run, task=launch.task, invocation=launch.invocation, attempt_name=launch.launch.attempt_name
         )
+        if words is not None:
+            meta = run["metadata"]
+            logger.warning(
+                "run %s/%s task %s try %s: %s",
+                meta["namespace"],
+                meta["name"],
+                launch.launch.task_id,
+                launch.launch.try_number,
+                words,
+            )
+            return False
         fault_point("try-launched")
         metrics.PODS_CREATED.inc()
         if launch.upstream_done_at is not None:  # after the launch: what a watch sees
             gap = (utcnow() - launch.upstream_done_at).total_seconds()
             metrics.SCHEDULING_DELAY.labels("upstream_done_to_pod_created").observe(max(0.0, gap))
+        return True
 
     async def _create_trigger(self, run: Mapping[str, Any], request: decisions.TriggerRequest) -> None:
         body = trigger_body(run["metadata"], request, self.trigger_shards)

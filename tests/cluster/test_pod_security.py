@@ -8,9 +8,9 @@ restricted` runs the first kind on a real kubelet; the chart's controller, trigg
 `tests/cluster/test_helm_rbac.py::test_pods_meet_the_restricted_pod_security_standard`.
 
 The positive control: in the same namespace a task whose `podOverride` asks for a privileged
-container is refused by the same admission, and the user is told so on the run: today as the run's
-`Reconciled=False` condition (the pass that would launch it fails, and is retried with backoff),
-not as a failed try (docs/security.md, "Not proven yet").
+container is refused by the same admission, and the user is told so on the run: its try fails with
+the apiserver's words and the run ends failed (`zonda.passes.launch_refusals`: a 403 of admission
+fails the try, as Airflow's KubernetesExecutor fails the task instance).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from controller.devtools.devcluster import Cluster
 from tests.cluster.test_controller import container_task, dag
-from tests.cluster.zonda_processes import apply, controller, get, trigger, wait_for, wait_run_finished
+from tests.cluster.zonda_processes import apply, controller, trigger, wait_for, wait_run_finished
 from zonda.resources.names import is_callback_name
 
 TARGETS = "tests.cluster.callback_targets"
@@ -73,19 +73,7 @@ def test_every_kind_of_task_pod_is_admitted_where_restricted_is_enforced(
             timeout=60,
         )
         refused_run = trigger(cluster, namespace, "privileged")
-        told = wait_for(
-            lambda: [
-                c
-                for c in (get(cluster, namespace, "dagrun", refused_run).get("status") or {}).get(
-                    "conditions"
-                )
-                or []
-                if c["type"] == "Reconciled" and c["status"] == "False" and "PodSecurity" in c["message"]
-            ],
-            "the privileged task's run to say PodSecurity refused its pod",
-            timeout=120,
-        )
-        refused = get(cluster, namespace, "dagrun", refused_run)
+        refused = wait_run_finished(cluster, namespace, refused_run, timeout=120)
     states = {tid: ti["state"] for tid, ti in run["status"]["taskInstances"].items()}
     assert states == {"runner": "success", "container": "success", "kpo": "success", "fails": "failed"}, (
         states
@@ -96,8 +84,11 @@ def test_every_kind_of_task_pod_is_admitted_where_restricted_is_enforced(
     )
     assert by_task.count("fails") >= 2, f"the retry's pod too: {names}"
     assert {"runner", "container", "kpo"} <= set(by_task), names
-    # The positive control: the same admission refused the privileged pod, and the run says so.
+    # The positive control: the same admission refused the privileged pod, and its try says so.
     assert not pods_of(cluster, namespace, refused), "no privileged pod was admitted"
-    message = told[0]["message"]
+    escalates = refused["status"]["taskInstances"]["escalates"]
+    assert refused["status"]["state"] == "failed" and escalates["state"] == "failed", escalates
+    message = escalates["message"]
+    assert "the apiserver refused its pod (403)" in message, message
     assert "is forbidden: violates PodSecurity" in message and "securityContext.privileged=true" in message
-    print(f"\nadmitted: {names}\nrefused, told on the run: {told[0]['reason']}: {told[0]['message'][:400]}")
+    print(f"\nadmitted: {names}\nrefused, its try failed: {message[:400]}")
