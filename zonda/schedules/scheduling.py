@@ -259,10 +259,15 @@ def _why_no_run(
         return f"timetable {name} never schedules runs by itself; trigger runs manually"
     if restriction.latest is not None:
         # Would there be a run without the end date? Then the end date is what stops it.
-        with pinned_clock(now):
-            unbounded = timetable.next_dagrun_info(
-                last_automated_data_interval=last, restriction=restriction._replace(latest=None)
-            )
+        try:
+            with pinned_clock(now):
+                unbounded = timetable.next_dagrun_info(
+                    last_automated_data_interval=last, restriction=restriction._replace(latest=None)
+                )
+        except (OverflowError, ValueError) as error:  # an end date on 9999-12-30: none after it anyway
+            if not _past_the_last_date(error):
+                raise
+            unbounded = None
         if unbounded is not None:
             return (
                 f"end_date {_iso(restriction.latest)} reached: the next logical date would be "

@@ -264,7 +264,12 @@ class CronSchedule:
             return self.next_after(aware - _RESOLUTION)
         except OverflowError:
             # the first instant there is (Airflow's example_outlet_event_extra starts at datetime.min):
-            # croniter cannot step before year 1 to check it, so the first firing after it
+            # nothing before it to step from: it, if it is a firing (the last wall time before the second
+            # after it is its own), else the next
+            wall = self._wall(aware)
+            with contextlib.suppress(OverflowError):
+                if next(self._walls(wall + dt.timedelta(seconds=1), forward=False)) == wall:
+                    return _to_pendulum(aware.astimezone(_UTC))
             return self.next_after(aware)
 
     def at_or_before(self, current: dt.datetime) -> DateTime:
@@ -277,7 +282,21 @@ class CronSchedule:
         return t.astimezone(self.timezone).replace(tzinfo=None, fold=0)
 
     def _walls(self, start: dt.datetime, *, forward: bool) -> Iterator[dt.datetime]:
-        """Matching naive wall times strictly after (or before) ``start``, in order."""
+        """Matching naive wall times strictly after (or before) ``start``, in order.
+
+        croniter holds its current time as a float timestamp, which keeps microseconds only within about
+        285 years of 1970: before 1685 or after 2255 a start a microsecond off a firing lost it, and a
+        lookup returned the firing itself or skipped one (a daily backfill from year 1 planned one date,
+        `at_or_before` going back a day). Firings are whole seconds (whole minutes of wall time), so
+        croniter starts from the whole second at or before ``start`` (forward) or at or after it
+        (backward): no firing lies between the two, and whole seconds are exact as floats to year 9999.
+        """
+        if start.microsecond:
+            start = start.replace(microsecond=0)
+            if not forward:
+                # the second after (none after 9999-12-31 23:59:59, which is no whole minute's firing)
+                with contextlib.suppress(OverflowError):
+                    start += dt.timedelta(seconds=1)
         iterator = copy.copy(self._prototype)  # shallow: the parsed fields are only read
         iterator.set_current(start, force=True)
         step = iterator.get_next if forward else iterator.get_prev
@@ -293,9 +312,12 @@ class CronSchedule:
         ``prev_before``) matters, and only by the part of the fold that overlaps ``t``'s wall time:
         ``fold length - |T - t|``. Elsewhere the margin is zero and scans take no extra step.
         """
-        lo, hi = (t, t + _TRANSITION_HORIZON) if ahead else (t - _TRANSITION_HORIZON, t)
-        before = lo.astimezone(self.timezone).utcoffset()
-        after = hi.astimezone(self.timezone).utcoffset()
+        try:
+            lo, hi = (t, t + _TRANSITION_HORIZON) if ahead else (t - _TRANSITION_HORIZON, t)
+            before = lo.astimezone(self.timezone).utcoffset()
+            after = hi.astimezone(self.timezone).utcoffset()
+        except OverflowError:  # within a day of year 1 or 9999: no tzdata transition there, no fold
+            return dt.timedelta(0)
         assert before is not None and after is not None
         if after >= before:
             return dt.timedelta(0)

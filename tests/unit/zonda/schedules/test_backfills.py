@@ -175,3 +175,22 @@ def test_dates_kept_by_the_controller_plan_as_dates_listed_again() -> None:
     assert len(kept.due) == 30 and kept.beyond_limit is None
     with_kept = plan_backfill("bf", backfill, DAILY, runs=runs, generation=1, now=NOW, dates=kept)
     assert with_kept == plan(backfill, runs)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "first", "count"),
+    [
+        pytest.param("0001-01-01T00:00:00Z", "0001-01-10T00:00:00Z", "0001-01-01", 10, id="year 1"),
+        pytest.param("1000-03-01T00:00:00Z", "1000-03-10T00:00:00Z", "1000-03-01", 10, id="year 1000"),
+        pytest.param("9999-12-20T00:00:00Z", "9999-12-30T00:00:00Z", "9999-12-20", 11, id="year 9999"),
+    ],
+)
+def test_a_backfill_far_from_1970_plans_every_date(start: str, end: str, first: str, count: int) -> None:
+    """Airflow's `iter_dagrun_infos_between` yields every interval of the range; a backfill from year
+    1 planned one date (croniter's float timestamps lost the microsecond the lookups step by)."""
+    dag = DagSpec.model_validate({"schedule": "@daily", "tasks": [{"id": "a", "operator": "EmptyOperator"}]})
+    spec = BackfillSpec.model_validate({"dagName": "x", "fromDate": start, "toDate": end, "dryRun": True})
+    plan = plan_backfill("b", spec, dag, runs=[], generation=1, now=datetime(9999, 12, 31, 12, tzinfo=UTC))
+    planned = [date.date().isoformat() for date in plan.status.planned]
+    assert plan.status.state is BackfillState.DRY_RUN and len(planned) == count, planned
+    assert planned[0] == first and len(set(planned)) == count

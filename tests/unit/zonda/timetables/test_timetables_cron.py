@@ -589,7 +589,7 @@ def test_a_schedule_aligns_from_the_first_instant_there_is() -> None:
     """Airflow's example_outlet_event_extra starts at `datetime.min`: aligning to it must not overflow."""
     schedule = CronSchedule("0 0 * * *", parse_timezone("UTC"))
     first = dt.datetime.min.replace(tzinfo=dt.UTC)
-    assert schedule.at_or_after(first) == first + dt.timedelta(days=1)  # croniter cannot check year 1 itself
+    assert schedule.at_or_after(first) == first  # it fires: stepping back from the second after finds it
     hourly = CronSchedule("0 1 * * *", parse_timezone("UTC"))
     assert hourly.at_or_after(first) == first + dt.timedelta(hours=1)
 
@@ -648,3 +648,33 @@ def test_a_boundarys_lookups_are_answered_without_a_scan_by_every_schedule_of_th
     assert other.at_or_before(at("2026-12-04T21:00:00+00:00")) == at("2026-12-04T21:00:00+00:00")
     with pytest.raises(AssertionError, match="scanned"):  # another minute is not remembered
         other.next_after(t + dt.timedelta(minutes=5))
+
+
+@pytest.mark.parametrize("year", [1, 1000, 1600, 2300, 5000, 9999], ids=lambda year: f"year {year}")
+def test_lookups_stay_exact_far_from_1970(year: int) -> None:
+    """croniter keeps its current time as a float timestamp, microseconds lost beyond about 285
+    years of 1970: a lookup a microsecond off a firing returned the firing itself or the one before
+    (a backfill from year 1 planned a single date). Checked from year 1 to 9999."""
+    daily = CronSchedule("0 0 * * *", parse_timezone("UTC"))
+    day = dt.timedelta(days=1)
+    second = dt.datetime(year, 1, 3, tzinfo=dt.UTC)
+    assert daily.at_or_after(second) == second
+    assert daily.at_or_before(second) == second
+    assert daily.next_after(second) == second + day
+    assert daily.prev_before(second) == second - day
+    assert daily.next_after(second - dt.timedelta(microseconds=1)) == second
+    assert daily.prev_before(second + dt.timedelta(microseconds=1)) == second
+    assert daily.at_or_after(second + dt.timedelta(microseconds=1)) == second + day
+    assert daily.at_or_before(second - dt.timedelta(microseconds=1)) == second - day
+    every_five = CronSchedule("*/5 * * * *", parse_timezone("UTC"))
+    noon = dt.datetime(year, 6, 1, 12, tzinfo=dt.UTC)
+    assert every_five.at_or_after(noon) == noon and every_five.at_or_before(noon) == noon
+    assert every_five.next_after(noon) == noon + dt.timedelta(minutes=5)
+
+
+def test_the_last_second_there_is_looks_back_without_overflowing() -> None:
+    """A manual run at 9999-12-31T23:59:59 asks for the firing at or before it (its data interval)."""
+    last = dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC)
+    assert CronSchedule("0 0 * * *", parse_timezone("UTC")).at_or_before(last) == last.replace(
+        hour=0, minute=0, second=0
+    )
