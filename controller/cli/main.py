@@ -194,11 +194,12 @@ def controller(
 ) -> None:
     """Run the controller: schedule DAGs, run task instances, move them through Airflow's states."""
     from controller.manager.main import run_controller
-    from controller.processes.deadlines import main_thread_deadline
-    from zonda.specs import params
+    from controller.processes.deadlines import any_thread_deadline, main_thread_deadline
+    from zonda.specs import params, priority_strategies
 
     zonda_logs.configure(log_format)
     params.bound_checks(main_thread_deadline)  # a run's conf against a DAG's patterns: docs/security.md
+    priority_strategies.bound_calls(any_thread_deadline)  # a custom strategy's get_weight, in any thread
     if not namespaces and not all_namespaces:
         namespaces = (namespace_or_default(None),)
     settings = dataclasses.replace(

@@ -22,6 +22,7 @@ from controller.cli.common import (
 )
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Kube
 from controller.operations import run_actions
+from controller.processes.deadlines import main_thread_deadline
 from zonda.actions import across_dags, clear_and_mark
 from zonda.actions.clear_and_mark import ActionResult
 from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus
@@ -61,6 +62,7 @@ def trigger(
     wait: bool,
 ) -> None:
     """Create a manual DagRun of DAG (Airflow's `dags trigger`)."""
+    params.bound_checks(main_thread_deadline)  # the conf against the DAG's patterns, as the controller
     conf_obj = parse_conf(conf)
     given = datetime.fromisoformat(logical_date) if logical_date else None
     if given is not None and given.tzinfo is None:

@@ -24,6 +24,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import threading
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -46,6 +47,7 @@ from controller.manager.settings import ControllerSettings
 from controller.manager.shards import ControllerShards
 from controller.manager.workqueue import WorkQueue
 from controller.processes import clock
+from controller.processes.deadlines import MainThreadChecks
 from controller.processes.health import serve_http
 from controller.reconcilers import metrics
 from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex, asset_keys_of
@@ -64,6 +66,7 @@ from zonda.resources.models import GROUP, VERSION
 from zonda.resources.run_events import RunEvent
 from zonda.resources.wire import LABEL_DAGRUN_UID
 from zonda.schedules import assets
+from zonda.specs import params
 
 logger = logging.getLogger(__name__)
 
@@ -231,6 +234,10 @@ class ControllerProcess:
         settings.batching.batch_window = 0.005
         settings.networking.request_timeout = 60
         settings.persistence.diffbase_storage = NoDiffBase()
+        # A check of a conf against a DAG's patterns met in a custom timetable's thread runs here, in
+        # the main thread, under its deadline (controller.processes.deadlines).
+        if threading.current_thread() is threading.main_thread():
+            params.run_checks_with(MainThreadChecks(asyncio.get_running_loop()))
         ours = self.settings
         kube = await Kube.connect(ours.kubeconfig, component="zonda-controller")
         # The DAGs, runs and Pools as the watches below deliver them: a pass reads its object from here.

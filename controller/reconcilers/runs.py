@@ -48,6 +48,7 @@ from zonda.resources.states import FINISHED_RUN_STATES
 from zonda.resources.wire import LABEL_DAGRUN_UID, parse_time
 from zonda.schedules import dag_plans
 from zonda.schedules.dag_plans import TIMETABLE_RETRY
+from zonda.specs import priority_strategies
 from zonda.specs.dags import DagInvalid, ResolvedDag, resolve_dag
 
 logger = logging.getLogger(__name__)
@@ -157,6 +158,11 @@ class RunReconciler:
                     before_pass = None
                 else:
                     return now + LEDGER_RETRY  # the ledger kept moving, or the shard is not ours
+        if stopped := priority_strategies.take_timeouts():  # a user's get_weight, stopped in this pass
+            for message in stopped:
+                logger.warning("run %s/%s: %s", namespace, name, message)
+            said = [RunEvent("PriorityWeightTimeout", message, warning=True) for message in stopped]
+            self.writer.post_events(run, said)
         try:
             written, refused = await self._launch_and_write(run, plan, old_wire, before_pass, now)
         except StatusRefused:  # nothing of this pass is recorded: no kills, deletions nor its Events

@@ -4,11 +4,13 @@ The passes are coroutines on one event loop: a timetable that hangs, called inli
 pass of every DAG. `BoundedCalls.call` runs the call in a thread of its own and stops waiting after
 `limit_seconds`, so the pass goes on (and reports the DAG) while the other DAGs keep being scheduled.
 
-A Python thread cannot be killed: a call past its limit keeps its (daemon) thread until it returns,
-or until the process exits. While it runs, the same key does not start another (`StillRunning`), so a
-DAG whose timetable hangs holds at most one thread, however many passes it gets. One that spins on
-the CPU shares the interpreter lock with the event loop (the other passes slow, they do not stop);
-a subprocess per call would free it, at an interpreter start and a module import per call.
+A Python thread cannot be killed, but Python code in it can be interrupted: `STOP_AFTER_SECONDS`
+past the limit, `controller.processes.deadlines.any_thread_deadline` raises `CheckTimeout` in the
+call's thread at its next bytecode, so a timetable that spins in Python (a loop that never ends)
+gives back its thread and the interpreter lock. One that waits in C (a lock, a socket, `time.sleep`)
+is not interrupted: it keeps its (daemon) thread until it returns, or until the process exits. While
+a call runs, the same key does not start another (`StillRunning`), so a DAG whose timetable hangs
+holds at most one thread, however many passes it gets.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from controller.processes.deadlines import any_thread_deadline
 from zonda.schedules.dag_plans import TimetableFailure
 
 T = TypeVar("T")
@@ -27,6 +30,9 @@ T = TypeVar("T")
 #: Seconds one call of a custom timetable by the controller may take (`zonda controller --timetable-timeout`;
 #: `zonda dags next-runs --timetable-timeout` for the CLI's).
 DEFAULT_LIMIT_SECONDS = 5.0
+#: How long after its limit a call still running in Python is interrupted in its thread (after the
+#: pass waiting for it has given up and said so: the pass's report is the limit's, not this).
+STOP_AFTER_SECONDS = 1.0
 
 
 def key_of(kind: str, obj: Mapping[str, Any]) -> Hashable:
@@ -77,7 +83,8 @@ class BoundedCalls:
 
         def run() -> None:
             try:
-                result = fn()
+                with any_thread_deadline(self.limit_seconds + STOP_AFTER_SECONDS):
+                    result = fn()
             except BaseException as exc:  # handed to the awaiting pass, whatever it is
                 error: BaseException | None = exc
                 result = None

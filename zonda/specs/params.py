@@ -30,13 +30,32 @@ class CheckTimeout(Exception):
 Deadline = Callable[[float], AbstractContextManager[object]]
 
 
-def _no_deadline(seconds: float) -> AbstractContextManager[object]:
+def no_deadline(seconds: float) -> AbstractContextManager[object]:
+    """No limit: what a check or a user's call runs under until a process installs one."""
     return contextlib.nullcontext()
 
 
 #: What a check runs under: nothing by default; the controller's and the UI's main thread install a
 #: deadline (`controller.processes.deadlines`).
-_deadline: Deadline = _no_deadline
+_deadline: Deadline = no_deadline
+
+
+#: Who runs a check: the calling thread by default; the controller hands a check met in another
+#: thread to its main thread, where the deadline applies (`controller.processes.deadlines.MainThreadChecks`).
+Runner = Callable[[Callable[[], list[Any]]], list[Any]]
+
+
+def _here(check: Callable[[], list[Any]]) -> list[Any]:
+    return check()
+
+
+_runner: Runner = _here
+
+
+def run_checks_with(runner: Runner | None) -> None:
+    """Run every check through `runner` (None: in the calling thread again)."""
+    global _runner
+    _runner = runner or _here
 
 
 def bound_checks(deadline: Deadline) -> None:
@@ -114,9 +133,13 @@ def merged_params(defaults: Mapping[str, Any], conf: Mapping[str, Any]) -> dict[
 
 def _violations(schema: Mapping[str, Any], value: Mapping[str, Any], *, skip_required: bool) -> list[str]:
     validator = jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.FormatChecker())
-    try:
+
+    def check() -> list[Any]:
         with _deadline(CHECK_SECONDS):
-            errors = list(validator.iter_errors(dict(value)))
+            return list(validator.iter_errors(dict(value)))
+
+    try:
+        errors = _runner(check)
     except CheckTimeout:
         return [
             f"params: checking them against the schema took more than {CHECK_SECONDS:g} s and was "

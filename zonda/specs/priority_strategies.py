@@ -9,6 +9,14 @@ created or cleared are `max_tries - retries`, and its weight is the strategy's f
 the value Airflow stored. The class is imported by path (a DAGs folder's `plugins/` package, as
 Airflow's plugins folder; registering it in an `AirflowPlugin` is not needed), its `serialize()` is
 stored and handed to `deserialize`, as Airflow's DAG serialization does.
+
+`get_weight` is a user's code that the controller calls in its passes: where the process bounds it
+(`bound_calls`: the controller, with `controller.processes.deadlines.any_thread_deadline`) a call
+past `WEIGHT_SECONDS` is stopped, the task instance gets its task's own `priority_weight` (what
+Airflow keeps when `get_weight` raises), and the strategy is not called again by this process (a
+strategy that hangs would otherwise cost every pass a second per task instance). Why is kept for the
+caller to say where the user looks (`take_timeouts`: the controller posts it as a Warning Event on
+the run whose pass met it).
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zonda.specs.params import CheckTimeout, Deadline, no_deadline
+
 __all__ = [
     "PriorityWeightStrategy",
     "StrategyInvalid",
@@ -27,6 +37,31 @@ __all__ = [
     "strategy_weight",
     "tries_when_created",
 ]
+
+#: Seconds one `get_weight` may take where the process bounds it (`bound_calls`).
+WEIGHT_SECONDS = 1.0
+
+
+#: What a `get_weight` call runs under: nothing by default; the controller installs a deadline.
+_deadline: Deadline = no_deadline
+#: Strategies (by class) whose `get_weight` ran past the limit in this process: not called again.
+_too_slow: dict[str, str] = {}
+#: Why, for each strategy stopped since the caller last took them (`take_timeouts`).
+_timeouts: list[str] = []
+
+
+def bound_calls(deadline: Deadline) -> None:
+    """Run every `get_weight` under `deadline(WEIGHT_SECONDS)`, which raises `CheckTimeout` when it
+    passes (the module says what follows)."""
+    global _deadline
+    _deadline = deadline
+
+
+def take_timeouts() -> list[str]:
+    """The messages of the strategies stopped since the last call (each once), then forgotten."""
+    taken = list(_timeouts)
+    _timeouts.clear()
+    return taken
 
 
 class StrategyInvalid(ValueError):
@@ -110,8 +145,22 @@ def tries_when_created(*, max_tries: int | None, retries: int) -> int:
 
 
 def strategy_weight(strategy: PriorityWeightStrategy, ti: StrategyTaskInstance) -> int:
-    """`get_weight(ti)`; Airflow's `refresh_from_task` keeps the task's `priority_weight` if it raises."""
+    """`get_weight(ti)`; Airflow's `refresh_from_task` keeps the task's `priority_weight` if it raises,
+    and so does a call past the process's limit (the module)."""
+    kind = f"{type(strategy).__module__}.{type(strategy).__qualname__}"
+    if kind in _too_slow:
+        return ti.task.priority_weight
     try:
-        return int(strategy.get_weight(ti))
+        with _deadline(WEIGHT_SECONDS):
+            return int(strategy.get_weight(ti))
+    except CheckTimeout:
+        message = (
+            f"priority weight strategy {kind}.get_weight took more than {WEIGHT_SECONDS:g} s (task "
+            f"{ti.task_id!r} of run {ti.run_id!r}) and was stopped: this controller calls it no more, its "
+            f"task instances get their task's priority_weight ({ti.task.priority_weight} for this one)"
+        )
+        _too_slow[kind] = message
+        _timeouts.append(message)
+        return ti.task.priority_weight
     except Exception:  # a user's method: a failure leaves the task's own weight, as Airflow's refresh
         return ti.task.priority_weight

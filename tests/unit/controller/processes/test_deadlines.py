@@ -6,13 +6,15 @@ Real: Python's `re` (which checks for signals as it backtracks), the SIGALRM tim
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from controller.processes.deadlines import main_thread_deadline
+from controller.processes.deadlines import MainThreadChecks, main_thread_deadline
 from zonda.specs import params
 
 #: A nested repetition: exponential backtracking on a run of `a`s that does not end the match.
@@ -30,7 +32,7 @@ def bounded() -> Iterator[None]:
     try:
         yield
     finally:
-        params.bound_checks(params._no_deadline)
+        params.bound_checks(params.no_deadline)
 
 
 def test_a_backtracking_pattern_is_stopped_and_said_on_the_run(bounded: None) -> None:
@@ -56,9 +58,48 @@ def test_a_check_that_ended_leaves_no_timer_behind(bounded: None) -> None:
 
 
 def test_outside_the_main_thread_the_check_runs_without_the_deadline(bounded: None) -> None:
-    """Signals reach only the main thread: elsewhere the deadline is a no-op, said in the docs."""
+    """Signals reach only the main thread: elsewhere the deadline is a no-op (the controller hands such
+    checks to its main thread: the next test)."""
     ran: list[object] = []
     thread = threading.Thread(target=lambda: ran.append(params.run_conf_errors(SPEC, {"code": "b"})))
     thread.start()
     thread.join(10)
     assert ran == [["param 'code': 'b' does not match '^(a+)+$'"]]
+
+
+def test_a_check_met_in_another_thread_runs_in_the_main_thread_under_its_deadline(bounded: None) -> None:
+    """A custom timetable's thread starts a run: its conf check is handed to the main thread's loop,
+    where the deadline stops the backtracking."""
+    loop = asyncio.new_event_loop()
+    checks = MainThreadChecks(loop)
+    where: list[bool] = []  # whether each check ran in the main thread
+
+    def runner(check: Callable[[], list[Any]]) -> list[Any]:
+        def noted() -> list[Any]:
+            where.append(threading.current_thread() is threading.main_thread())
+            return check()
+
+        return checks(noted)
+
+    params.run_checks_with(runner)
+    ran: list[object] = []
+
+    def in_a_thread() -> None:
+        ran.append(params.run_conf_errors(SPEC, EVIL))
+        ran.append(threading.current_thread() is not threading.main_thread())
+        loop.call_soon_threadsafe(loop.stop)
+
+    try:
+        started = time.monotonic()
+        threading.Thread(target=in_a_thread, daemon=True).start()
+        loop.call_later(params.CHECK_SECONDS + 20, loop.stop)  # a bound for the test itself
+        loop.run_forever()
+        took = time.monotonic() - started
+    finally:
+        params.run_checks_with(None)
+        loop.close()
+    assert len(ran) == 2 and ran[1] is True, ran
+    errors = ran[0]
+    assert isinstance(errors, list) and len(errors) == 1 and "took more than 2 s and was stopped" in errors[0]
+    assert took < params.CHECK_SECONDS + 10, took
+    assert where == [True], "the check ran in the main thread, asked from another"

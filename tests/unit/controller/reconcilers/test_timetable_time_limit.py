@@ -8,6 +8,7 @@ Real: the reconcilers, the status writer, the pure core, a timetable that blocks
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -115,5 +116,29 @@ def test_a_call_past_its_limit_raises_and_holds_its_key_until_it_returns() -> No
 
     try:
         asyncio.run(scenario())
+    finally:
+        release.set()
+
+
+def test_a_call_that_spins_in_python_past_its_limit_is_stopped_in_its_thread() -> None:
+    """A timetable that loops forever in Python gives its thread (and the interpreter lock) back
+    `STOP_AFTER_SECONDS` after its limit; one waiting in C (the positive control: a lock) keeps it."""
+    release = threading.Event()
+
+    def spins() -> None:
+        while not release.is_set():  # a user's loop that never ends
+            pass
+
+    async def scenario() -> tuple[int, int]:
+        spinning, waiting = BoundedCalls(limit_seconds=0.1), BoundedCalls(limit_seconds=0.1)
+        for calls, fn in ((spinning, spins), (waiting, release.wait)):
+            with pytest.raises(TimeLimitExceeded):
+                await calls.call("k", fn)
+        assert spinning.overrunning() == 1 and waiting.overrunning() == 1
+        await asyncio.wait_for(spinning.returned("k"), timeout=0.1 + user_code.STOP_AFTER_SECONDS + 10)
+        return spinning.overrunning(), waiting.overrunning()
+
+    try:
+        assert asyncio.run(scenario()) == (0, 1)
     finally:
         release.set()
