@@ -49,6 +49,23 @@ HELPERS = ("__init__.py", "libs", "plugins", "sql")
 NOT_RUN_MARKERS: tuple[str, ...] = ()
 
 
+def prepare_home(home: Path, dags_folder: Path) -> dict[str, str]:
+    """Point this process (before it imports Airflow) and its children at a fresh AIRFLOW_HOME with
+    `dags_folder`, no example DAGs, and its database migrated; the environment it set."""
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+    }
+    os.environ.update(env)
+    subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL
+    )
+    return env
+
+
 def _to_run_again(error: str) -> bool:
     """An outcome `--resume` does not keep: a timeout, or a DAG an earlier version of this script
     skipped (its NOT_RUN_MARKERS were wider)."""
@@ -241,17 +258,7 @@ def main(
     dags_folder = home / "dags"
     for name, source in _airflow_paths().items():
         shutil.copytree(source, dags_folder / name, ignore=shutil.ignore_patterns("__pycache__"))
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-    }
-    os.environ.update(env)
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL
-    )
+    env = prepare_home(home, dags_folder)
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(str(dags_folder))

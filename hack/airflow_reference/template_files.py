@@ -24,11 +24,10 @@ with `missing` failing on `jinja2.exceptions.TemplateNotFound: 'missing.sh' not 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from af3_reference import prepare_home  # beside this file: run it as a script, as af3_reference.py
 
 DAG = """
 import pendulum
@@ -73,18 +72,7 @@ def main() -> None:
     (shared / "raw.sh").write_text('echo "raw {{ not rendered }}"\n')
     (shared / "query.sql").write_text("select * from {{ params.table }} {% include 'where.sql' %}")
     (shared / "where.sql").write_text("where run_id = '{{ run_id }}'")
-    home = root / "home"
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-    }
-    os.environ.update(env)
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL
-    )
+    prepare_home(root / "home", dags)
     try:
         from airflow.dag_processing.dagbag import DagBag  # Airflow 3
     except ImportError:

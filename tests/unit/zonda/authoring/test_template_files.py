@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -148,36 +147,3 @@ def test_render_template_and_include_use_the_carried_files() -> None:
         render(["c.sql"], {}, field="f", environment=env, template_ext=(".sql",))
     with pytest.raises(templating.TemplateError, match=r"TemplateNotFound.*'c.sh'.*carries none"):
         render("c.sh", {}, field="f", template_ext=(".sh",))  # the default environment: no files
-
-
-def test_the_uis_rendered_fields_show_a_files_rendered_text() -> None:
-    """The task instance page renders the fields as the try does: the carried file, not its name."""
-    from zonda.tries.rendered_fields import RenderedField, render_task_fields
-
-    body: dict[str, Any] = {
-        "metadata": {"name": "m-manual-1", "namespace": "data"},
-        "spec": {"dagName": "m", "runType": "manual"},
-        "status": {
-            "logicalDate": "2026-11-29T06:00:00Z",
-            "dataIntervalStart": "2026-11-28T06:00:00Z",
-            "dataIntervalEnd": "2026-11-29T06:00:00Z",
-            "dagSpec": {
-                "templateFiles": {"q.sql": "select {{ ds }}", "run.sh": "echo {{ ds_nodash }}"},
-                "tasks": [
-                    {
-                        "id": "py",
-                        "operator": "PythonOperator",
-                        "args": {
-                            "python_callable": "builtins.print",
-                            "templates_exts": [".sql"],
-                            "templates_dict": {"q": "q.sql"},
-                        },
-                    },
-                    {"id": "sh", "operator": "BashOperator", "args": {"bash_command": "run.sh"}},
-                ],
-            },
-            "taskInstances": {"py": {"state": "running", "tryNumber": 1}, "sh": {"state": "running"}},
-        },
-    }
-    assert render_task_fields(body, "py", 1)[0] == RenderedField("templates_dict", {"q": "select 2026-11-29"})
-    assert render_task_fields(body, "sh", 1)[0] == RenderedField("bash_command", "echo 20261129")

@@ -159,6 +159,21 @@ def test_dags_test_runs_a_dag_with_macros_filters_and_native_rendering() -> None
     assert outcome.xcoms == {"total": 6, "echo": "5.0 x.csv"}
 
 
+def running_run(dag_spec: dict[str, Any]) -> dict[str, Any]:
+    """A DagRun body (as the UI reads it) of `dag_spec`, every task running its first try."""
+    return {
+        "metadata": {"name": "m-manual-1", "namespace": "data"},
+        "spec": {"dagName": "m", "runType": "manual"},
+        "status": {
+            "logicalDate": "2026-11-29T06:00:00Z",
+            "dataIntervalStart": "2026-11-28T06:00:00Z",
+            "dataIntervalEnd": "2026-11-29T06:00:00Z",
+            "dagSpec": dag_spec,
+            "taskInstances": {t["id"]: {"state": "running", "tryNumber": 1} for t in dag_spec["tasks"]},
+        },
+    }
+
+
 def test_the_ui_renders_fields_with_the_dags_macros_filters_and_native_types() -> None:
     from zonda.tries.rendered_fields import RenderedField, RenderingUnavailable, render_task_fields
 
@@ -170,20 +185,29 @@ def test_the_ui_renders_fields_with_the_dags_macros_filters_and_native_types() -
                    "args": {"python_callable": "builtins.sum", "op_args": ["{{ [hypot(3, 4)] }}"],
                             "op_kwargs": {"f": "{{ '/d/x.csv' | basename }}"}}}],
     }  # fmt: skip
-    body: dict[str, Any] = {
-        "metadata": {"name": "m-manual-1", "namespace": "data"},
-        "spec": {"dagName": "m", "runType": "manual"},
-        "status": {
-            "logicalDate": "2026-11-29T06:00:00Z",
-            "dataIntervalStart": "2026-11-28T06:00:00Z",
-            "dataIntervalEnd": "2026-11-29T06:00:00Z",
-            "dagSpec": dag_spec,
-            "taskInstances": {"t": {"state": "running", "tryNumber": 1}},
-        },
-    }
+    body = running_run(dag_spec)
     fields = {field.name: field for field in render_task_fields(body, "t", 1)}
     assert fields["op_args"] == RenderedField("op_args", [[5.0]])
     assert fields["op_kwargs"] == RenderedField("op_kwargs", {"f": "x.csv"})
     dag_spec["userDefinedFilters"] = {"basename": "nowhere:basename"}
     with pytest.raises(RenderingUnavailable, match="nowhere:basename"):
         render_task_fields(body, "t", 1)
+
+
+def test_the_uis_rendered_fields_show_a_template_files_rendered_text() -> None:
+    """The task instance page renders the fields as the try does: the file the manifest carries
+    (`spec.templateFiles`, Airflow's `template_ext` / `templates_exts`), not its name."""
+    from zonda.tries.rendered_fields import RenderedField, render_task_fields
+
+    body = running_run(
+        {
+            "templateFiles": {"q.sql": "select {{ ds }}", "run.sh": "echo {{ ds_nodash }}"},
+            "tasks": [
+                {"id": "py", "operator": "PythonOperator", "args": {"python_callable": "builtins.print",
+                 "templates_exts": [".sql"], "templates_dict": {"q": "q.sql"}}},
+                {"id": "sh", "operator": "BashOperator", "args": {"bash_command": "run.sh"}},
+            ],
+        }
+    )  # fmt: skip
+    assert render_task_fields(body, "py", 1)[0] == RenderedField("templates_dict", {"q": "select 2026-11-29"})
+    assert render_task_fields(body, "sh", 1)[0] == RenderedField("bash_command", "echo 20261129")
