@@ -203,3 +203,28 @@ def test_every_call_of_a_custom_timetable_is_bounded_and_one_that_raises_is_name
             if e["involvedObject"]["name"] == obj and (e["reason"], e["type"]) == (reason, "Warning")
         ]
         assert len(warned) == 1 and class_path in warned[0]["message"], (obj, warned)
+
+
+#: A nested repetition: `re` backtracks for hours on 40 `a`s and a `!`, holding the interpreter lock.
+PATTERNED = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}}
+WORKDAY = "examples.timetables.workday.AfterWorkdayTimetable"
+
+
+def test_a_backtracking_pattern_met_in_a_custom_timetables_thread_is_stopped(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A custom timetable's DAG starts its runs in a thread (for the timetable's limit), where no signal
+    can stop `re`: the conf check is handed to the controller's main thread and stopped there after
+    2 s. Before, the run was never judged and every DAG stopped (the thread held the lock for hours).
+    The positive control: a conf that matches starts its run and it succeeds."""
+    timetable = {"class": WORKDAY, "params": {}}
+    apply(cluster, namespace, dag("workday", timetable=timetable, startDate=START, paused=True,
+                                  params={"code": "aaa"}, paramsSchema=PATTERNED))  # fmt: skip
+    with controller(cluster, namespace, tmp_path):
+        apply(cluster, namespace, dagrun("evil", "workday", RunType.MANUAL, conf={"code": "a" * 40 + "!"}))
+        apply(cluster, namespace, dagrun("fine", "workday", RunType.MANUAL, conf={"code": "aaaa"}))
+        evil = wait_run_finished(cluster, namespace, "evil", timeout=60)
+        fine = wait_run_finished(cluster, namespace, "fine", timeout=60)
+    assert evil["status"]["state"] == "failed", evil["status"]
+    assert "took more than 2 s and was stopped" in evil["status"]["message"], evil["status"]["message"]
+    assert fine["status"]["state"] == "success", fine["status"]
