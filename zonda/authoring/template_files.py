@@ -25,15 +25,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from zonda.resources.models import MAX_TEMPLATE_FILES_BYTES
+
 if TYPE_CHECKING:
     import jinja2
 
     from zonda.authoring.dags import DAG
     from zonda.operators.base import BaseOperator
-
-#: The most template-file text one DAG's manifest carries, all files together: the DAG spec is
-#: copied into every run's status (etcd keeps an object of at most 1.5 MiB).
-MAX_TEMPLATE_FILES_BYTES = 256 * 1024
 
 
 @dataclass

@@ -22,7 +22,7 @@ import enum
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from zonda.resources.asset_refs import AssetRef
@@ -298,6 +298,10 @@ class TaskGroupSpec(CrdModel):
     )
 
 
+#: The most template-file text (`DagSpec.template_files`, all files together) one DAG carries.
+MAX_TEMPLATE_FILES_BYTES = 256 * 1024
+
+
 class DagSpec(CrdModel):
     airflow_version: Literal["2", "3"] | None = Field(
         default=None,
@@ -402,6 +406,19 @@ class DagSpec(CrdModel):
     )
     task_groups: list[TaskGroupSpec] = Field(default_factory=list)
     tasks: list[TaskSpec] = Field(min_length=1)
+
+    @field_validator("template_files")
+    @classmethod
+    def _template_files_fit(cls, files: dict[str, str]) -> dict[str, str]:
+        """A hand-written manifest is held to what `zonda dags render` carries: the spec is copied into
+        every run's status, and etcd keeps an object of at most 1.5 MiB."""
+        total = sum(len(text.encode()) for text in files.values())
+        if total > MAX_TEMPLATE_FILES_BYTES:
+            raise ValueError(
+                f"templateFiles total {total} bytes, more than {MAX_TEMPLATE_FILES_BYTES}: keep large "
+                "scripts in the task image"
+            )
+        return files
 
 
 class Condition(CrdModel):

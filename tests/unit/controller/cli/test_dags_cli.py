@@ -47,3 +47,26 @@ def test_render_to_stdout_exits_0_when_every_file_renders(tmp_path: Path) -> Non
     result = CliRunner().invoke(main, ["dags", "render", str(tmp_path)])
     assert result.exit_code == 0, result.stderr
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)] == ["good-dag"]
+
+
+def test_render_warns_of_a_template_file_not_found_and_still_renders(tmp_path: Path) -> None:
+    """As Airflow's parse logs a template file it cannot read and goes on (the task fails on it)."""
+    (tmp_path / "scripted.py").write_text(
+        textwrap.dedent("""
+            from zonda import DAG
+            from zonda.operators.bash import BashOperator
+            with DAG("scripted", schedule=None) as dag:
+                BashOperator(task_id="run", bash_command="nowhere.sh")
+        """)
+    )
+    result = CliRunner().invoke(main, ["dags", "render", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    assert "warning: scripted.py: DAG 'scripted': template file 'nowhere.sh' (named by task 'run' field " in (
+        result.stderr
+    )
+    assert "TemplateNotFound" in result.stderr
+    (tmp_path / "nowhere.sh").write_text("echo found\n")
+    result = CliRunner().invoke(main, ["dags", "render", str(tmp_path)])
+    assert "warning" not in result.stderr
+    (manifest,) = yaml.safe_load_all(result.stdout)
+    assert manifest["spec"]["templateFiles"] == {"nowhere.sh": "echo found\n"}

@@ -147,3 +147,16 @@ def test_render_template_and_include_use_the_carried_files() -> None:
         render(["c.sql"], {}, field="f", environment=env, template_ext=(".sql",))
     with pytest.raises(templating.TemplateError, match=r"TemplateNotFound.*'c.sh'.*carries none"):
         render("c.sh", {}, field="f", template_ext=(".sh",))  # the default environment: no files
+
+
+def test_a_hand_written_manifest_is_held_to_the_same_bound() -> None:
+    from zonda.specs.dags import DagInvalid, parse_dag_spec
+
+    spec: dict[str, object] = {
+        "tasks": [{"id": "t", "operator": "BashOperator", "args": {"bash_command": "a.sh"}}]
+    }
+    spec["templateFiles"] = {"a.sh": "x" * template_files.MAX_TEMPLATE_FILES_BYTES}
+    assert parse_dag_spec(spec).template_files["a.sh"]
+    spec["templateFiles"] = {"a.sh": "x" * (template_files.MAX_TEMPLATE_FILES_BYTES + 1)}
+    with pytest.raises(DagInvalid, match=r"spec.templateFiles: .*more than 262144"):
+        parse_dag_spec(spec)
