@@ -54,9 +54,6 @@ from zonda.specs.dags import DagInvalid, ResolvedDag, resolve_dag
 logger = logging.getLogger(__name__)
 
 DAG_NOT_FOUND_RETRY = timedelta(seconds=5)
-#: When a run whose status the apiserver refused as too large is looked at again (its pods' changes
-#: also wake it); every pass until it fits is refused the same way.
-STATUS_REFUSED_RETRY = timedelta(minutes=5)
 #: `--shards`: admissions decided again when the slot ledger moved under them, then a retry this soon.
 LEDGER_ATTEMPTS = 3
 LEDGER_RETRY = timedelta(milliseconds=200)
@@ -108,6 +105,8 @@ class RunReconciler:
         self.admission = PoolAdmission(self.kube, self.index)
         self.stored_xcoms = StoredXComReader(self.kube)
         self.snapshots = Snapshots()
+        #: (namespace, run) -> its status writes refused as too large in a row (until one is written).
+        self.refusals: dict[tuple[str, str], int] = {}
 
     plural = DAGRUNS
 
@@ -166,7 +165,9 @@ class RunReconciler:
         try:
             written, refused = await self._launch_and_write(run, plan, old_wire, before_pass, now)
         except StatusRefused:  # nothing of this pass is recorded: no kills, deletions nor its Events
-            return now + STATUS_REFUSED_RETRY
+            refusals = self.refusals[namespace, name] = self.refusals.get((namespace, name), 0) + 1
+            return status_budget.next_pass_after_refusal(refusals, plan.wake_at, now)
+        self.refusals.pop((namespace, name), None)
         if not written:
             return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
         for attempt_name in plan.kills:

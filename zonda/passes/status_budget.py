@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from zonda.resources import conditions, run_shards
@@ -128,6 +128,26 @@ def refused_write(
         old, type=STATUS_WRITTEN, status=False, reason="StatusTooLarge", message=message, now=now
     )
     return new, message
+
+
+#: When a run whose status was refused is passed again: soon after a first refusal, twice as long after
+#: each refusal in a row, at most `REFUSED_RETRY_MAX` apart (its pods' and Triggers' changes wake it
+#: too). A status that is too large is refused the same way until the run changes; a refusal that was
+#: not its own size's (the object grown by another writer's metadata, then shrunk) must not leave a
+#: run whose last pass it was waiting minutes for a pass that would now fit.
+REFUSED_RETRY_FIRST = timedelta(seconds=5)
+REFUSED_RETRY_MAX = timedelta(minutes=5)
+
+
+def next_pass_after_refusal(refusals: int, wake_at: datetime | None, now: datetime) -> datetime:
+    """When to pass a run again after its `refusals`-th refused status write in a row; `wake_at`: when
+    the refused pass's plan asked to be woken (a retry delay, a sensor's next poke), kept when sooner,
+    but never sooner than `REFUSED_RETRY_FIRST` (each refused pass costs a write of the whole status)."""
+    doublings = min(max(0, refusals - 1), 16)  # 5 s x 2**6 is past the cap already
+    backoff = now + min(REFUSED_RETRY_MAX, REFUSED_RETRY_FIRST * (1 << doublings))
+    if wake_at is None:
+        return backoff
+    return min(backoff, max(wake_at, now + REFUSED_RETRY_FIRST))
 
 
 def written(old: list[Condition], *, now: datetime) -> list[Condition]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller.kube import DAGRUNS, DAGS
@@ -151,6 +151,21 @@ def test_the_apiserver_errors_of_an_object_too_large() -> None:
     assert not status_budget.is_too_large(500, "etcdserver: leader changed")
 
 
+def test_a_refused_run_is_passed_again_soon_then_less_often_and_at_its_own_wake_up_if_sooner() -> None:
+    """Found by the fault suite (`status-too-large` on the mixed workload, 10 strikes): a consumer run
+    whose last pass (its task's pod done) was refused waited 5 minutes for its next pass, nothing of it
+    changing any more, and a refused pass's own wake-up (a retry delay of 1 s, a sensor's next poke)
+    was dropped for those 5 minutes too."""
+    after = status_budget.next_pass_after_refusal
+    first = status_budget.REFUSED_RETRY_FIRST
+    assert [after(n, None, NOW) - NOW for n in (1, 2, 3)] == [first, 2 * first, 4 * first]
+    assert after(1_000, None, NOW) - NOW == status_budget.REFUSED_RETRY_MAX  # capped
+    assert after(6, NOW + timedelta(seconds=30), NOW) == NOW + timedelta(seconds=30)  # the plan's, sooner
+    assert after(1, NOW + timedelta(minutes=1), NOW) == NOW + first  # the backoff's, sooner
+    # a plan that asks for a pass at once (or a second from now) waits the first backoff, not a hot loop
+    assert after(3, NOW, NOW) == after(3, NOW + timedelta(seconds=1), NOW) == NOW + first
+
+
 def mapped_dag_body(items: int) -> dict[str, Any]:
     make = {"id": "make", "operator": "BashOperator", "args": {"bash_command": "true"}}
     work = {
@@ -187,8 +202,12 @@ def test_a_status_the_apiserver_refuses_keeps_the_last_one_says_so_once_and_reco
         await settle()
         return wakes
 
+    started = datetime.now(UTC)
     first, second, _ = asyncio.run(scenario())
     assert first is not None and second is not None  # looked at again later, not failed
+    # in seconds, not minutes (it was 5 minutes, whatever refused it), then less often
+    assert first - started < status_budget.REFUSED_RETRY_FIRST + timedelta(seconds=2)
+    assert second - first > status_budget.REFUSED_RETRY_FIRST / 2
     status = kube.objects[(DAGRUNS, NS, "wide-1")]["status"]
     refused = [e for e in kube.events if e.reason == "StatusTooLarge"]
     assert len(refused) == 1 and refused[0].warning
