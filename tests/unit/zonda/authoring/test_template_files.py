@@ -18,10 +18,8 @@ from zonda.authoring import rendering, template_files
 from zonda.tries import templating
 
 DAG_FILE = """
-    import os
     import pendulum
-    from airflow.providers.standard.operators.bash import BashOperator
-    from airflow.sdk import DAG, task
+    {imports}
 
     SEARCHPATH = {searchpath!r}
 
@@ -37,10 +35,20 @@ DAG_FILE = """
 """
 
 
-def write_dag(folder: Path, searchpath: list[str], command: str = "check.sh") -> Path:
+#: Each dialect's imports (`zonda.authoring.compat.file_dialect` reads the file as that Airflow).
+IMPORTS = {
+    "3": "from airflow.providers.standard.operators.bash import BashOperator; "
+    "from airflow.sdk import DAG, task",
+    "2": "from airflow import DAG; from airflow.decorators import task; from airflow.operators.bash import "
+    "BashOperator",
+}
+
+
+def write_dag(folder: Path, searchpath: list[str], command: str = "check.sh", dialect: str = "3") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "templated.py"
-    path.write_text(textwrap.dedent(DAG_FILE.format(searchpath=searchpath, command=command)))
+    text = DAG_FILE.format(searchpath=searchpath, command=command, imports=IMPORTS[dialect])
+    path.write_text(textwrap.dedent(text))
     return path
 
 
@@ -81,7 +89,9 @@ def test_files_are_read_from_the_dag_folder_then_the_searchpath_with_what_they_i
     assert tasks["query"]["args"]["templates_exts"] == [".sql"]
 
 
-def test_dags_test_renders_each_file_in_the_try(dags: Path) -> None:
+@pytest.mark.parametrize("dialect", ["2", "3"])
+def test_dags_test_renders_each_file_in_the_try(dags: Path, dialect: str) -> None:
+    write_dag(dags, [str(dags.parent / "shared")], dialect=dialect)
     outcome = dag_runs.test_file(dags / "templated.py", airflow_compat=True)
     assert outcome.task_states == {"script": "success", "query": "success"}
     result = outcome.xcoms["query"]
