@@ -37,6 +37,7 @@ from zonda.resources.names import attempt_name, is_callback_name, trigger_name
 
 PRODUCER = "mixed"
 CONSUMER = "orders"
+CONSUMER_TASK = "use"
 POOL = "faults"
 POOL_SLOTS = 2
 ASSET = "faults://orders"
@@ -270,7 +271,7 @@ def mixed_workload(window: Window, duration_ms: int) -> list[dict[str, Any]]:
         "apiVersion": "zonda.dev/v1alpha1",
         "kind": "DAG",
         "metadata": {"name": CONSUMER},
-        "spec": {"assetSchedule": {"uri": ASSET}, "tasks": [kwok_task("use", [], duration_ms)]},
+        "spec": {"assetSchedule": {"uri": ASSET}, "tasks": [kwok_task(CONSUMER_TASK, [], duration_ms)]},
     }
     pool = {"apiVersion": "zonda.dev/v1alpha1", "kind": "Pool", "metadata": {"name": POOL},
             "spec": {"slots": POOL_SLOTS}}  # fmt: skip
@@ -362,6 +363,8 @@ class Outcome:
     tis: dict[tuple[str, str], dict[str, Any]]
     #: Each consumer run's task states (its name depends on when it was created).
     consumer_states: list[dict[str, str]]
+    #: Consumer run name -> its one task instance's try.
+    consumer_tries: dict[str, int]
     #: Consumer run name -> the AssetEvents it consumed.
     consumed: dict[str, list[str]]
     #: AssetEvent name -> (source run, source task).
@@ -387,6 +390,10 @@ class Outcome:
             consumer_states=[
                 {key: ti["state"] for key, ti in run["status"]["taskInstances"].items()} for run in consumer
             ],
+            consumer_tries={
+                run["metadata"]["name"]: run["status"]["taskInstances"][CONSUMER_TASK].get("tryNumber", 0)
+                for run in consumer
+            },
             consumed={
                 run["metadata"]["name"]: [e["name"] for e in run["spec"].get("triggeringAssetEvents") or []]
                 for run in consumer
@@ -439,7 +446,9 @@ def check_reference(reference: Outcome, window: Window) -> None:
         callbacks = [pod for pod in reference.pods if is_callback_name(pod) and pod.startswith(run[:20])]
         assert callbacks, f"{run}: no DAG success callback try"
     assert len(reference.asset_events) == window.runs, reference.asset_events
-    assert reference.consumed and all(states == {"use": "success"} for states in reference.consumer_states)
+    assert reference.consumed and all(
+        states == {CONSUMER_TASK: "success"} for states in reference.consumer_states
+    )
     # and the comparison sees what it is for: nothing against itself; a pod created twice, a task
     # instance ended otherwise, an asset event consumed twice, each against the reference
     assert compare(reference, reference, []).differences == []
@@ -452,6 +461,8 @@ def check_reference(reference: Outcome, window: Window) -> None:
     run, events = next(iter(reference.consumed.items()))
     twice = {**reference.consumed, f"{run}-again": events}
     assert compare(replace(reference, consumed=twice), reference, []).duplicates == len(events)
+    retried = {**reference.consumer_tries, run: 2}  # a consumer's second try no fault explains
+    assert compare(replace(reference, consumer_tries=retried), reference, []).differences
 
 
 @dataclass
@@ -527,9 +538,16 @@ def compare(outcome: Outcome, reference: Outcome, failed: list[FailedTry]) -> Co
         result.add(f"pods the reference did not make (and no hit explains): {strays}")
     if missing:
         result.add(f"pods the reference made and this run did not: {missing}")
+    # a consumer run's task: one try, and one more per try the fault failed (its pods hit too)
     consumer_pods = {pod for pod in outcome.pods if pod.startswith(CONSUMER)}
-    if consumer_pods != {attempt_name(run, "use", 1) for run in outcome.consumed}:
-        result.add(f"consumer pods {sorted(consumer_pods)} for runs {sorted(outcome.consumed)}")
+    consumer_tries = {run: 1 + len(hits.get((run, CONSUMER_TASK), [])) for run in outcome.consumed}
+    if consumer_pods != {attempt_name(run, CONSUMER_TASK, n) for run, tries in consumer_tries.items()
+                         for n in range(1, tries + 1)}:  # fmt: skip
+        result.add(f"consumer pods {sorted(consumer_pods)} for runs {consumer_tries}")
+    if wrong := {
+        run: tried for run, tried in outcome.consumer_tries.items() if tried != consumer_tries.get(run)
+    }:
+        result.add(f"consumer runs' tries {wrong}, expected {consumer_tries}")
     for (run, key), ti in outcome.tis.items():
         if (run, key) in hits:
             absent = [attempt_name(run, key, n) for n in range(1, ti["tryNumber"] + 1)

@@ -45,7 +45,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -143,8 +143,7 @@ class Fault:
     proxied: bool = False
     #: Triggerer replicas started (the workload's deferrable sensor needs one).
     triggerers: int = 1
-    #: How long the runs may take to finish once the schedule ends: a run whose write was refused
-    #: waits for its next pass (a change of its pods, or `STATUS_REFUSED_RETRY`, 5 minutes).
+    #: How long the workload may take to finish once the schedule ends.
     settle_seconds: float = 300
 
 
@@ -527,7 +526,6 @@ FAULTS = [
         4,
         refuse_status_writes,
         proxied=True,
-        settle_seconds=480,
     ),
 ]
 
@@ -741,8 +739,9 @@ def holder(cluster: Cluster, namespace: str) -> str | None:
 
 def unfenced(writes: list[fault_proxy.Request]) -> list[fault_proxy.Request]:
     """Writes that succeeded without optimistic concurrency guarding them: not a create (fenced by the
-    deterministic name: a second one is AlreadyExists) and not a replace or patch carrying the
-    resourceVersion it was decided on (a Conflict if anyone, a new leader, wrote since)."""
+    deterministic name: a second one is AlreadyExists), not a replace or patch carrying the
+    resourceVersion it was decided on (a Conflict if anyone, a new leader, wrote since), and not a
+    delete that its run's pass made after such a replace of the run's status succeeded."""
     return [
         w
         for w in writes
@@ -751,7 +750,33 @@ def unfenced(writes: list[fault_proxy.Request]) -> list[fault_proxy.Request]:
         and not any(part in w.path for part in HARMLESS)
         and w.method != "POST"
         and not (w.method in ("PUT", "PATCH") and w.precondition)
+        and not (w.method == "DELETE" and fenced_by_status_write(w, writes))
     ]
+
+
+#: How long after its status write a run's pass makes the deletions that write decided.
+PASS_DELETES_SECONDS = 5.0
+
+
+def fenced_by_status_write(delete: fault_proxy.Request, writes: list[fault_proxy.Request]) -> bool:
+    """A run's pass deletes (the pods it kills, the Triggers its task instances moved on from) only
+    once its status write, preconditioned on the run it read, succeeded (`RunReconciler.reconcile_object`:
+    nothing follows a refused or conflicting write), so such a delete is decided on the run as it
+    stands. It is fenced when the same client made such a write, of a run whose name the deleted
+    object's begins with (`attempt_name`, `trigger_name`: the run's first 28 characters), just before."""
+    deleted = delete.path.rsplit("/", 1)[-1]
+    for write in writes:
+        parts = write.path.split("/")
+        if not (write.method == "PUT" and write.precondition and write.status is not None
+                and write.status < 300 and parts[-1] == "status" and parts[-3] == "dagruns"):  # fmt: skip
+            continue
+        run = parts[-2]
+        if (
+            deleted.startswith(f"{run[:28].rstrip('-')}-")
+            and 0 <= delete.at - write.at <= PASS_DELETES_SECONDS
+        ):
+            return True
+    return False
 
 
 def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
@@ -844,6 +869,13 @@ def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
     kinds = Counter((w.method, w.status, "precondition" if w.precondition else "-") for w in stale_writes
                     if not any(part in w.path for part in HARMLESS))  # fmt: skip
     print(f"\nthe woken leaders' writes (method, status, precondition): {dict(kinds)}; unfenced: {bad}")
+    # the rule's control: a delete without its run's status write just before it, and a replace
+    # without a precondition, are unfenced; the delete after that write is not
+    pods, runs = "/api/v1/namespaces/n/pods", "/apis/zonda.dev/v1alpha1/namespaces/n/dagruns"
+    delete = fault_proxy.Request(0.0, "DELETE", f"{pods}/mixed-a-1-abcdef", "", 200, None, None)
+    write = fault_proxy.Request(0.0, "PUT", f"{runs}/mixed/status", "", 200, None, "12")
+    assert unfenced([delete]) == [delete] and not unfenced([write, delete])
+    assert unfenced([replace(write, precondition=None)])
     assert not bad, f"a woken leader wrote without fencing: {bad}"
     audit_mixed(
         Fault("leader-sigstop", "leader SIGSTOP past its Lease, then SIGCONT", STOPS, lambda _: True),
