@@ -179,7 +179,9 @@ def sla_miss_arguments(invocation: TaskInvocation, context: Mapping[str, Any]) -
         for miss in request.sla_misses
     ]
     blocking = [
-        BlockingTaskInstance(invocation.dag_name, task_id, invocation.run_name, state, logical_date)
+        BlockingTaskInstance(
+            invocation.dag_name, task_id, invocation.run_id or invocation.run_name, state, logical_date
+        )
         for task_id, state in request.task_states.items()
         if state != "success"
     ]

@@ -47,8 +47,9 @@ def test_airflow3_manual_runs_without_a_logical_date_run_with_airflow3s_context(
             seen = body["status"]["taskInstances"]["look"]["xcom"]
             assert seen["present"] == [] and seen["logical_date"] is None, seen
             assert seen["data_interval_start"] is None
-            assert seen["run_id"] == run
-            assert seen["task_instance_key_str"] == f"{CHILD}__look__{run}"  # Zonda: the resource name
+            run_id = body["status"]["runId"]  # Airflow's run id, not the resource name
+            assert seen["run_id"] == run_id and run_id != run
+            assert seen["task_instance_key_str"] == f"{CHILD}__look__{run_id}"
             assert seen["run_after"].replace("+00:00", "Z") == run_after
 
             header, *rows = cluster.kubectl("get", "dagruns", "-n", namespace).stdout.splitlines()

@@ -179,7 +179,8 @@ class HITLOperator(BaseOperator):
             raise ValueError("Not able to retrieve base_url")
         query["map_index"] = getattr(task_instance, "map_index", -1)
         parsed = urlparse(base_url)
-        path = f"/runs/{namespace or 'default'}/{task_instance.run_id}/tasks/{task_instance.task_id}"
+        run = getattr(task_instance, "run_name", None) or task_instance.run_id  # the DagRun object's name
+        path = f"/runs/{namespace or 'default'}/{run}/tasks/{task_instance.task_id}"
         return urlunparse((parsed.scheme, parsed.netloc, path, "", urlencode(query, doseq=True), ""))
 
     @staticmethod

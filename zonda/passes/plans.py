@@ -168,20 +168,35 @@ def run_dates(spec: DagRunSpec, dag_spec: DagSpec, timetable: Timetable, *, crea
     run gets the timetable's manual interval for its logical date or its creation time (Airflow 2's
     `dags trigger`), due then.
     """
-    kind = spec.run_type.value
+    airflow3 = dag_spec.airflow_version == "3"
     if spec.data_interval is not None:
         interval = utc_interval(spec.data_interval.start, spec.data_interval.end)
         logical_date = coerce_utc(spec.logical_date or interval.start)
         manual = spec.run_type is RunType.MANUAL
         run_after = coerce_utc(spec.run_after or (logical_date if manual else interval.end))
-        return RunDates(f"{kind}__{logical_date.isoformat()}", logical_date, interval, run_after)
+        dated = run_id(spec.run_type, logical_date, run_after, airflow3)
+        return RunDates(dated, logical_date, interval, run_after)
     undated = (RunType.MANUAL, RunType.ASSET_TRIGGERED)
-    if spec.logical_date is None and spec.run_type in undated and dag_spec.airflow_version == "3":
+    if spec.logical_date is None and spec.run_type in undated and airflow3:
         run_after = coerce_utc(spec.run_after or created_at)
-        return RunDates(f"{kind}__{run_after.isoformat()}", None, None, run_after)
+        return RunDates(run_id(spec.run_type, None, run_after, airflow3), None, None, run_after)
     due = scheduling.manual_run(timetable, run_after=spec.logical_date or created_at)
     run_after = coerce_utc(spec.run_after or due.run_after)
-    return RunDates(f"{kind}__{due.logical_date.isoformat()}", due.logical_date, due.data_interval, run_after)
+    dated = run_id(spec.run_type, due.logical_date, run_after, airflow3)
+    return RunDates(dated, due.logical_date, due.data_interval, run_after)
+
+
+def run_id(run_type: RunType, logical_date: datetime | None, run_after: datetime, airflow3: bool) -> str:
+    """Airflow's run id, which a try sees as `run_id`: ``<run type>__<moment in ISO 8601>``.
+
+    Airflow 2.10 (`DagRun.generate_run_id`) takes the logical date; Airflow 3.3 takes `run_after`
+    (`Timetable.generate_run_id`, `DagRun.generate_run_id`): a scheduled interval run's end, a
+    trigger's time, `dag.test()`'s now. Airflow 3 adds a random ``_<8 letters>`` to a run without a
+    logical date that the scheduler or `dag.test()` makes (an asset-triggered one); Zonda does not, the
+    DagRun's name being unique already (hack/airflow_reference/run_ids.py).
+    """
+    moment = run_after if airflow3 or logical_date is None else logical_date
+    return f"{run_type.value}__{moment.isoformat()}"
 
 
 def timetable_not_answered(status: DagRunStatus, failure: TimetableFailure, now: datetime) -> RunStart:

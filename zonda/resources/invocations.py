@@ -175,7 +175,11 @@ class TaskInvocation(WireStruct, frozen=True, kw_only=True):
     """Everything the runner needs to execute one try of one task instance, with Airflow's context."""
 
     dag_name: str
+    #: The DagRun's object name: what XComs, pods and links are keyed by.
     run_name: str
+    #: Airflow's run id (`status.runId`: ``manual__<date>``...), what the try's `run_id` is; None from a
+    #: controller older than it (the run's name then).
+    run_id: str | None = None
     #: The DagRun's uid: the owner of stored XComs.
     run_uid: str | None = None
     namespace: str | None = None

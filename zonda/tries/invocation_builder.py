@@ -62,6 +62,7 @@ def task_invocation(
     return TaskInvocation(
         dag_name=spec.dag_name,
         run_name=run_name,
+        run_id=status.run_id,
         run_uid=run_uid,
         namespace=namespace,
         run_type=spec.run_type,

@@ -104,6 +104,8 @@ class ContextDagRun:
     data_interval_end: DateTime | None
     #: Zonda's addition: the run's namespace, where operators acting on other runs look for them.
     namespace: str | None = None
+    #: Zonda's addition: the DagRun object's name (`run_id` is Airflow's run id, `status.runId`).
+    name: str | None = None
     #: Airflow 3's: when the run could start (a scheduled run's data interval end, a manual run's
     #: trigger time); None for an Airflow 2 DAG, which has no such attribute.
     run_after: DateTime | None = None
@@ -141,6 +143,8 @@ class ContextTaskInstance:
     #: The DAG's earlier runs (`include_prior_dates`); None where they cannot be read.
     earlier_reader: EarlierXComReader | None = field(default=None, repr=False)
     airflow_version: str | None = None
+    #: Zonda's addition: the DagRun object's name (`run_id` is Airflow's run id, `status.runId`).
+    run_name: str | None = None
 
     @property
     def execution_date(self) -> DateTime | None:
@@ -306,7 +310,8 @@ def build_context(
     """
     reader = folding_mapped(xcom_reader or read_invocation_xcoms(invocation), invocation.mapped_counts)
     logical_date = _utc_or_none(invocation.logical_date)
-    run_id = invocation.run_name
+    # Airflow's run id (``manual__2024-01-01T00:00:00+00:00``), not the object's name
+    run_id = invocation.run_id or invocation.run_name
     conf = copy.deepcopy(invocation.conf)
     params = {**copy.deepcopy(invocation.params), **copy.deepcopy(dict(task_params or {})), **conf}
     dag = ContextDag(dag_id=invocation.dag_name, timezone=pendulum.timezone(invocation.timezone))
@@ -319,6 +324,7 @@ def build_context(
         data_interval_start=_utc_or_none(invocation.data_interval_start),
         data_interval_end=_utc_or_none(invocation.data_interval_end),
         namespace=invocation.namespace,
+        name=invocation.run_name,
         run_after=_run_after(invocation) if invocation.airflow_version == "3" else None,
         airflow_version=invocation.airflow_version,
         partition_key=invocation.partition_key,
@@ -335,6 +341,7 @@ def build_context(
         map_index=invocation.map_index,
         earlier_reader=earlier_reader,
         airflow_version=invocation.airflow_version,
+        run_name=invocation.run_name,
     )
     triggering = asset_events.triggering_events(invocation.triggering_asset_events)
     context = {

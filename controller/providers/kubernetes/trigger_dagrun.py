@@ -147,7 +147,9 @@ class TriggerDagRunOperator(BaseOperator):
     def execute(self, context: Context) -> Any:
         namespace = run_namespace(context)
         dag_name = dag_dependencies.external_dag_name(str(self.trigger_dag_id))
-        parent = Parent(dag_name=context["dag"].dag_id, run_name=context["run_id"], task_id=str(self.task_id))
+        # the DagRun object's name (labels, the child's name), not Airflow's run id
+        run_name = getattr(context["dag_run"], "name", None) or context["run_id"]
+        parent = Parent(dag_name=context["dag"].dag_id, run_name=run_name, task_id=str(self.task_id))
         now = sensor_base.utcnow()
         airflow3 = getattr(context["dag_run"], "airflow_version", None) == "3"
         logical_date = self._logical_date(now, airflow3=airflow3)

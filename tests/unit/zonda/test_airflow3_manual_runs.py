@@ -153,12 +153,12 @@ def test_the_context_of_a_run_without_a_logical_date_lacks_the_keys_derived_from
     `data_interval_start/end=None` and `run_after` (`api/datamodels/_generated.py` `DagRun`)."""
     context = build_context(invocation())
     assert not LOGICAL_DATE_KEYS & set(context)
-    assert context["task_instance_key_str"] == "d__t__d-manual-20260304t050607123456z"
+    assert context["task_instance_key_str"] == "d__t__manual__2026-03-04T05:06:07.123456+00:00"
     run = context["dag_run"]
     assert (run.logical_date, run.data_interval_start, run.data_interval_end) == (None, None, None)
     assert run.run_after.isoformat() == "2026-03-04T05:06:07.123456+00:00"
     assert run.run_type == "manual"
-    assert context["run_id"] == "d-manual-20260304t050607123456z"
+    assert context["run_id"] == "manual__2026-03-04T05:06:07.123456+00:00"  # Airflow's, not the name
 
 
 def test_a_template_using_ds_in_such_a_run_fails_naming_the_reason() -> None:

@@ -95,7 +95,9 @@ def test_dags_test_renders_each_file_in_the_try(dags: Path, dialect: str) -> Non
     outcome = dag_runs.test_file(dags / "templated.py", airflow_compat=True)
     assert outcome.task_states == {"script": "success", "query": "success"}
     result = outcome.xcoms["query"]
-    assert result["sql"] == "select * from events\nwhere run_id = 'templated-test'"  # dags test's run id
+    run_id = outcome.status.run_id  # Airflow's (manual__<date>), not the DagRun's name
+    assert run_id is not None and run_id.startswith("manual__")
+    assert result["sql"] == f"select * from events\nwhere run_id = '{run_id}'"
     assert result["note"] == "events"  # a string not ending in .sql is rendered as itself
     assert outcome.xcoms["script"] == "from the dag folder"
 
