@@ -14,6 +14,8 @@ minute (catchup off), then watches DagRuns for `--minutes` minute boundaries and
   (more than one is a duplicate) and DAGs missing a run of a boundary that passed;
 - the controller's RSS before any DAG, after the DAGs were applied and reconciled (idle), and at the
   end: bytes per idle DAG; its CPU seconds per minute;
+- API writes by resource over the measured minutes (the apiserver's `apiserver_request_total`),
+  and per run created;
 - the DAG reconcile pass: passes counted by `zonda_reconciles_total{kind="dag"}` and the controller's
   CPU per DAG pass over the run (the controller does nothing else: no pods).
 
@@ -47,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_controller import percentile
+from bench.bench_controller import api_writes, percentile
 from bench.bench_scale import (
     Api,
     controller,
@@ -148,6 +150,7 @@ async def run(
         first_boundary = (int(time.time()) // 60 + 1) * 60
         load_start = __import__("os").getloadavg()
         cpu_starts, passes_start = [cpu_seconds(pid) for pid in pids], summed_counters(ports)
+        writes_start = api_writes(cluster)
         spy = None
         if args.profile:
             spy = start_py_spy(pids[0], args.profile / f"many-dags-{label}.txt")
@@ -159,6 +162,7 @@ async def run(
         cpus = [cpu_seconds(pid) - start for pid, start in zip(pids, cpu_starts, strict=True)]
         cpu = sum(cpus)
         counters = summed_counters(ports)
+        writes_end = api_writes(cluster)
         rss_end = sum(rss_bytes(pid) for pid in pids)
         load_end = __import__("os").getloadavg()
     watcher.cancel()
@@ -217,6 +221,12 @@ async def run(
         f"controller: CPU {cpu / minutes:.1f} s per minute; {dag_passes:.0f} DAG passes, "
         f"{run_passes:.0f} run passes; CPU per pass (DAG and run) {per_pass:.1f} ms; "
         f"RSS at the end {rss_end / 2**20:.1f} MiB"
+    )
+    writes = {k: writes_end.get(k, 0) - writes_start.get(k, 0) for k in set(writes_end) | set(writes_start)}
+    created = max(1, len(skews))
+    print(
+        f"API writes over the measured minutes (apiserver_request_total, per run created of {created}): "
+        + ", ".join(f"{k} {v:.0f} ({v / created:.2f})" for k, v in sorted(writes.items()) if v)
     )
     print(f"load average (1/5/15 min) at the first boundary {load_start}, at the end {load_end}")
     if args.profile:

@@ -307,9 +307,8 @@ class DagReconciler:
         self.writer.wrote(DAGRUNS, created)  # counted by the next pass, before the watch shows it
         delay = (now - due.run_after).total_seconds()
         metrics.SCHEDULING_DELAY.labels("run_after_to_run_created").observe(max(0.0, delay))
-        interval = due.data_interval
-        message = f"created {run_name} for data interval {interval.start} .. {interval.end}"
-        self.writer.post_events(dag, [RunEvent("DagRunCreated", message)])
+        if (event := dag_plans.run_created_event(run_name, due, now)) is not None:
+            self.writer.post_events(dag, [event])
 
     async def _create_asset_run(self, dag: Mapping[str, Any], due: assets.AssetRunDue, now: datetime) -> None:
         """The run a satisfying set of asset events makes; its name is the set's, so exactly once."""
