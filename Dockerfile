@@ -18,7 +18,8 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY zonda/ zonda/
 COPY controller/ controller/
-RUN pip wheel --wheel-dir /wheels .
+# With the dill extra (serializer="dill" tasks: docs/image.md).
+RUN pip wheel --wheel-dir /wheels ".[dill]"
 
 # ------------------------------------------------------------------------------------------ final
 FROM ${PYTHON_IMAGE}
@@ -37,9 +38,11 @@ RUN groupadd --system --gid 10001 zonda \
     && useradd --system --uid 10001 --gid 10001 --home-dir /home/zonda --create-home \
        --shell /usr/sbin/nologin zonda
 
-# The wheels are bind-mounted from the builder, so they never become a layer of this image.
+# The wheels are bind-mounted from the builder, so they never become a layer of this image. With
+# --no-index, "zonda[dill]" can only be the wheel built above: its version is pinned by that.
+# hadolint ignore=DL3013
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-index --find-links=/wheels /wheels/zonda-*.whl
+    pip install --no-index --find-links=/wheels "zonda[dill]"
 
 USER 10001:10001
 WORKDIR /home/zonda

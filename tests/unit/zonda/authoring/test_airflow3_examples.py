@@ -43,7 +43,6 @@ OUTCOME_DIFFERENCES: dict[str, str] = {
     "example_branch_dop_operator_v3": "[not run] wall clock: branches on the logical date's minute",
     "example_branch_operator": "[not run] random: the branch is random.choice's",
     "example_branch_python_operator_decorator": "[not run] random: the branch is random.choice's",
-    "tutorial_taskflow_api_virtualenv": "[not run] its virtualenv task needs dill, not installed with Zonda",
     # Zonda's TriggerDagRunOperator creates a DagRun resource: `dags test` has no cluster to create it in
     "example_trigger_controller_dag": "test_trigger_dagrun fails: dags test has no Kubernetes API",
     "example_dag_decorator": "[not run] network: its first task fetches https://httpbingo.org/get",
@@ -63,6 +62,8 @@ SLOW_OUTCOMES: dict[str, str] = {
     "example_python_operator": "builds virtualenvs with pip (needs the index), ~25 s",
     "example_python_decorator": "builds virtualenvs with pip (needs the index), ~25 s",
     "example_time_delta_sensor_async": "its sensor defers for 30 s",
+    # serializer="dill": dill from the zonda[dill] extra (the image's), "dill" added to its virtualenv
+    "tutorial_taskflow_api_virtualenv": "builds a virtualenv with pip (needs the index), ~16 s",
 }
 #: DAG id -> the wall clock its `zonda dags test` runs under, for DAGs that branch on today's date with
 #: no record of the day Airflow's reference ran. BranchDayOfWeekOperator reads the wall clock
