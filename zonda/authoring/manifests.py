@@ -112,11 +112,33 @@ def dag_manifest(dag: DAG, *, dags_folder: Path | None = None) -> dict[str, Any]
     return {"apiVersion": API_VERSION, "kind": "DAG", "metadata": metadata, "spec": wire}
 
 
+class _LiteralBlockDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, writing a multi-line string as a literal block (`|`)."""
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # PyYAML's emitter falls back to a quoted scalar where a block cannot hold the text exactly
+    # (trailing spaces on a line, a key), so the document always loads back to the same value
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_LiteralBlockDumper.add_representer(str, _string)
+
+
 def dump_yaml(manifests: list[dict[str, Any]]) -> str:
-    """Byte-identical for the same manifests: sorted keys, block style, one document each."""
+    """Byte-identical for the same manifests: sorted keys, block style, one document each; a multi-line
+    string (a template file, a bash script, `doc_md`) as a literal block, line by line, so a GitOps diff
+    of the rendered YAML shows the lines that changed."""
     return "".join(
         "---\n"
-        + yaml.safe_dump(manifest, sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
+        + yaml.dump(
+            manifest,
+            Dumper=_LiteralBlockDumper,
+            sort_keys=True,
+            default_flow_style=False,
+            allow_unicode=True,
+            width=100,
+        )
         for manifest in manifests
     )
 
