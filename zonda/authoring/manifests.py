@@ -116,10 +116,16 @@ class _LiteralBlockDumper(yaml.SafeDumper):
     """PyYAML's safe dumper, writing a multi-line string as a literal block (`|`)."""
 
 
+#: Line breaks YAML reads besides "\n": a literal block would turn each into "\n" (or a key's into a
+#: space, differently from PyYAML's own quoting), so a string holding one keeps PyYAML's default style.
+_OTHER_LINE_BREAKS = frozenset("\r\x85\u2028\u2029")
+
+
 def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     # PyYAML's emitter falls back to a quoted scalar where a block cannot hold the text exactly
     # (trailing spaces on a line, a key), so the document always loads back to the same value
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+    block = "\n" in value and _OTHER_LINE_BREAKS.isdisjoint(value)
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if block else None)
 
 
 _LiteralBlockDumper.add_representer(str, _string)

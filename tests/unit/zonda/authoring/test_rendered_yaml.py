@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.paths import REPO_ROOT
@@ -42,6 +42,9 @@ def test_the_examples_render_to_yaml_that_loads_back_equal() -> None:
 
 
 @settings(max_examples=300, deadline=None)
+# a key with a NEL and a line break: once written as a block, it read back with "\n" where PyYAML's
+# quoting gave " " (found by a random search in a landing; CI's search is derandomized)
+@example({"n#\x85F\n": "x"})
 @given(
     st.dictionaries(st.text(max_size=8), st.text(max_size=40) | st.lists(st.text(max_size=20), max_size=3))
 )
