@@ -91,6 +91,8 @@ def describe_text(run: dict[str, Any], events: list[dict[str, Any]]) -> str:
             (status.get("state") or "not started")
             + (f": {status['message']}" if status.get("message") else ""),
         ),
+        # Airflow's run id, what the run's tries see as run_id (the Run line has the object's name)
+        ("Run ID", status.get("runId") or "-"),
         ("Logical date", _logical_date(spec, status)),
         ("Run after", status.get("runAfter") or spec.get("runAfter") or "-"),
         ("Data interval", f"{status.get('dataIntervalStart', '-')} .. {status.get('dataIntervalEnd', '-')}"),

@@ -49,6 +49,7 @@ def test_describe_prints_task_instances_in_dag_order_and_events_oldest_first() -
         "spec": {"dagName": "d", "runType": "manual"},
         "status": {
             "state": "success",
+            "runId": "manual__2026-01-01T00:00:00+00:00",
             "dagSpec": {"tasks": [{"id": "b"}, {"id": "a"}]},
             "taskInstances": {
                 "a": {
@@ -71,6 +72,9 @@ def test_describe_prints_task_instances_in_dag_order_and_events_oldest_first() -
         table[2].split()[:3] == ["a", "success", "1/2"] and "0.25s" in table[2] and "00:00:01.500" in table[2]
     )
     assert "Events (1, oldest first):" in text and "RunStarted" in text
+    # both names of the run: the object's (kubectl, logs) and Airflow's run id (its tries' run_id)
+    assert rows[0].startswith("Run:") and "r1 (manual run of d)" in rows[0]
+    assert "Run ID:        manual__2026-01-01T00:00:00+00:00" in rows
 
 
 def test_a_task_that_never_ran_is_reported_as_such() -> None:
