@@ -49,6 +49,23 @@ HELPERS = ("__init__.py", "libs", "plugins", "sql")
 NOT_RUN_MARKERS: tuple[str, ...] = ()
 
 
+def dialect_imports(airflow_version: str) -> str:
+    """The import lines a small reference DAG needs (DAG, task, BashOperator) in the dialect of the
+    Airflow running it, so one DAG text serves both venvs."""
+    if airflow_version.startswith("3"):
+        lines = [
+            "from airflow.providers.standard.operators.bash import BashOperator",
+            "from airflow.sdk import DAG, task",
+        ]
+    else:
+        lines = [
+            "from airflow import DAG",
+            "from airflow.decorators import task",
+            "from airflow.operators.bash import BashOperator",
+        ]
+    return "\n".join(lines)
+
+
 def prepare_home(home: Path, dags_folder: Path) -> dict[str, str]:
     """Point this process (before it imports Airflow) and its children at a fresh AIRFLOW_HOME with
     `dags_folder`, no example DAGs, and its database migrated; the environment it set."""

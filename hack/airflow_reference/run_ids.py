@@ -21,7 +21,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from af3_reference import prepare_home  # beside this file: run it as a script, as af3_reference.py
+# beside this file: run it as a script, as af3_reference.py
+from af3_reference import dialect_imports, prepare_home
 
 DAG = """
 import pendulum
@@ -39,13 +40,6 @@ with DAG("ids", start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), schedule="@d
 
     context_keys()
 """
-AIRFLOW2 = (
-    "from airflow import DAG\nfrom airflow.decorators import task\n"
-    "from airflow.operators.bash import BashOperator"
-)
-AIRFLOW3 = (
-    "from airflow.providers.standard.operators.bash import BashOperator\nfrom airflow.sdk import DAG, task"
-)
 
 
 def main() -> None:
@@ -55,7 +49,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="airflow-run-ids-"))
     dags = root / "home" / "dags"
     dags.mkdir(parents=True)
-    (dags / "ids.py").write_text(DAG.format(imports=AIRFLOW3 if version.startswith("3") else AIRFLOW2))
+    (dags / "ids.py").write_text(DAG.format(imports=dialect_imports(version)))
     prepare_home(root / "home", dags)
     import pendulum
 

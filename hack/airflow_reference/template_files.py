@@ -27,7 +27,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from af3_reference import prepare_home  # beside this file: run it as a script, as af3_reference.py
+# beside this file: run it as a script, as af3_reference.py
+from af3_reference import dialect_imports, prepare_home
 
 DAG = """
 import pendulum
@@ -47,13 +48,6 @@ with DAG("tpl", start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), schedule=Non
 
     query(sql="query.sql")
 """
-AIRFLOW2 = (
-    "from airflow import DAG\nfrom airflow.decorators import task\n"
-    "from airflow.operators.bash import BashOperator"
-)
-AIRFLOW3 = (
-    "from airflow.providers.standard.operators.bash import BashOperator\nfrom airflow.sdk import DAG, task"
-)
 
 
 def main() -> None:
@@ -64,7 +58,7 @@ def main() -> None:
     dags, shared = root / "home" / "dags", root / "shared"
     dags.mkdir(parents=True)
     shared.mkdir()
-    imports = AIRFLOW3 if version.startswith("3") else AIRFLOW2
+    imports = dialect_imports(version)
     (dags / "tpl.py").write_text(DAG.format(imports=imports, shared=str(shared)))
     (dags / "check.sh").write_text('test "{{ params.table }}" = events && echo "from the dag folder"\n')
     (shared / "check.sh").write_text("echo 'shadowed'; exit 7\n")
