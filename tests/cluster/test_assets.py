@@ -132,12 +132,15 @@ def test_a_producers_success_makes_one_consumer_run_with_its_event(
         assert body["spec"]["runType"] == "dataset_triggered"
         [event] = asset_events(cluster, namespace)
         assert event["spec"]["sourceRun"] == produced and event["spec"]["sourceTask"] == "produce"
-        assert event["spec"]["extra"] == {"rows": 42, "run": produced}
+        # the producer's try wrote its context's run_id: Airflow's run id, not the DagRun's name
+        producer_run_id = get(cluster, namespace, "dagrun", produced)["status"]["runId"]
+        assert producer_run_id != produced
+        assert event["spec"]["extra"] == {"rows": 42, "run": producer_run_id}
         assert [e["name"] for e in body["spec"]["triggeringAssetEvents"]] == [event["metadata"]["name"]]
         assert body["status"]["taskInstances"]["report"]["xcom"] == [
             {
                 "uri": URI,
-                "extra": {"rows": 42, "run": produced},
+                "extra": {"rows": 42, "run": producer_run_id},
                 "source_dag_id": "asset-producer",
                 "source_task_id": "produce",
             }

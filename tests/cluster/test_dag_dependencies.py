@@ -137,7 +137,9 @@ def test_a_parent_triggers_a_child_and_waits_deferred_while_the_child_senses_the
         assert sensor["deferralCount"] == 1, "the sensor waited in the triggerer"
         parent = get(cluster, namespace, "dagrun", parent_run)
         assert child_body["status"]["logicalDate"] == parent["status"]["logicalDate"]
-        assert child_body["status"]["taskInstances"]["report"]["xcom"] == parent_run, "conf was templated"
+        # conf was templated with the parent try's run_id: Airflow's run id, not the DagRun's name
+        templated = child_body["status"]["taskInstances"]["report"]["xcom"]
+        assert templated == parent["status"]["runId"] != parent_run
 
         parent_body = wait_run_finished(cluster, namespace, parent_run, timeout=120)
         assert ti_states(parent_body) == {
