@@ -101,7 +101,8 @@ class BackfillReconciler:
         old_status: BackfillStatus,
         now: datetime,
     ) -> backfills.BackfillDates | backfills.BackfillPlan:
-        """The backfill's dates, listed once per spec and DAG generation when none can still come due.
+        """The backfill's dates, listed once per spec and DAG generation when listing again could not
+        change them (`backfills.dates_are_final`).
 
         A DAG's custom timetable lists them with the controller's time limit, in a thread of its own
         (`controller.reconcilers.user_code`); past the limit, or when it raises, the plan that says so on
@@ -128,7 +129,7 @@ class BackfillReconciler:
                 generation = meta.get("generation")
                 return backfills.timetable_failed(old_status, answer, generation=generation, now=now)
             dates = answer
-        if coerce_utc(spec.to_date) <= now:
+        if backfills.dates_are_final(dates, spec, now=now):
             self.kept_dates[key] = dates
             while len(self.kept_dates) > KEPT_DATES:
                 self.kept_dates.popitem(last=False)

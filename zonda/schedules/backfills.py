@@ -119,8 +119,8 @@ class BackfillDates:
 
 def backfill_dates(spec: BackfillSpec, dag_spec: DagSpec, *, now: datetime) -> BackfillDates:
     """The timetable's work for a backfill, apart from the plan: 10,000 daily dates take seconds of
-    CPU, so the controller keeps them for a range wholly in the past (they no longer depend on `now`)
-    rather than listing them again on every change of the DAG's runs."""
+    CPU, so the controller keeps them once they no longer depend on `now` (`dates_are_final`) rather
+    than listing them again on every change of the DAG's runs."""
     due, decision = scheduling.catchup_backlog(
         timetable_for(dag_spec),
         last_automated_data_interval=None,
@@ -132,6 +132,13 @@ def backfill_dates(spec: BackfillSpec, dag_spec: DagSpec, *, now: datetime) -> B
     )
     beyond = decision.due.logical_date if decision.due is not None and len(due) >= MAX_DATES else None
     return BackfillDates(tuple(due), beyond)
+
+
+def dates_are_final(dates: BackfillDates, spec: BackfillSpec, *, now: datetime) -> bool:
+    """Whether listing the range again later gives the same dates, so they can be kept: the range is
+    wholly in the past, or it is already past `MAX_DATES` (its first 10,001 dates from a fixed start are
+    all due, and a later `now` only adds dates after them: the range fails the same way)."""
+    return coerce_utc(spec.to_date) <= now or dates.beyond_limit is not None
 
 
 def plan_backfill(
