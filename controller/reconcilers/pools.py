@@ -185,14 +185,11 @@ class PoolAdmission:
             self.release_soon(namespace, delay=0.0)
 
     async def release(self) -> None:
-        """Sharded: declare again in every namespace with a ledger, so slots our shards no longer
-        hold (tries that ended, shards handed over) are given back to the other replicas; a write
-        only where our entries changed."""
-        if self.sharding is None:
-            return
-        for namespace in self.sharding.ledger.namespaces():
-            async with self.lock:
-                await self.declare(namespace)
+        """`release_in_background`, then wait until each namespace's declaration is written: slots our
+        shards no longer hold (tries that ended, shards handed over) are given back to the other
+        replicas; a write only where our entries changed."""
+        self.release_in_background()
+        await asyncio.gather(*self._releasing.values())
 
 
 def _ahead(
