@@ -45,7 +45,7 @@ WEIGHT_SECONDS = 1.0
 #: What a `get_weight` call runs under: nothing by default; the controller installs a deadline.
 _deadline: Deadline = no_deadline
 #: Strategies (by class) whose `get_weight` ran past the limit in this process: not called again.
-_too_slow: dict[str, str] = {}
+_too_slow: set[str] = set()
 #: Why, for each strategy stopped since the caller last took them (`take_timeouts`).
 _timeouts: list[str] = []
 
@@ -159,7 +159,7 @@ def strategy_weight(strategy: PriorityWeightStrategy, ti: StrategyTaskInstance) 
             f"{ti.task_id!r} of run {ti.run_id!r}) and was stopped: this controller calls it no more, its "
             f"task instances get their task's priority_weight ({ti.task.priority_weight} for this one)"
         )
-        _too_slow[kind] = message
+        _too_slow.add(kind)
         _timeouts.append(message)
         return ti.task.priority_weight
     except Exception:  # a user's method: a failure leaves the task's own weight, as Airflow's refresh
