@@ -76,7 +76,8 @@ def main() -> None:
     type=float,
     default=DEFAULTS.event_fold_seconds,
     show_default=True,
-    help="Seconds a run's task outcomes wait to share one Event (0: an Event per pass).",
+    help="Seconds at most a run's task outcomes wait to share one Event; its next warning or end "
+    "posts them sooner (0: an Event per pass).",
 )
 @click.option(
     "--timetable-timeout",

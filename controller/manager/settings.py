@@ -62,9 +62,9 @@ class ControllerSettings:
             env=_ENV["task_env"],  # type: ignore[arg-type]  # $ZONDA_XCOM_*, passed on to task pods
         )
     )
-    #: Seconds a run's task outcomes are kept to share one Event (`StatusWriter.post_events`); 0: one
-    #: Event per pass, at once.
-    event_fold_seconds: float = 2.0
+    #: Seconds at most a run's task outcomes are kept to share one Event (`StatusWriter.post_events`:
+    #: the run's next warning or end posts them sooner); 0: one Event per pass, at once.
+    event_fold_seconds: float = 30.0
     #: Seconds a custom timetable may take in each call the controller makes (a DAG pass, a run's start
     #: or LatestOnly window, a Backfill's dates) before that object is reported and skipped for now.
     timetable_timeout: float = user_code.DEFAULT_LIMIT_SECONDS

@@ -62,7 +62,7 @@ class StatusWriter:
     _background: set[asyncio.Task[None]] = field(default_factory=set)
     #: The latest posting task of each object: the next one waits for it, so passes stay in order.
     _last_post: dict[tuple[str, str], asyncio.Task[None]] = field(default_factory=dict)
-    #: Seconds a task outcome is kept to share an Event with the next ones (0: each posted at once).
+    #: Seconds a task outcome is kept at most to share an Event with the next ones (0: each posted at once).
     fold_seconds: float = 0.0
     #: Per object: the object as last seen, the outcomes kept, and the timer that posts them.
     _folds: dict[tuple[str, str], tuple[Mapping[str, Any], list[RunEvent], asyncio.Task[None]]] = field(
@@ -130,16 +130,21 @@ class StatusWriter:
         may still be posting (else `kubectl describe` could show a later pass's Event between two of an
         earlier one's, since it sorts by the time each was posted).
 
-        With `fold_seconds`, task outcomes (`zonda.passes.events.foldable`) are kept that long and
-        posted as one Event with every message (`events.fold`): on a chain each pass has one outcome,
-        and one Event per task instance was a quarter of the controller's writes. A warning or a run's
-        own Event posts what was kept first, so the order shown is the order things happened.
+        With `fold_seconds`, task outcomes (`zonda.passes.events.foldable`) are kept until the
+        object's next other Event, at most that long, and posted as one Event with every message
+        (`events.fold`): on a chain each pass has one outcome, and one Event per task instance was a
+        quarter of the controller's writes. A warning or a run's own Event posts what was kept first,
+        so the order shown is the order things happened; a run's successful end carries them in its
+        own note (`events.close`).
         """
         if not events:
             return
         key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         now_: list[RunEvent] = []
         for event in events:
+            if self.fold_seconds > 0 and not now_ and run_events.closes(event):
+                now_ = run_events.close(self._take_kept(key), event)
+                continue
             if self.fold_seconds <= 0 or not run_events.foldable(event):
                 now_.append(event)
                 continue
@@ -168,12 +173,17 @@ class StatusWriter:
 
     def _take_fold(self, key: tuple[str, str]) -> list[RunEvent]:
         """The outcomes kept for `key`, folded into one Event (none kept: none); their timer stops."""
+        kept = self._take_kept(key)
+        return [run_events.fold(kept)] if kept else []
+
+    def _take_kept(self, key: tuple[str, str]) -> list[RunEvent]:
+        """The outcomes kept for `key`, in order (none kept: none); their timer stops."""
         kept = self._folds.pop(key, None)
         if kept is None:
             return []
         if kept[2] is not asyncio.current_task():
             kept[2].cancel()
-        return [run_events.fold(kept[1])]
+        return kept[1]
 
     def _post_now(self, obj: Mapping[str, Any], events: Sequence[RunEvent]) -> None:
         if not events:

@@ -10,11 +10,16 @@ writes per task instance, more than the work itself. What `kubectl describe dagr
   (scheduled, queued, running) included;
 - progress alone (a pod seen running, a retry queued) posts nothing: the status already says it.
 
-Across passes (`foldable`, `fits`, `fold`): on a chain each pass has one outcome, so the per-pass
-aggregate was still one Event per task instance. The controller keeps a run's outcomes for a short
-window and posts them as one Event (client-go's EventCorrelator folds similar Events the same way);
-a warning or a run's own Event posts what was kept first, so the order `kubectl describe` shows is
-the order things happened, and no outcome is left out of a note (a full note starts the next Event).
+Across passes (`foldable`, `fits`, `fold`, `close`): on a chain each pass has one outcome, so the
+per-pass aggregate was still one Event per task instance. The controller keeps a run's outcomes until
+the run's next Event of its own kind (a warning, the run's end) or at most `--event-fold-seconds`
+(30 s) after the first, and posts them as one Event (client-go's EventCorrelator folds similar Events
+the same way): a window of 2 s folded nothing with 100 runs at once, where one run's outcomes are
+seconds apart. A warning posts what was kept first, so the order `kubectl describe` shows is the
+order things happened, and no outcome is left out of a note (a full note starts the next Event). A
+run's successful end carries what was kept in its own note (one Event, not two), and a run whose whole
+life is one pass (EmptyOperators) posts one `RunSucceeded` telling it all. Outcomes that leave a task
+waiting (`TaskDeferred`, `TaskUpForReschedule`) are never kept: a user looks for them while it waits.
 
 Purely computational; the reconciler posts the result in order.
 """
@@ -62,12 +67,36 @@ def events_to_post(events: Sequence[RunEvent]) -> list[RunEvent]:
         if len(note) > _MAX_NOTE:
             note = note[: _MAX_NOTE - 20] + f" ... ({len(normal)} changes)"
         aggregate = [RunEvent(reason, note)]
+    if starts and ends and not warnings and not any(event.warning for event in ends):
+        whole = [*starts, *aggregate, *ends]  # the run's whole life in one pass: one Event tells it
+        if len(_note(whole)) <= _MAX_NOTE:
+            return [RunEvent(ends[-1].reason, _note(whole))]
     return [*starts, *warnings, *aggregate, *ends]
 
 
+#: Outcomes after which the task waits (for a trigger, for its next poke): posted at once.
+_WAITING = frozenset({"TaskDeferred", "TaskUpForReschedule"})
+
+
 def foldable(event: RunEvent) -> bool:
-    """A task outcome that may share an Event with the next passes' (not a warning, not the run's)."""
-    return event.reason.startswith("Task") and not event.warning
+    """A task outcome that may share an Event with the next passes' (not a warning, not the run's,
+    not one that leaves its task waiting)."""
+    return event.reason.startswith("Task") and not event.warning and event.reason not in _WAITING
+
+
+def closes(event: RunEvent) -> bool:
+    """A run's end that may carry the outcomes kept before it in its own note (not a warning)."""
+    return event.reason.startswith("Run") and event.reason != "RunStarted" and not event.warning
+
+
+def close(kept: Sequence[RunEvent], end: RunEvent) -> list[RunEvent]:
+    """The Events for outcomes `kept` (foldable, in order) then the run's end `end` (`closes`): one,
+    the end's reason with every message, if its note fits; else the fold, then the end."""
+    if not kept:
+        return [end]
+    if len(note := _note([*kept, end])) <= _MAX_NOTE:
+        return [RunEvent(end.reason, note)]
+    return [fold(kept), end]
 
 
 def fits(kept: Sequence[RunEvent], event: RunEvent) -> bool:
@@ -121,4 +150,14 @@ def _name(state: object) -> str:
     return str(getattr(state, "value", state)) if state is not None else "none"
 
 
-__all__ = ["PROGRESS_REASONS", "StateChange", "events_to_post", "fits", "fold", "foldable", "state_changes"]
+__all__ = [
+    "PROGRESS_REASONS",
+    "StateChange",
+    "close",
+    "closes",
+    "events_to_post",
+    "fits",
+    "fold",
+    "foldable",
+    "state_changes",
+]

@@ -267,6 +267,49 @@ async def test_task_outcomes_share_one_event_until_a_warning_or_the_run_speaks_a
     assert kube.events[-1].message == "f done", "posted when its window ends, with nothing following"
 
 
+async def test_a_runs_outcomes_seconds_apart_share_events_with_the_default_fold_and_its_end() -> None:
+    """With 100 runs at once one run's outcomes are seconds apart: a 2 s window folded none of them
+    (1.01 Events per task instance). With the default window they share an Event until the window's
+    end, the run's successful end carries the rest, and a deferral is told at once."""
+    from controller.manager.settings import ControllerSettings
+    from controller.reconcilers.common import StatusWriter
+    from zonda.resources.run_events import RunEvent
+
+    loop = asyncio.get_running_loop()
+    real_time, ahead = loop.time, [0.0]
+    loop.time = lambda: real_time() + ahead[0]  # type: ignore[method-assign]  # the loop's clock, moved on
+    try:
+        kube = FakeKube()
+        writer = StatusWriter(kube, fold_seconds=ControllerSettings().event_fold_seconds)
+        run = {"kind": "DagRun", "metadata": {"name": "r", "namespace": NS}}
+        writer.post_events(run, [RunEvent("RunStarted", "started")])
+        for task in range(20):
+            if task:  # each outcome 3 s after the one before
+                ahead[0] += 3.0
+                for _ in range(5):  # a timer that is due runs, and its post with it
+                    await asyncio.sleep(0)
+            writer.post_events(run, [RunEvent("TaskSucceeded", f"t{task} done")])
+            for _ in range(2):  # a new timer starts
+                await asyncio.sleep(0)
+        writer.post_events(run, [RunEvent("RunSucceeded", "succeeded")])  # with the last outcome
+        await asyncio.wait(set(writer._last_post.values()))
+        assert len(kube.events) == 3, [(e.reason, e.message) for e in kube.events]
+        assert [e.reason for e in kube.events] == ["RunStarted", "TaskSucceeded", "RunSucceeded"]
+        told = "; ".join(e.message for e in kube.events)
+        assert told == "; ".join(["started", *(f"t{task} done" for task in range(20)), "succeeded"])
+
+        deferred = {"kind": "DagRun", "metadata": {"name": "d", "namespace": NS}}
+        writer.post_events(deferred, [RunEvent("TaskSucceeded", "a done")])
+        writer.post_events(deferred, [RunEvent("TaskDeferred", "b deferred")])
+        await asyncio.wait(set(writer._last_post.values()))
+        assert [(e.reason, e.message) for e in kube.events[3:]] == [
+            ("TaskSucceeded", "a done"),
+            ("TaskDeferred", "b deferred"),
+        ], "a task left waiting is told at once, after what was kept"
+    finally:
+        loop.time = real_time  # type: ignore[method-assign]
+
+
 def test_the_watch_event_of_our_write_or_of_any_older_version_is_ours_a_newer_one_is_news(
     world: tuple[FakeKube, FakeExecutor, Reconcilers],
 ) -> None:

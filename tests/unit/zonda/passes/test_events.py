@@ -98,3 +98,20 @@ def test_task_outcomes_fold_into_one_event_with_every_message_in_order_and_the_w
     long = RunEvent("TaskSucceeded", "x" * 600)
     assert fits([long], RunEvent("TaskSucceeded", "y" * 400))
     assert not fits([long], RunEvent("TaskSucceeded", "y" * 500)), "a full note starts the next Event"
+
+
+def test_a_run_whose_whole_life_is_one_pass_posts_one_event_telling_it_all() -> None:
+    one_pass = [
+        RunEvent("RunStarted", "Run r started"),
+        RunEvent("TaskQueued", "Task e (scheduled -> queued)"),
+        RunEvent("TaskSucceeded", "Task e (queued -> success)"),
+        RunEvent("RunSucceeded", "Run r succeeded"),
+    ]
+    assert events_to_post(one_pass) == [
+        RunEvent(
+            "RunSucceeded",
+            "Run r started; Task e (scheduled -> queued); Task e (queued -> success); Run r succeeded",
+        )
+    ]
+    failed = [*one_pass[:2], RunEvent("TaskFailed", "Task e failed", warning=True), one_pass[3]]
+    assert reasons(events_to_post(failed)) == ["RunStarted", "TaskFailed", "RunSucceeded"], "a warning: apart"
