@@ -148,6 +148,28 @@ async def delete_removes_and_a_new_object_of_the_name_is_another(kube: KubeApi, 
     assert second["metadata"]["generation"] == 1
 
 
+@scenario
+async def a_delete_with_preconditions_is_of_the_object_as_read(kube: KubeApi, namespace: str) -> None:
+    """DeleteOptions.preconditions: a stale resourceVersion or another uid is 409 Conflict and the
+    object stays (a stale leader cannot delete what changed since it read it); the current ones delete."""
+    read = await kube.create_custom(DAGRUNS, namespace, dagrun("r"))
+    changed = await kube.patch_custom_status(DAGRUNS, namespace, "r", {"state": "running"})
+    assert rv(changed) != rv(read)
+    with pytest.raises(Conflict) as stale:
+        await kube.delete_custom(DAGRUNS, namespace, "r", resource_version=rv(read))
+    assert stale.value.status == 409 and "Precondition failed" in stale.value.api_message
+    with pytest.raises(Conflict):
+        await kube.delete_custom(DAGRUNS, namespace, "r", uid="00000000-0000-0000-0000-000000000000")
+    assert await kube.get_custom(DAGRUNS, namespace, "r") is not None
+    uid = changed["metadata"]["uid"]
+    assert await kube.delete_custom(DAGRUNS, namespace, "r", resource_version=rv(changed), uid=uid) is True
+    assert await kube.delete_custom(DAGRUNS, namespace, "r", resource_version=rv(changed)) is False
+    await kube.create_pod(namespace, pod("p", {"run": "one"}))
+    with pytest.raises(Conflict):
+        await kube.delete_pod(namespace, "p", grace_period_seconds=0, uid=uid)
+    assert names(await kube.list_pods(namespace, "run=one")) == ["p"]
+
+
 # ------------------------------------------------------------------------------ status subresource
 
 

@@ -100,6 +100,17 @@ async def _unless_missing(awaitable: Awaitable[T]) -> T | None:
         return None
 
 
+def _delete_options(resource_version: str | None, uid: str | None) -> Body:
+    """DeleteOptions with the preconditions given: the apiserver answers 409 Conflict if the stored
+    object's resourceVersion or uid differs."""
+    preconditions = {
+        key: value
+        for key, value in (("resourceVersion", resource_version), ("uid", uid))
+        if value is not None
+    }
+    return {"preconditions": preconditions}
+
+
 class Kube:
     """A connection to one cluster. Create with `await Kube.connect()`, close with `await kube.close()`."""
 
@@ -288,12 +299,21 @@ class Kube:
             )
         )
 
-    async def delete_custom(self, plural: str, namespace: str, name: str) -> bool:
-        """Delete; False if it was already gone."""
+    async def delete_custom(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+    ) -> bool:
+        """Delete; False if it was already gone; Conflict if a precondition no longer holds."""
+        options: dict[str, Any] = {"propagation_policy": "Background"}
+        if resource_version is not None or uid is not None:
+            options["body"] = _delete_options(resource_version, uid)
         gone = await _unless_missing(
-            self.custom.delete_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, name, propagation_policy="Background"
-            )
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, name, **options)
         )
         return gone is not None
 
@@ -337,8 +357,18 @@ class Kube:
             await _call(self.core.create_namespaced_pod(namespace, body, _preload_content=False))  # type: ignore[arg-type]
         )
 
-    async def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> bool:
+    async def delete_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        resource_version: str | None = None,
+        uid: str | None = None,
+    ) -> bool:
         options: dict[str, Any] = {"propagation_policy": "Background"}
+        if resource_version is not None or uid is not None:
+            options["body"] = _delete_options(resource_version, uid)
         if grace_period_seconds is not None:
             options["grace_period_seconds"] = grace_period_seconds
         return await _unless_missing(self.core.delete_namespaced_pod(name, namespace, **options)) is not None

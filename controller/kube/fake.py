@@ -184,9 +184,32 @@ class FakeKube:
             and matches(body["metadata"].get("labels") or {}, selector)
         ]
 
-    def _delete(self, kind: str, namespace: str, name: str) -> bool:
+    def _delete(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        resource_version: str | None = None,
+        uid: str | None = None,
+    ) -> bool:
+        """As the apiserver: False if gone; Conflict if a precondition names another version or uid."""
         self._count("delete", kind)
-        return self.objects.pop((kind, namespace, name), None) is not None
+        stored = self.objects.get((kind, namespace, name))
+        if stored is None:
+            return False
+        meta = stored["metadata"]
+        for field_name, wanted, have in (
+            ("UID", uid, meta["uid"]),
+            ("ResourceVersion", resource_version, meta["resourceVersion"]),
+        ):
+            if wanted is not None and wanted != have:
+                message = (
+                    f'Operation cannot be fulfilled on {_resource(kind)} "{name}": Precondition failed: '
+                    f"{field_name} in precondition: {wanted}, {field_name} in object meta: {have}"
+                )
+                raise _status_error(Conflict, 409, "Conflict", message)
+        del self.objects[kind, namespace, name]
+        return True
 
     # ----------------------------------------------------------------------- custom resources
 
@@ -245,8 +268,16 @@ class FakeKube:
         self._check_size(changed)
         return self._write(stored, changed)
 
-    async def delete_custom(self, plural: str, namespace: str, name: str) -> bool:
-        return self._delete(plural, namespace, name)
+    async def delete_custom(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+    ) -> bool:
+        return self._delete(plural, namespace, name, resource_version, uid)
 
     async def watch_custom(
         self,
@@ -265,8 +296,16 @@ class FakeKube:
     async def create_pod(self, namespace: str, body: Body) -> Body:
         return self._create("pods", namespace, body)
 
-    async def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> bool:
-        return self._delete("pods", namespace, name)
+    async def delete_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        resource_version: str | None = None,
+        uid: str | None = None,
+    ) -> bool:
+        return self._delete("pods", namespace, name, resource_version, uid)
 
     async def list_pods(self, namespace: str, label_selector: str) -> list[Body]:
         return self._list("pods", namespace, label_selector)

@@ -35,7 +35,17 @@ class KubeApi(Protocol):
     async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
         """Replace the status; Conflict unless the body's resourceVersion is the stored one."""
 
-    async def delete_custom(self, plural: str, namespace: str, name: str) -> bool: ...
+    async def delete_custom(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+    ) -> bool:
+        """Delete; False if it was already gone. With `resource_version`/`uid` (the apiserver's
+        DeleteOptions.preconditions) only the object as it was read: Conflict if it changed since."""
 
     def watch_custom(
         self,
@@ -50,7 +60,13 @@ class KubeApi(Protocol):
     async def create_pod(self, namespace: str, body: Body) -> Body: ...
 
     async def delete_pod(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        resource_version: str | None = None,
+        uid: str | None = None,
     ) -> bool: ...
 
     async def list_pods(self, namespace: str, label_selector: str) -> list[Body]: ...

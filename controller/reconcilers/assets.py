@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.kube import DAGS, TRIGGERS, AlreadyExists, KubeApi
+from controller.kube import DAGS, TRIGGERS, AlreadyExists, Conflict, KubeApi
 from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex
 from controller.reconcilers.common import StatusWriter, parse_status
 from controller.reconcilers.trigger_resources import watcher_trigger_body
@@ -191,7 +191,7 @@ class AssetReconciler:
         meta = asset["metadata"]
         namespace = meta["namespace"]
         selector = f"{LABEL_ASSET}={meta['name']}"
-        have = {t["metadata"]["name"] for t in await self.kube.list_custom(TRIGGERS, namespace, selector)}
+        have = {t["metadata"]["name"]: t for t in await self.kube.list_custom(TRIGGERS, namespace, selector)}
         for name, watcher in sorted(wanted.items()):
             if name in have:
                 continue
@@ -202,8 +202,14 @@ class AssetReconciler:
             except AlreadyExists:
                 continue
             logger.info("asset %s: watcher %s runs as Trigger %s", uri, watcher.name, name)
-        for name in sorted(have - set(wanted)):
-            await self.kube.delete_custom(TRIGGERS, namespace, name)
+        for name in sorted(set(have) - set(wanted)):
+            # the Trigger listed, not one of that name created since (by a newer leader: 409, not ours)
+            try:
+                await self.kube.delete_custom(
+                    TRIGGERS, namespace, name, uid=have[name]["metadata"].get("uid")
+                )
+            except Conflict:
+                logger.info("asset %s: Trigger %s was created again since listed: left", uri, name)
 
     async def _cursors(self, namespace: str, consuming: Iterable[str]) -> dict[str, assets.Cursor]:
         """The consuming DAGs' asset cursors (what each consumed), from their status as the DAG

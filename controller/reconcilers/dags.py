@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.kube import DAGRUNS, DAGS, AlreadyExists, KubeApi
+from controller.kube import DAGRUNS, DAGS, AlreadyExists, Conflict, KubeApi
 from controller.reconcilers import metrics, user_code
 from controller.reconcilers.asset_index import (
     AliasResolutions,
@@ -342,12 +342,36 @@ class DagReconciler:
             spec = DagSpec.model_validate(dag["spec"])
         except ValidationError:
             return  # an invalid DAG: plan_dag reports it
-        doomed = history.runs_beyond_history_limits(spec, runs)
-        for run_name in doomed:
-            await self.kube.delete_custom(DAGRUNS, dag["metadata"]["namespace"], run_name)
+        namespace = dag["metadata"]["namespace"]
+        read = {ref.name: ref for ref in runs}
+        doomed = [
+            name
+            for name in history.runs_beyond_history_limits(spec, runs)
+            if await self._delete_run(namespace, read[name])
+        ]
         if doomed:
             message = f"deleted {len(doomed)} run(s) past the history limits: {', '.join(doomed)}"
             self.writer.post_events(dag, [RunEvent("RunsDeleted", message)])
+
+    async def _delete_run(self, namespace: str, ref: dag_plans.RunRef) -> bool:
+        """Delete the run as it was read (its resourceVersion the precondition). Changed since (409:
+        a user's clear, a stale cache, another controller's write): read it again and delete it only
+        if it is still the finished run decided on, else leave it to the next pass. True if deleted."""
+        try:
+            return await self.kube.delete_custom(
+                DAGRUNS, namespace, ref.name, resource_version=ref.resource_version
+            )
+        except Conflict:
+            fresh = await self.kube.get_custom(DAGRUNS, namespace, ref.name)
+            if fresh is None or run_ref(fresh).state != ref.state:
+                logger.info("run %s/%s changed since read: not deleted this pass", namespace, ref.name)
+                return False
+        try:
+            return await self.kube.delete_custom(
+                DAGRUNS, namespace, ref.name, resource_version=fresh["metadata"]["resourceVersion"]
+            )
+        except Conflict:
+            return False
 
 
 def run_ref(run: Mapping[str, Any]) -> dag_plans.RunRef:
@@ -366,6 +390,7 @@ def run_ref(run: Mapping[str, Any]) -> dag_plans.RunRef:
             str(e.get("name")) for e in spec.get("triggeringAssetEvents") or [] if isinstance(e, Mapping)
         ),
         partition_key=spec.get("partitionKey") if isinstance(spec.get("partitionKey"), str) else None,
+        resource_version=run["metadata"].get("resourceVersion"),
     )
 
 

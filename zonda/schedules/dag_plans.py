@@ -70,6 +70,9 @@ class RunRef:
     data_interval: DataInterval | None  # the spec's, for scheduled and backfill runs
     consumed_events: frozenset[str] = frozenset()  # an asset-triggered run's AssetEvent names
     partition_key: str | None = None  # the run's spec.partitionKey
+    # the version read: a delete past the history limits is of this version only (a run a user
+    # cleared since, or another controller changed, is decided again)
+    resource_version: str | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
