@@ -157,9 +157,11 @@ async def a_delete_with_preconditions_is_of_the_object_as_read(kube: KubeApi, na
     assert rv(changed) != rv(read)
     with pytest.raises(Conflict) as stale:
         await kube.delete_custom(DAGRUNS, namespace, "r", resource_version=rv(read))
-    assert stale.value.status == 409 and "Precondition failed" in stale.value.api_message
-    with pytest.raises(Conflict):
+    message = stale.value.api_message
+    assert stale.value.status == 409 and "ResourceVersion in the precondition" in message, message
+    with pytest.raises(Conflict) as other:
         await kube.delete_custom(DAGRUNS, namespace, "r", uid="00000000-0000-0000-0000-000000000000")
+    assert "UID in the precondition" in other.value.api_message, other.value.api_message
     assert await kube.get_custom(DAGRUNS, namespace, "r") is not None
     uid = changed["metadata"]["uid"]
     assert await kube.delete_custom(DAGRUNS, namespace, "r", resource_version=rv(changed), uid=uid) is True

@@ -198,14 +198,15 @@ class FakeKube:
         if stored is None:
             return False
         meta = stored["metadata"]
-        for field_name, wanted, have in (
-            ("UID", uid, meta["uid"]),
-            ("ResourceVersion", resource_version, meta["resourceVersion"]),
+        for field_name, wanted, have, why in (
+            ("UID", uid, meta["uid"], "deleted and then recreated"),
+            ("ResourceVersion", resource_version, meta["resourceVersion"], "modified"),
         ):
             if wanted is not None and wanted != have:
                 message = (
-                    f'Operation cannot be fulfilled on {_resource(kind)} "{name}": Precondition failed: '
-                    f"{field_name} in precondition: {wanted}, {field_name} in object meta: {have}"
+                    f'Operation cannot be fulfilled on {_resource(kind)} "{name}": the {field_name} in the '
+                    f"precondition ({wanted}) does not match the {field_name} in record ({have}). "
+                    f"The object might have been {why}"
                 )
                 raise _status_error(Conflict, 409, "Conflict", message)
         del self.objects[kind, namespace, name]
