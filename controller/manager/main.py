@@ -457,7 +457,7 @@ class ControllerProcess:
             self.enqueue("asset", namespace, uri)
         if keys != before:  # the assets' producers and consumers changed (not on our status writes)
             changed = keys ^ (before or frozenset())
-            for uri in sorted(k for k in keys | (before or frozenset()) if not k.startswith("alias:")):
+            for uri in self.asset_uris(namespace, keys | (before or frozenset())):
                 self.enqueue("asset", namespace, uri)
             # an alias outlet added or removed: its consumers say again whether anything resolves it
             for (dag_namespace, dag), wanted in list(self.asset_consumers.items()):
@@ -468,7 +468,7 @@ class ControllerProcess:
         status = event["body"].get("status") or {}
         cursor = hash((status.get("assetCursorTime"), tuple(status.get("assetCursorEvents") or ())))
         if self.dag_cursors.pop(key, cursor) != cursor and keys == before:
-            for uri in sorted(k for k in keys if not k.startswith("alias:")):
+            for uri in self.asset_uris(namespace, keys):
                 self.enqueue("asset", namespace, uri)
         if spec.get("assetSchedule") is not None and event["type"] != "DELETED":
             self.dag_cursors[key] = cursor
@@ -477,6 +477,16 @@ class ControllerProcess:
         version = event["body"].get("metadata", {}).get("resourceVersion")
         if not self.services.reconcilers.is_own_write(DAGS, event["namespace"], event["name"], version):
             self.enqueue("dag", event["namespace"], event["name"])
+
+    def asset_uris(self, namespace: str, keys: frozenset[str]) -> list[str]:
+        """The assets of these keys: the URIs, and those their aliases resolved to (a DAG scheduled on
+        an alias holds the events of those assets too, `zonda.schedules.assets.event_holders`)."""
+        uris = {k for k in keys if not k.startswith("alias:")}
+        resolutions = self.services.reconcilers.assets.aliases if self.services is not None else None
+        if resolutions is not None:
+            aliases = [k.removeprefix("alias:") for k in keys if k.startswith("alias:")]
+            uris.update(*resolutions.of_aliases(namespace, aliases).values())
+        return sorted(uris)
 
     async def on_backfill(self, **event: Any) -> None:
         if self.services is None:

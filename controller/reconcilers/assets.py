@@ -133,15 +133,18 @@ class AssetReconciler:
         except ValidationError as exc:
             await self.kube.emit_event(asset, reason="InvalidSpec", message=str(exc), warning=True)
             return None
-        dags = await self._dags(namespace, spec.uri)
-        producing, consuming = assets.asset_dags(spec.uri, dags)
         old = parse_status(AssetStatus, asset.get("status"))
+        events = [e for e in await self._events(namespace, spec.uri) if e.uri == spec.uri]
+        # an alias, once resolved to this asset, stays resolved (Airflow's alias -> dataset rows)
+        aliases = sorted({*old.aliases, *(a for e in events for a in e.aliases)})
+        dags = await self._dags(namespace, [spec.uri, *(f"alias:{a}" for a in aliases)])
+        producing, consuming = assets.asset_dags(spec.uri, dags)
         watchers = assets.asset_watchers(spec.uri, dags)
         if watchers or old.watchers:
             await self._sync_watchers(asset, spec.uri, watchers)
-        events = [e for e in await self._events(namespace, spec.uri) if e.uri == spec.uri]
         limit = spec.events_history_limit or DEFAULT_EVENTS_HISTORY_LIMIT
-        consumers = await self._cursors(namespace, consuming) if len(events) > limit else {}
+        holders = assets.event_holders(spec.uri, aliases, dags) if len(events) > limit else []
+        consumers = await self._cursors(namespace, holders)
         pruning = assets.events_to_prune(events, limit, consumers)
         doomed = pruning.doomed
         unconsumed_deleted = old.unconsumed_deleted
@@ -162,8 +165,6 @@ class AssetReconciler:
             if self.events is not None:
                 self.events.forget(namespace, name)
         kept = sorted((e for e in events if e.name not in set(doomed)), key=lambda e: (e.timestamp, e.name))
-        # an alias, once resolved to this asset, stays resolved (Airflow's alias -> dataset rows)
-        aliases = sorted({*old.aliases, *(a for e in events for a in e.aliases)})
         if self.aliases is not None:
             self.aliases.resolved(namespace, spec.uri, aliases)
         new = AssetStatus(
@@ -212,7 +213,7 @@ class AssetReconciler:
                 logger.info("asset %s: Trigger %s was created again since listed: left", uri, name)
 
     async def _cursors(self, namespace: str, consuming: Iterable[str]) -> dict[str, assets.Cursor]:
-        """The consuming DAGs' asset cursors (what each consumed), from their status as the DAG
+        """The holding DAGs' asset cursors (what each consumed), from their status as the DAG
         reconciler wrote it (`zonda.schedules.dag_plans`); a DAG gone holds nothing."""
         cursors: dict[str, assets.Cursor] = {}
         for name in consuming:
@@ -226,12 +227,13 @@ class AssetReconciler:
             )
         return cursors
 
-    async def _dags(self, namespace: str, uri: str) -> Mapping[str, Mapping[str, Any]]:
+    async def _dags(self, namespace: str, keys: Iterable[str]) -> Mapping[str, Mapping[str, Any]]:
+        """The DAGs naming these keys (the asset's URI, its aliases), by name."""
         if self.dags is None:
             bodies = await self.kube.list_custom(DAGS, namespace)
             return {d["metadata"]["name"]: d.get("spec") or {} for d in bodies}
         await self.dags.seed(self.kube, namespace)
-        return self.dags.naming(namespace, uri)
+        return {name: spec for key in keys for name, spec in self.dags.naming(namespace, key).items()}
 
     async def _events(self, namespace: str, uri: str) -> list[TriggeringEvent]:
         if self.events is None:

@@ -306,6 +306,26 @@ def asset_dags(uri: str, dags: Mapping[str, Mapping[str, Any]]) -> tuple[list[st
     return producing, consuming
 
 
+def event_holders(uri: str, aliases: Iterable[str], dags: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The DAGs whose unconsumed events of the asset its history limit waits for (`events_to_prune`):
+    those scheduled on its URI, and those scheduled on an alias that resolved to it (`aliases`, its
+    `status.aliases`). An alias stands for any of its assets (`expand_aliases`, as Airflow 3's
+    `AssetEvaluator` expands an alias to its resolved assets), so such a DAG consumes every event of
+    the asset, not only those emitted through the alias."""
+    wanted = {uri, *(f"alias:{a}" for a in aliases)}
+    holders = []
+    for name, spec in sorted(dags.items()):
+        raw = spec.get("assetSchedule")
+        if raw is None:
+            continue
+        try:
+            if wanted & condition_keys(parse_condition(raw)):
+                holders.append(name)
+        except AssetConditionInvalid:
+            continue
+    return holders
+
+
 def schedule_watchers(raw: Any) -> list[tuple[str, AssetWatcherRef]]:
     """(URI, watcher) of every AssetWatcher on an asset of a schedule as stored (camelCase), nested
     in `all`/`any`; an invalid leaf gives none (the DAG is invalid, and says so)."""
@@ -409,6 +429,7 @@ __all__ = [
     "condition_keys",
     "decide_asset_run",
     "evaluate",
+    "event_holders",
     "event_keys",
     "events_to_prune",
     "expand_aliases",

@@ -321,6 +321,38 @@ def test_an_alias_once_resolved_matches_later_events_of_its_assets_as_airflows_a
     assert unresolved.asset_run is None, "before it resolved, only events emitted through it count"
 
 
+def test_a_dag_scheduled_on_an_alias_resolved_to_the_asset_holds_its_events_as_a_uri_consumer() -> None:
+    dags = {
+        "uri": SPEC,
+        "alias": ALIAS_SPEC,
+        "nested": {"assetSchedule": {"all": [{"uri": "b"}, {"alias": "x"}]}},
+        "other-alias": {"assetSchedule": {"alias": "y"}},
+        "other-asset": {"assetSchedule": {"uri": "b"}},
+        "producer": {"tasks": [{"id": "p", "outlets": [{"alias": "x"}, {"uri": "a"}]}]},
+        "invalid": {"assetSchedule": {"uri": "airflow://x"}},
+    }
+    # the positive control: before x resolved to a, only the URI's consumer holds a's events
+    assert assets.event_holders("a", [], dags) == ["uri"]
+    assert assets.event_holders("a", ["x"], dags) == ["alias", "nested", "uri"]
+    assert assets.asset_dags("a", dags) == (["producer"], ["uri"]), "consumingDags: the URI's"
+    # seven events of a, one emitted through x (which resolved it), the others direct: the alias consumer,
+    # held (it never ran), keeps all seven past a limit of 3, as a URI consumer would
+    events = [event("e0", "a", 0, aliases=("x",)), *(event(f"e{i}", "a", i) for i in range(1, 7))]
+    never = assets.Cursor(T0 - timedelta(seconds=1))
+    held = {dag: never for dag in assets.event_holders("a", ["x"], {"alias": ALIAS_SPEC})}
+    assert assets.events_to_prune(events, 3, held) == assets.Pruning(doomed=(), held=4)
+    assert assets.events_to_prune(events, 3, {}).doomed == ("e0", "e1", "e2", "e3")
+    # its run consumes every one of them (the direct ones too), and then its cursor lets the limit prune
+    plan = dag_plans.plan_dag(
+        "alias", ALIAS_SPEC, status=DagStatus(), generation=1, created_at=T0 - timedelta(seconds=1), runs=[],
+        now=T0 + timedelta(seconds=10), asset_events=events, alias_resolutions={"x": frozenset({"a"})},
+    )  # fmt: skip
+    assert plan.asset_run is not None and [e.name for e in plan.asset_run.events] == [e.name for e in events]
+    status = plan.status
+    cursor = assets.Cursor(status.asset_cursor_time, frozenset(status.asset_cursor_events or ()))
+    assert assets.events_to_prune(events, 3, {"alias": cursor}).doomed == ("e0", "e1", "e2", "e3")
+
+
 def test_an_alias_no_task_outlets_and_nothing_resolved_is_reported_not_refused() -> None:
     def plan(status: DagStatus, **kwargs: object) -> dag_plans.DagPlan:
         return dag_plans.plan_dag(
