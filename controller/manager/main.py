@@ -78,6 +78,10 @@ EVENT_FLUSH_SECONDS = 5.0
 #: it: timeouts count from the pod's own start time.
 STARTED_PASS_DELAY = 1.0
 
+#: The work queue's priority of a DAG's status-writing pass after its runs were created (`dag_later`):
+#: after the DAG passes (0) and the run passes (1) queued.
+LATER_PRIORITY = 2
+
 _PLURALS = {"dag": DAGS, "run": DAGRUNS, "backfill": BACKFILLS, "pool": POOLS, "asset": ASSETS}
 
 
@@ -158,6 +162,12 @@ class ControllerProcess:
     def priority(key: Hashable) -> int:
         """DAG passes first: they create the runs due now, and each is one short pass per DAG."""
         return 0 if isinstance(key, tuple) and key[0] == "dag" else 1
+
+    def dag_later(self, namespace: str, name: str) -> None:
+        """A DAG's status-writing pass after the creations and run passes queued now
+        (`dag_plans.status_written_later`); its run's start wakes it sooner (`add` moves it up)."""
+        if self.services is not None:
+            self.services.queue.add(("dag", namespace, name), LATER_PRIORITY)
 
     def shard_of(self, kind: str, namespace: str, name: str) -> int | None:
         """The controller shard of a work-queue key (None: not known yet; its watch event will tell).
@@ -278,6 +288,7 @@ class ControllerProcess:
             on_recovered=self.report_recovered,
             priority=self.priority,
         )
+        reconcilers.dags.later = self.dag_later
         elector = None
         shards = None
         if ours.shards > 1:

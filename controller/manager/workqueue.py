@@ -9,6 +9,9 @@ is created at 12:00:00, not at the next poll.
 Keys are picked by `priority(key)` (lower first), then in the order they were added: the controller
 puts DAG passes first, so a minute's due runs are created before the passes of runs already going
 (1,000 DAGs due at 12:00:00 would otherwise queue behind every run pass their previous runs caused).
+`add(key, priority=...)` overrides it for that addition (a DAG's status write after the minute's
+creations, `DagReconciler.later`); a key added again with a higher priority (a lower number) while it
+waits moves up, never down.
 
 A reconcile that raises is retried after a capped exponential backoff per key (controller-runtime's
 `ItemExponentialFailureRateLimiter`): 0.5 s, 1 s, 2 s ... 5 min, reset by the first success. After
@@ -90,9 +93,9 @@ class WorkQueue:
         self._priority = priority or (lambda key: 0)
         self._order = itertools.count()  # FIFO within one priority
         self._queue: asyncio.PriorityQueue[tuple[int, int, Hashable]] = asyncio.PriorityQueue()
-        self._waiting: set[Hashable] = set()  # in the queue, not yet picked
+        self._waiting: dict[Hashable, int] = {}  # in the queue, not yet picked: at which priority
         self._active: set[Hashable] = set()  # being reconciled now
-        self._dirty: set[Hashable] = set()  # added again while active: run once more afterwards
+        self._dirty: dict[Hashable, int] = {}  # added again while active: run once more afterwards
         self._timers: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
         self._wake_at: dict[Hashable, datetime] = {}  # each timer's wall-clock time
         self._soon: dict[Hashable, asyncio.TimerHandle] = {}  # `add_soon`: dropped when a pass starts
@@ -100,13 +103,17 @@ class WorkQueue:
         self._gate: asyncio.Event = asyncio.Event()  # set while this replica may act (leader)
         self._gate.set()
 
-    def add(self, key: Hashable) -> None:
+    def add(self, key: Hashable, priority: int | None = None) -> None:
+        """Reconcile `key` (once, however many times it is added before its pass starts), at
+        `priority` (None: `priority(key)`); added again at a higher priority while waiting, it moves up."""
+        if priority is None:
+            priority = self._priority(key)
         if key in self._active:
-            self._dirty.add(key)
+            self._dirty[key] = min(priority, self._dirty.get(key, priority))
             return
-        if key not in self._waiting:
-            self._waiting.add(key)
-            self._queue.put_nowait((self._priority(key), next(self._order), key))
+        if key not in self._waiting or priority < self._waiting[key]:  # the older entry is skipped
+            self._waiting[key] = priority
+            self._queue.put_nowait((priority, next(self._order), key))
 
     def add_at(self, key: Hashable, when: datetime) -> None:
         """Reconcile `key` at `when` (earliest wins if several wake-ups are asked for)."""
@@ -194,9 +201,13 @@ class WorkQueue:
 
     async def _work(self) -> None:
         while True:
-            _, _, key = await self._queue.get()
+            priority, _, key = await self._queue.get()
+            if self._waiting.get(key) != priority:
+                continue  # moved up (picked already, or waiting at its higher priority)
             await self._gate.wait()
-            self._waiting.discard(key)
+            if self._waiting.get(key) != priority:
+                continue  # moved up while the gate was shut
+            del self._waiting[key]
             self._active.add(key)
             if (soon := self._soon.pop(key, None)) is not None:
                 soon.cancel()  # this pass sees what it was for
@@ -224,8 +235,7 @@ class WorkQueue:
             finally:
                 self._active.discard(key)
                 if key in self._dirty:
-                    self._dirty.discard(key)
-                    self.add(key)
+                    self.add(key, self._dirty.pop(key))
 
     @staticmethod
     async def _report(call: Awaitable[None]) -> None:

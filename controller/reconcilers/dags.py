@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -185,6 +185,10 @@ class DagReconciler:
     #: A custom timetable is user code: its pass runs with a time limit (`controller.reconcilers.user_code`).
     timetable_calls: BoundedCalls = field(default_factory=BoundedCalls)
     prepared: PreparedDags = field(default_factory=PreparedDags)
+    #: Asks for a later pass of the DAG (namespace, name), after the creations and run passes queued
+    #: now: a creating pass leaves its status write to it (`dag_plans.status_written_later`). None:
+    #: every pass writes its status itself.
+    later: Callable[[str, str], None] | None = None
 
     plural = DAGS
 
@@ -258,6 +262,9 @@ class DagReconciler:
             await self._create_asset_run(dag, partition_run, now)
         await self._delete_beyond_history_limits(dag, runs)
         self.writer.post_events(dag, plan.events)
+        if self.later is not None and dag_plans.status_written_later(plan):
+            self.later(dag["metadata"]["namespace"], dag["metadata"]["name"])
+            return plan.wake_at
         # round-tripped so enum values and datetimes serialise exactly as stored (no needless write)
         new_wire = DagStatus.model_validate(plan.status.model_dump()).to_wire()
         await self.writer.write_status(DAGS, dag, old_status.to_wire(), new_wire)

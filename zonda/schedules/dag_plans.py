@@ -112,6 +112,21 @@ def run_created_event(run_name: str, due: scheduling.DueRun, now: datetime) -> R
     )
 
 
+def status_written_later(plan: DagPlan) -> bool:
+    """Whether a pass that carries out `plan` leaves its status write to a pass of its own, queued
+    after the other DAGs' creations and the run passes of the moment (`DagReconciler.later`).
+
+    True when the pass creates scheduled runs and has nothing to tell: at a minute boundary of 1,000
+    DAGs on `* * * * *` each creating pass PUT the DAG's status (`next*`, `lastRun`, `activeRuns`),
+    the largest part of its time (py-spy), so the last run of the minute waited for 999 status writes
+    as well as 999 creations. The later pass plans again and writes the same status (`plan_dag` reads
+    the runs, ours included, so it creates nothing twice; a run's name is its interval's, so a create
+    can never be repeated either); the run's first pass moves it to running and wakes its DAG, which
+    then writes once what both passes changed (one DAG status write per run of an EmptyOperator,
+    not two). A pass with an Event (an invalid spec, a warning) writes at once."""
+    return bool(plan.runs_to_create) and not plan.events
+
+
 def _with_partition(timetable: Any, due: scheduling.DueRun) -> scheduling.DueRun:
     """A partitioned timetable's run (Airflow's `DagRunInfo.partition_key`): its partition's key and date."""
     if not getattr(timetable, "partitioned", False) or not hasattr(timetable, "partition_key"):
@@ -493,6 +508,7 @@ __all__ = [
     "TimetableFailure",
     "last_automated_interval",
     "plan_dag",
+    "status_written_later",
     "timetable_class",
     "timetable_failed",
     "timetable_for",

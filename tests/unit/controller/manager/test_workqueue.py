@@ -244,3 +244,67 @@ def test_add_soon_reconciles_after_its_delay_or_with_a_pass_that_starts_sooner()
 
     asyncio.run(scenario())
     assert passes == ["late", "early", "marker"]
+
+
+def dags_first(key: Hashable) -> int:
+    return 0 if isinstance(key, tuple) and key[0] == "dag" else 1
+
+
+def test_a_key_added_at_a_lower_priority_waits_for_the_others_and_moves_up_when_added_again() -> None:
+    """`add(key, priority)`: a DAG's status-writing pass after the run passes queued; its run's start
+    adds it again at the DAG priority, and it moves up, reconciled once."""
+
+    def picked(upgrade: bool) -> list[Hashable]:
+        order: list[Hashable] = []
+
+        async def scenario() -> None:
+            done = asyncio.Event()
+
+            async def reconcile(key: Hashable) -> datetime | None:
+                order.append(key)
+                if key == ("end",):
+                    done.set()
+                return None
+
+            queue = WorkQueue(reconcile, workers=1, priority=dags_first)
+            queue.add(("dag", "x"), 2)
+            queue.add(("run", "a"))
+            queue.add(("dag", "y"))
+            if upgrade:
+                queue.add(("dag", "x"))
+            queue.add(("end",), 3)  # after any entry of x left behind
+            queue.start()
+            await asyncio.wait_for(done.wait(), timeout=30)
+            await queue.stop()
+
+        asyncio.run(scenario())
+        return order
+
+    assert picked(upgrade=False) == [("dag", "y"), ("run", "a"), ("dag", "x"), ("end",)]
+    assert picked(upgrade=True) == [("dag", "y"), ("dag", "x"), ("run", "a"), ("end",)]
+
+
+def test_a_key_added_at_a_lower_priority_during_its_pass_is_queued_at_it_afterwards() -> None:
+    order: list[Hashable] = []
+
+    async def scenario() -> None:
+        done = asyncio.Event()
+        queue: WorkQueue
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            order.append(key)
+            if key == ("dag", "x") and order.count(key) == 1:
+                queue.add(key, 2)  # during its own pass: queued again afterwards, at 2
+                queue.add(("run", "a"))
+            if len(order) == 3:
+                done.set()
+            return None
+
+        queue = WorkQueue(reconcile, workers=1, priority=dags_first)
+        queue.add(("dag", "x"))
+        queue.start()
+        await asyncio.wait_for(done.wait(), timeout=30)
+        await queue.stop()
+
+    asyncio.run(scenario())
+    assert order == [("dag", "x"), ("run", "a"), ("dag", "x")]
