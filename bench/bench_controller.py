@@ -43,8 +43,8 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 _METRIC = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
 
 
-def api_writes(cluster: Cluster, verbs: tuple[str, ...] = WRITE_VERBS) -> dict[str, float]:
-    """Requests (writes by default) served so far, by resource[/subresource], from /metrics."""
+def api_requests(cluster: Cluster) -> dict[tuple[str, str, str], float]:
+    """Requests served so far by (resource[/subresource], verb, code), from the apiserver's /metrics."""
     config = json.loads(cluster.kubeconfig.read_text())
     server = config["clusters"][0]["cluster"]["server"]
     import ssl
@@ -52,16 +52,26 @@ def api_writes(cluster: Cluster, verbs: tuple[str, ...] = WRITE_VERBS) -> dict[s
     request = urllib.request.Request(f"{server}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     with urllib.request.urlopen(request, context=ssl._create_unverified_context(), timeout=10) as response:
         text = response.read().decode()
-    totals: dict[str, float] = {}
+    totals: dict[tuple[str, str, str], float] = {}
     for line in text.splitlines():
         match = _METRIC.match(line)
         if not match:
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group("labels")))
-        if labels.get("verb") not in verbs:
-            continue
-        key = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+        resource = labels.get("resource", "") + (
+            f"/{labels['subresource']}" if labels.get("subresource") else ""
+        )
+        key = (resource, labels.get("verb", ""), labels.get("code", ""))
         totals[key] = totals.get(key, 0) + float(match.group("value"))
+    return totals
+
+
+def api_writes(cluster: Cluster, verbs: tuple[str, ...] = WRITE_VERBS) -> dict[str, float]:
+    """Requests (writes by default) served so far, by resource[/subresource], from /metrics."""
+    totals: dict[str, float] = {}
+    for (resource, verb, _code), value in api_requests(cluster).items():
+        if verb in verbs:
+            totals[resource] = totals.get(resource, 0) + value
     return totals
 
 

@@ -63,7 +63,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import processes
-from bench.bench_controller import api_writes, percentile
+from bench.bench_controller import WRITE_VERBS, api_requests, api_writes, percentile
 from controller.devtools.devcluster import ADMIN_TOKEN, Cluster, connect_cluster
 from zonda.resources.dagrun_models import manual_dagrun
 from zonda.schedules.scheduling import dagrun_name
@@ -331,6 +331,8 @@ class Result:
     load_end: float = 0.0
     template: dict[str, Any] | None = None
     counters: dict[str, float] = field(default_factory=dict)
+    replica_counters: list[dict[str, float]] = field(default_factory=list)
+    requests: dict[str, float] = field(default_factory=dict)
 
 
 async def run_zonda(
@@ -382,6 +384,7 @@ async def run_zonda(
         # split the shards (each takes its fair share within a lease renewal or two).
         await asyncio.sleep(1.0 if replicas == 1 else 6.0)
         before = api_writes(cluster)
+        requests_before = api_requests(cluster)
         cpu_before = [cpu_seconds(pid) for pid in pids]
         queued_before = sum(run_queue_seconds(pid) for pid in pids)
         start = time.monotonic()
@@ -411,9 +414,15 @@ async def run_zonda(
         measured = time.monotonic() - start
         rss = sum(rss_bytes(pid) for pid in pids)
         after = api_writes(cluster)
+        requests = {
+            f"{resource} {verb} {code}": value - requests_before.get((resource, verb, code), 0)
+            for (resource, verb, code), value in api_requests(cluster).items()
+            if resource.split("/")[0] in ("dagruns", "dags", "pools", "pods", "leases", "events", "triggers")
+        }
         counters: Counter[str] = Counter()
-        for port in ports:
-            counters.update(controller_counters(port))
+        replica_counters = [controller_counters(port) for port in ports]
+        for one in replica_counters:
+            counters.update(one)
         await asyncio.sleep(1.5)  # Events are posted in the background, after the status write
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -441,6 +450,8 @@ async def run_zonda(
         load_end=os.getloadavg()[0],
         template=pods[0] if pods else None,
         counters=dict(counters),
+        replica_counters=replica_counters,
+        requests={k: v for k, v in requests.items() if v},
     )
 
 
@@ -572,6 +583,21 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         "run_queue_share": round(r.run_queue / r.measured, 2) if r.measured else None,
         "rss_mib": round(r.rss / 2**20, 1),
         "controller_counters": r.counters,
+        # per replica: passes by kind, API errors (Conflicts) by kind
+        "replica_counters": [{_short(k): v for k, v in sorted(c.items()) if v} for c in r.replica_counters]
+        if len(r.replica_counters) > 1
+        else None,
+        # writes (and Conflicts) per task instance by resource, verb, code, from the apiserver
+        "requests_per_ti": {
+            k: round(v / r.task_instances, 3)
+            for k, v in sorted(r.requests.items())
+            if k.split(" ")[1] in WRITE_VERBS or k.endswith(" 409")
+        },
+        "reads_per_ti": {
+            k: round(v / r.task_instances, 3)
+            for k, v in sorted(r.requests.items())
+            if k.split(" ")[1] in ("GET", "LIST")
+        },
     }
     if null is not None and null.gaps:
         row["null_gap_p50_ms"] = round(statistics.median(null.gaps), 1)
@@ -581,6 +607,13 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         row["null_load"] = round(null.load, 2)
     print(json.dumps(row), flush=True)
     return row
+
+
+def _short(counter: str) -> str:
+    """`zonda_reconciles_total{kind="pool"}` -> `reconciles pool`."""
+    name, _, labels = counter.partition("{")
+    values = ",".join(re.findall(r'"([^"]*)"', labels))
+    return f"{name.removeprefix('zonda_').removesuffix('_total')} {values}"
 
 
 def top_frames(path: Path, limit: int = 35) -> None:
@@ -669,13 +702,16 @@ def main() -> int:
     parser.add_argument(
         "--workers", type=int, default=None, help="the controllers' --workers (default: each tree's)"
     )
+    parser.add_argument("--logs", default=None, help="keep the controllers' logs in this directory")
     args = parser.parse_args()
     trees = [(part.split("=", 1)[0], Path(part.split("=", 1)[1]).resolve()) for part in args.trees.split(",")]
     profile = Path(args.profile).resolve() if args.profile else None
     if profile:
         profile.mkdir(parents=True, exist_ok=True)
     with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(main_async(args, cluster, Path(tmp), trees, profile))
+        logs = Path(args.logs).resolve() if args.logs else Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
+        asyncio.run(main_async(args, cluster, logs, trees, profile))
     return 0
 
 
