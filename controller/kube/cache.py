@@ -57,6 +57,9 @@ class ObjectCache:
         body = self.objects.get((plural, namespace, name))
         return copy_body(body) if body is not None else None
 
+    def holds(self, plural: str, namespace: str, name: str) -> bool:
+        return (plural, namespace, name) in self.objects
+
     def observed(self, plural: str, body: Body) -> None:
         """A body from a watch or a read: kept unless what is kept is newer."""
         meta = body.get("metadata") or {}
