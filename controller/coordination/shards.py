@@ -7,6 +7,7 @@ computational (no clock, no API), so the balancing rules are tested as tables an
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Iterable, Mapping
@@ -127,11 +128,16 @@ def plan_shards(
     return ShardPlan(acquire=tuple(acquire), release=tuple(release))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def dag_shard(namespace: str, dag: str, shards: int) -> int:
     """The controller shard of DAG `dag` in `namespace`: its runs and Backfills are in it too.
 
     One shard per DAG keeps the limits a DAG sets (maxActiveRuns, max_active_tasks,
     max_active_tis_per_dag, depends_on_past) within one replica, where they are exact.
+
+    Remembered (a DAG's shard never changes): a sharded admission asks it of every run in the
+    namespace, three times per launching pass (its concurrency, its ledger declaration, the release
+    after it), and the sha256 of each was 1.5-2.7 % of a replica's busy loop with 100 runs (py-spy).
     """
     return shard_for(f"{namespace}/{dag}", shards)
 
