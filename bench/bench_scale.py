@@ -650,11 +650,11 @@ async def main_async(
             for index, spec in enumerate(args.workloads.split(",")):
                 name, _, only = spec.partition("@")  # `c100@new`: that tree only
                 w = workload(name)
-                chosen = [
+                chosen = [  # trees side by side at each replica count: base-r1, new-r1, base-r2, new-r2
                     (label if len(counts) == 1 else f"{label}-r{n}", tree, n)
+                    for n in counts
                     for label, tree in trees
                     if not only or label == only
-                    for n in counts
                 ]
                 order = chosen if (index + round_) % 2 == 0 else list(reversed(chosen))
                 print(f"--- {w.name}, round {round_ + 1}: load {os.getloadavg()} at the start", flush=True)
