@@ -8,7 +8,9 @@ until the garbage collector removes it (`AttemptNameTaken`). A pod the apiserver
 (`zonda.passes.launch_refusals`: 422 Invalid, a 403 of admission...) is not an error of the pass:
 the executor reports that try as a failed attempt from then on, so the pass fails the try with the
 apiserver's words and its retries apply (a refusal of the moment, quota or 5xx, raises as before:
-the reconcile is retried with backoff). A pod gets the
+the reconcile is retried with backoff). A pod the pod watch saw deleted before it ended is reported
+failed from then on (`pod_deleted`): a pass whose status write never recorded that try must not
+create it again under the same name (one try, two pods) but fail it, so its retries apply. A pod gets the
 variables and connections its task names as references (`zonda.tries.secret_refs`), never their values.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +34,10 @@ from zonda.tries import secret_refs
 
 #: Refused attempts kept (the newest): one is read by the run's next pass, moments after.
 REFUSALS_KEPT = 4096
+#: What a pod deleted before it ended is reported as (its try failed: the executor gave up on it).
+DELETED_BEFORE_ITS_END = (
+    "its pod no longer exists: it was deleted before it ended (deleted, evicted or its node lost)"
+)
 
 
 class AttemptNameTaken(KubeError):
@@ -65,6 +72,12 @@ class KubernetesExecutor:
         #: Tries whose pod the apiserver refused for good, by (run uid, attempt name): reported failed.
         #: In memory: after a restart, the try's pod is missing and the pass fails it as a zombie.
         self.refused: OrderedDict[tuple[str, str], ObservedAttempt] = OrderedDict()
+        #: The last report of each task pod the watch saw deleted, by (run uid, attempt name): a try
+        #: whose pod was deleted before it ended is failed, whether or not a status recorded it (a
+        #: pass that launched it and whose status write was refused or lost leaves an orphan: gone
+        #: before the next pass adopts it, that pass would create the same try again). In memory: after
+        #: a restart, such an orphan is created again (one try, two pods), as before.
+        self.deleted: OrderedDict[tuple[str, str], ObservedAttempt] = OrderedDict()
 
     async def _pods_of(self, namespace: str, run_uid: str) -> list[dict[str, Any]]:
         """The run's pods, to read only (the kept bodies themselves when the watch keeps them)."""
@@ -80,7 +93,24 @@ class KubernetesExecutor:
         meta = run["metadata"]
         found = await self._pods_of(meta["namespace"], meta["uid"])
         refused = {name: attempt for (uid, name), attempt in self.refused.items() if uid == meta["uid"]}
-        return refused | {pod["metadata"]["name"]: _observe(pod) for pod in found}
+        deleted = {name: attempt for (uid, name), attempt in self.deleted.items() if uid == meta["uid"]}
+        return refused | deleted | {pod["metadata"]["name"]: _observe(pod) for pod in found}
+
+    def pod_deleted(self, pod: Mapping[str, Any]) -> None:
+        """A task pod's DELETED event (its last state): remembered as its try's last report, failed if
+        it had not ended."""
+        meta = pod.get("metadata") or {}
+        uid = (meta.get("labels") or {}).get(LABEL_DAGRUN_UID)
+        if uid is None:
+            return
+        last = _observe(pod)
+        if last.phase not in (AttemptPhase.SUCCEEDED, AttemptPhase.FAILED):
+            last = replace(last, phase=AttemptPhase.FAILED, message=DELETED_BEFORE_ITS_END)
+        key = (uid, meta.get("name", ""))
+        self.deleted.pop(key, None)
+        self.deleted[key] = last
+        while len(self.deleted) > REFUSALS_KEPT:
+            self.deleted.popitem(last=False)
 
     def changes_observation(self, pod: Mapping[str, Any]) -> bool:
         """Would a pass observe this pod's try differently from the pod kept? Call before keeping it.
@@ -111,6 +141,7 @@ class KubernetesExecutor:
     ) -> str | None:
         meta = run["metadata"]
         self.refused.pop((meta["uid"], attempt_name), None)
+        self.deleted.pop((meta["uid"], attempt_name), None)
         manifest = pods.build_task_pod(
             invocation=invocation,
             task=task,

@@ -622,6 +622,7 @@ class ControllerProcess:
         if isinstance(executor, KubernetesExecutor) and executor.pods is not None:
             pod = event["event"]["object"]
             if event["type"] == "DELETED":
+                executor.pod_deleted(pod)
                 executor.pods.deleted(pod)
             else:
                 changed = executor.changes_observation(pod)

@@ -58,6 +58,7 @@ from controller.processes.clock import OFFSET_FILE_ENV
 from controller.triggerer.leases import shard_lease_name
 from tests.cluster import fault_proxy
 from tests.cluster.fault_audit import (
+    TRIES,
     FailedTry,
     Outcome,
     Records,
@@ -91,6 +92,13 @@ INTERVAL = int(os.environ.get("ZONDA_FAULT_INTERVAL_MINUTES", "10"))
 #: the past fixed once per session: the reference run and every faulted one have the same run names.
 MIXED_RUNS = int(os.environ.get("ZONDA_FAULT_MIXED_RUNS", "2"))
 WINDOW = Window.before(datetime.now(UTC), INTERVAL, MIXED_RUNS)
+#: Seconds between a recovery and the next strike, drawn uniformly: "0.5-4" unless told (a cheap
+#: fault can strike far more often on a large workload: `ZONDA_FAULT_SPACING=0.05-0.3`).
+SPACING = tuple(float(bound) for bound in os.environ.get("ZONDA_FAULT_SPACING", "0.5-4").split("-", 1))
+#: How long a workload of this size may take without faults (the reference), and how often to ask
+#: whether it has finished (a read of every run: seconds apart on a large workload).
+WORKLOAD_SECONDS = max(300.0, 20.0 * WINDOW.runs)
+POLL_SECONDS = max(0.3, WINDOW.runs / 30)
 
 
 def pod_task(task_id: str, depends_on: list[str], duration_ms: int) -> dict[str, Any]:
@@ -127,6 +135,8 @@ class Target:
     triggerers: dict[str, ZondaProcess] = field(default_factory=dict)
     #: Whether the workload has finished (a pod fault stops looking for a victim then).
     done: Callable[[], Any] = lambda: False
+    #: The fault type striking now (a mixed schedule's draw): the name a failed try is recorded under.
+    current: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,10 @@ class Fault:
     triggerers: int = 1
     #: How long the workload may take to finish once the schedule ends.
     settle_seconds: float = 300
+    #: The controller's clock can be stepped (`$ZONDA_CLOCK_OFFSET_FILE`).
+    clock: bool = False
+    #: Run only on demand (`ZONDA_FAULT_INJECTIONS` set): CI's time is the other types'.
+    on_demand: bool = False
 
 
 def kill_controller(target: Target) -> bool:
@@ -203,14 +217,19 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
     async with await Kube.connect(str(target.cluster.kubeconfig)) as kube:
         for _ in range(600):  # until a Running pod is caught (they run `duration_ms` each; at CI load the
             # first pods can take half a minute to start, and a strike that finds none proves nothing)
-            pods = (await kube.core.list_namespaced_pod(target.namespace, label_selector=LABEL_TASK)).items
+            pods = (
+                await kube.core.list_namespaced_pod(
+                    target.namespace, label_selector=LABEL_TASK, field_selector="status.phase=Running"
+                )
+            ).items  # the Running ones only: a large workload's pods are thousands
             running = [
                 p
                 for p in pods
                 if p.status.phase == "Running"
                 and not p.metadata.deletion_timestamp
                 and not is_callback_name(p.metadata.name)
-            ]  # a task's try, not a callback's
+                and int(p.metadata.labels.get(LABEL_TRY, 0)) < TRIES
+            ]  # a task's try, not a callback's, and not its last (its retries are the workload's)
             if not running:
                 target.missed["none running"] += 1
                 if target.missed["none running"] % 20 == 0 and await asyncio.to_thread(target.done):
@@ -238,16 +257,16 @@ async def _hit_running_pod(target: Target, evict: bool) -> bool:
                     target.missed[f"{error.status} {error.reason}"] += 1
                     continue  # read again (a 409 is often kwok's status patch: the pod is still Running)
                 raise
-            target.failed.append(failed_try(pod))
+            target.failed.append(failed_try(pod, target.current))
             return True
     return False
 
 
-def failed_try(pod: Any) -> FailedTry:
+def failed_try(pod: Any, fault: str) -> FailedTry:
     """The try a task pod the fault failed was for."""
     labels = pod.metadata.labels
     key = ti_key(pod.metadata.annotations[ANNOTATION_TASK_ID], int(labels.get(LABEL_MAP_INDEX, -1)))
-    return FailedTry(labels[LABEL_DAGRUN], key, int(labels[LABEL_TRY]), pod.metadata.name)
+    return FailedTry(labels[LABEL_DAGRUN], key, int(labels[LABEL_TRY]), pod.metadata.name, fault)
 
 
 #: A pod's phases once it has ended.
@@ -329,7 +348,7 @@ async def _remove_node(target: Target) -> bool:
     ]
     target.missed[f"ended Succeeded on {node}"] += len(last) - len(failed)
     for pod in failed:
-        target.failed.append(failed_try(pod))
+        target.failed.append(failed_try(pod, target.current))
     return True
 
 
@@ -519,7 +538,7 @@ FAULTS = [
         proxy_faults,
         proxied=True,
     ),
-    Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock),
+    Fault("clock-jump", "the controller's clock jumped ahead or behind", 3, jump_clock, clock=True),
     Fault(
         "status-too-large",
         "a run's status write refused as too large (413)",
@@ -528,6 +547,42 @@ FAULTS = [
         proxied=True,
     ),
 ]
+BY_ID = {fault.id: fault for fault in FAULTS}
+
+#: The `mixed` schedule: each strike one of these types, drawn by weight: the cheap ones (a strike
+#: costs the schedule a fraction of a second) often, the slow ones (seconds to recover) rarely.
+MIXED = {
+    "proxy": 30.0,
+    "status-too-large": 20.0,
+    "clock-jump": 15.0,
+    "pod-delete": 15.0,
+    "pod-evict": 15.0,
+    "controller-kill": 1.0,
+    "apiserver-restart": 0.4,
+    "etcd-restart": 0.4,
+}
+
+
+def strike_mixed(target: Target) -> bool:
+    """One strike of a type drawn from `MIXED` (the seeded rng), named in `target.current`: every try
+    a strike fails is recorded under its type, so the audit names the fault of each difference."""
+    kind = target.rng.choices(list(MIXED), weights=list(MIXED.values()))[0]
+    target.current = kind
+    return BY_ID[kind].inject(target)
+
+
+FAULTS.append(
+    Fault(
+        "mixed",
+        "a mixed schedule: " + ", ".join(MIXED),
+        0,
+        strike_mixed,
+        proxied=True,
+        clock=True,
+        settle_seconds=WORKLOAD_SECONDS,
+        on_demand=True,
+    )
+)
 
 
 @pytest.fixture(scope="module")
@@ -548,7 +603,12 @@ def mixed_reference(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
             stack.enter_context(triggerer(cluster, namespace, tmp_path, extra=[
                 "--metrics-port", str(free_port()), "--health-port", str(free_port())]))  # fmt: skip
             stack.enter_context(controller(cluster, namespace, tmp_path))
-            snapshot = wait_for(lambda: mixed_finished(cluster, namespace, WINDOW), "the reference run", 300)
+            snapshot = wait_for(
+                lambda: mixed_finished(cluster, namespace, WINDOW),
+                "the reference run",
+                WORKLOAD_SECONDS,
+                interval=POLL_SECONDS,
+            )
         reference = Outcome.of(snapshot, records)
     print(
         f"\nreference (no faults): {len(reference.run_states)} runs, {len(reference.tis)} producer task "
@@ -564,14 +624,23 @@ def mixed_reference(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
 def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finishes_everything(
     cluster: Cluster, namespace: str, tmp_path: Path, fault: Fault, mixed_reference: Outcome
 ) -> None:
+    if fault.on_demand and not INJECTIONS:
+        pytest.skip("on demand: ZONDA_FAULT_INJECTIONS=N")
     rng = random.Random(SEED)
     for manifest in mixed_workload(WINDOW, fault.duration_ms):
         apply(cluster, namespace, manifest)
+    finished: list[Any] = [None, -math.inf]  # the last answer, and when it was asked (monotonic)
 
     def done() -> Any:
-        return mixed_finished(cluster, namespace, WINDOW)
+        # a read of every run: at most every POLL_SECONDS on a large workload (the schedule asks
+        # before each strike, a pod fault while it looks for a victim)
+        if finished[0] is None and time.monotonic() - finished[1] >= POLL_SECONDS:
+            finished[:] = [mixed_finished(cluster, namespace, WINDOW), time.monotonic()]
+        return finished[0]
 
     recoveries: list[float] = []
+    by_type: dict[str, list[float]] = {}  # a mixed schedule's recoveries by the type that struck
+    load = os.getloadavg()[0]
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         records = Records.watch(cluster, namespace)
@@ -589,7 +658,7 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         proxy = stack.enter_context(proxy_for(cluster)) if fault.proxied else None
         extra = ["--kubeconfig", str(proxy.kubeconfig(tmp_path / "proxied", ADMIN_TOKEN))] if proxy else []
         clock_file = tmp_path / "clock-offset"
-        env = {OFFSET_FILE_ENV: str(clock_file)} if fault.inject is jump_clock else {}
+        env = {OFFSET_FILE_ENV: str(clock_file)} if fault.clock else {}
         process = stack.enter_context(controller(cluster, namespace, tmp_path, extra=extra, env=env))
         target = Target(
             cluster,
@@ -601,22 +670,31 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
             triggerers=triggerers,
             done=done,
         )
+
+        def progress() -> int:
+            if fault.inject is strike_mixed:  # etcd's records: no read of every run per strike
+                return records.runs.puts + records.pods.created.total()
+            return all_progress(cluster, namespace)
+
         for _ in range(int(INJECTIONS or fault.ci_injections)):
-            time.sleep(rng.uniform(0.5, 4.0))  # the fault schedule: when to strike, not a wait for an effect
+            time.sleep(rng.uniform(*SPACING))  # the fault schedule: when to strike, not a wait for an effect
             if done():
                 break  # nothing left to hurt: a fault now would measure nothing
-            before = all_progress(cluster, namespace)
+            before = progress()
             struck = time.monotonic()
+            target.current = fault.id
             if not fault.inject(target):
                 continue
-            # recovered: the workload moved on (a task instance ended or a run was created), or
-            # everything is already done
+            # recovered: the workload moved on (a task instance ended or a run was created; for a
+            # mixed schedule, a DagRun written or a pod created, from etcd), or everything is done
             wait_for(
-                lambda before=before: all_progress(cluster, namespace) > before or done(),
-                f"progress after the fault ({fault.name})",
+                lambda before=before: progress() > before or done(),
+                f"progress after the fault ({target.current})",
                 timeout=180,
+                interval=0.05 if fault.inject is strike_mixed else 0.3,
             )
             recoveries.append(time.monotonic() - struck)
+            by_type.setdefault(target.current, []).append(recoveries[-1])
         if target.clock_file is not None and target.clock_offset:
             set_clock(target, 0.0)  # back to the real time: the runs due by it are created and finish
         if proxy is not None:
@@ -632,7 +710,8 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
                 runs_told = {e["involvedObject"]["name"] for e in told}
                 print(f"StatusTooLarge Events: {len(told)} on {len(runs_told)} runs")
         try:
-            ended = wait_for(done, "the mixed workload to finish", timeout=fault.settle_seconds)
+            ended = wait_for(done, "the mixed workload to finish", timeout=fault.settle_seconds,
+                             interval=POLL_SECONDS)  # fmt: skip
         except AssertionError:
             print(unfinished_pods(cluster, namespace))
             raise
@@ -640,7 +719,24 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         fired_by = Counter(holder for names in records.triggers.holders.values() for holder in names)
         print(f"\nTriggers fired by {dict(fired_by)}")
     seconds = time.monotonic() - started
+    if fault.inject is strike_mixed:
+        print_by_type(by_type, target, load)
     audit_mixed(fault, Outcome.of(ended, records), mixed_reference, target, recoveries, seconds)
+
+
+def print_by_type(by_type: dict[str, list[float]], target: Target, load: float) -> None:
+    """A mixed schedule's strikes by type: injections, the tries each type failed, time to recover."""
+    failed = Counter(hit.fault for hit in target.failed)
+    print(
+        f"\nload average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+        "\n| fault | injections | tries failed by the fault | recover p50 / max (s) |\n|---|---|---|---|"
+    )
+    for kind in MIXED:
+        times = by_type.get(kind, [])
+        if times:
+            print(f"| {kind} | {len(times)} | {failed[kind]} "
+                  f"| {statistics.median(times):.2f} / {max(times):.1f} |")  # fmt: skip
+    print(f"| all | {sum(map(len, by_type.values()))} | {len(target.failed)} | |")
 
 
 def audit_mixed(
