@@ -29,7 +29,9 @@ class Executor(Protocol):
         """Start one try; starting one that exists already is a no-op (idempotent). Returns None, or
         why the try can never start (its pod refused for good): `observe` then reports it failed."""
 
-    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None: ...
+    async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> None:
+        """Stop a try; `uid` is the one its attempt was observed with (`ObservedAttempt.uid`): a pod is
+        deleted only at that uid (None: not observed, nothing to delete)."""
 
-    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
-        """Remove a finished try's traces (its pod); True when something was deleted now."""
+    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> bool:
+        """Remove a finished try's traces (its pod, at `uid` as `kill`); True when one was deleted now."""

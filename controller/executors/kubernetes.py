@@ -16,6 +16,8 @@ variables and connections its task names as references (`zonda.tries.secret_refs
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
@@ -23,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.executors import pods, references
-from controller.kube import AlreadyExists, Kube, KubeError
+from controller.kube import AlreadyExists, Conflict, Kube, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
 from zonda.passes import launch_refusals
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
@@ -31,6 +33,8 @@ from zonda.resources.invocations import TaskInvocation
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 from zonda.specs.dags import ResolvedTask
 from zonda.tries import secret_refs
+
+logger = logging.getLogger(__name__)
 
 #: Refused attempts kept (the newest): one is read by the run's next pass, moments after.
 REFUSALS_KEPT = 4096
@@ -56,7 +60,8 @@ def _observe(pod: Mapping[str, Any]) -> ObservedAttempt:
     meta = pod["metadata"]
     task_id = meta.get("annotations", {}).get(ANNOTATION_TASK_ID, "")
     try_number = int(meta.get("labels", {}).get(LABEL_TRY, "0"))
-    return pods.observe_pod(pod, task_id=task_id, try_number=try_number)
+    observed = pods.observe_pod(pod, task_id=task_id, try_number=try_number)
+    return dataclasses.replace(observed, uid=meta.get("uid"))
 
 
 class KubernetesExecutor:
@@ -187,8 +192,24 @@ class KubernetesExecutor:
             raise AttemptNameTaken(namespace, name, labels.get(LABEL_DAGRUN_UID), run_uid)
         return found
 
-    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
-        await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name, grace_period_seconds=5)
+    async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> None:
+        await self._delete(run, attempt_name, uid, grace_period_seconds=5)
 
-    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
-        return await self.kube.delete_pod(run["metadata"]["namespace"], attempt_name)
+    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> bool:
+        return await self._delete(run, attempt_name, uid)
+
+    async def _delete(
+        self, run: Mapping[str, Any], name: str, uid: str | None, grace_period_seconds: int | None = None
+    ) -> bool:
+        """Delete the pod the pass observed, at its uid; a pod it did not observe (uid None: gone, or not
+        delivered to this replica yet) is left, as is one of that name created again since (409)."""
+        if uid is None:
+            return False
+        namespace = run["metadata"]["namespace"]
+        try:
+            return await self.kube.delete_pod(
+                namespace, name, grace_period_seconds=grace_period_seconds, uid=uid
+            )
+        except Conflict as conflict:
+            logger.info("pod %s/%s not deleted: %s", namespace, name, conflict.api_message)
+            return False

@@ -318,7 +318,7 @@ class LocalExecutor:
             message="accepted but never started",
         )
 
-    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
+    async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None) -> None:
         attempt = self._attempt_dir(run["metadata"]["uid"], attempt_name)
         task = self._tasks.get(attempt)
         if (attempt / "pid").exists():
@@ -333,7 +333,9 @@ class LocalExecutor:
         elif task is not None:
             task.cancel()
 
-    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
+    async def delete_finished(
+        self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None
+    ) -> bool:
         """Keeps the try's files: its log is a small file, the only one `zonda logs` can read, and a
         finished process holds nothing else (Airflow's `delete_worker_pods` is for pods)."""
         return False

@@ -20,6 +20,7 @@ which version to replace it: a write after a restart reads first, as every write
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections import OrderedDict
@@ -48,7 +49,15 @@ class ShardApi(Protocol):
 
     async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body: ...
 
-    async def delete_custom(self, plural: str, namespace: str, name: str) -> bool: ...
+    async def delete_custom(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+    ) -> bool: ...
 
 
 def _tis(shard: Mapping[str, Any]) -> dict[str, Any]:
@@ -208,7 +217,9 @@ class RunShards:
         named = {ref["name"]: ref.get("resourceVersion") for ref in status["taskInstanceShards"]}
         seen = self._seen.get(key, {})
         for stale in sorted(set(seen) - set(named)):
-            await api.delete_custom(SHARDS, meta["namespace"], stale)
+            uid = (seen[stale].get("metadata") or {}).get("uid")
+            with contextlib.suppress(Conflict):  # one of that name made again since: not the one dropped
+                await api.delete_custom(SHARDS, meta["namespace"], stale, uid=uid)
             seen.pop(stale, None)
         whole = {**whole_status, "taskInstanceShards": status["taskInstanceShards"]}
         whole.pop("taskCounts", None)

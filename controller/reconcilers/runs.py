@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.executors.base import Executor
-from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, KubeApi, KubeError
+from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, Conflict, KubeApi, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
 from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics, user_code
@@ -171,11 +171,14 @@ class RunReconciler:
         if not written:
             return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
         for attempt_name in plan.kills:
-            await self.executor.kill(run, attempt_name)
+            await self.executor.kill(run, attempt_name, uid=plan.uids.get(attempt_name))
             metrics.PODS_DELETED.inc()
-        for trigger_name in plan.triggers_to_delete:
-            await self.kube.delete_custom(TRIGGERS, namespace, trigger_name)
-        await self._delete_worker_pods(run, plan.pods_to_delete)
+        for trigger_name, uid in plan.fenced(plan.triggers_to_delete):
+            try:
+                await self.kube.delete_custom(TRIGGERS, namespace, trigger_name, uid=uid)
+            except Conflict as conflict:  # created again since the pass observed it: not the one decided on
+                logger.info("trigger %s/%s not deleted: %s", namespace, trigger_name, conflict.api_message)
+        await self._delete_worker_pods(run, plan.pods_to_delete, plan.uids)
         old_state = old_wire.get("state")
         new_state = plan.status.state.value if plan.status.state is not None else None
         if old_state != new_state and self.on_run_state_change is not None:
@@ -396,10 +399,14 @@ class RunReconciler:
             await self.kube.emit_event(run, reason="MissingDagLabel", message=unlabelled, warning=True)
         return start
 
-    async def _delete_worker_pods(self, run: Mapping[str, Any], names: list[str]) -> None:
+    async def _delete_worker_pods(
+        self, run: Mapping[str, Any], names: list[str], uids: Mapping[str, str]
+    ) -> None:
         """A finished run's pods the DAG does not keep (`deleteWorkerPods`): after the status write, so
-        every result they held is recorded first."""
-        deleted = [name for name in names if await self.executor.delete_finished(run, name)]
+        every result they held is recorded first; each at the uid the pass observed it with."""
+        deleted = [
+            name for name in names if await self.executor.delete_finished(run, name, uid=uids.get(name))
+        ]
         if deleted:
             message = f"deleted {len(deleted)} finished pod(s) and their logs (deleteWorkerPods): "
             await self.kube.emit_event(run, reason="WorkerPodsDeleted", message=message + ", ".join(deleted))

@@ -98,4 +98,5 @@ def trigger_report(trigger: Mapping[str, Any]) -> ObservedTrigger:
         failed=status.get("state") == "failed",
         event=status.get("event"),
         message=status.get("message"),
+        uid=trigger["metadata"].get("uid"),
     )

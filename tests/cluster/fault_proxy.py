@@ -57,7 +57,8 @@ class Request:
     query: str
     status: int | None  # None when the proxy dropped, reset or stalled it
     fault: str | None
-    #: metadata.resourceVersion of a write's body: the precondition a replace is checked against.
+    #: metadata.resourceVersion of a write's body: the precondition a replace is checked against; of a
+    #: DELETE, its DeleteOptions.preconditions (`uid=...`, `resourceVersion=...`, comma-separated).
     precondition: str | None
     name: str | None = None  # metadata.name of a write's body (a create's object)
 
@@ -179,6 +180,8 @@ class FaultProxy:
             self._transports.add(transport)
         body = await request.read()
         precondition, name = _written(body) if request.method in ("PUT", "PATCH", "POST") else (None, None)
+        if request.method == "DELETE":
+            precondition = _delete_preconditions(body)
 
         def record(status: int | None, fault: str | None) -> None:
             self.requests.append(
@@ -275,6 +278,16 @@ def _reset(transport: asyncio.BaseTransport) -> None:
         pass
     if isinstance(transport, asyncio.Transport):
         transport.abort()
+
+
+def _delete_preconditions(body: bytes) -> str | None:
+    """A DELETE body's DeleteOptions.preconditions as `uid=...,resourceVersion=...` (None: none)."""
+    try:
+        parsed: Any = json.loads(body) if body else {}
+    except ValueError:
+        return None
+    given = (parsed.get("preconditions") or {}) if isinstance(parsed, dict) else {}
+    return ",".join(f"{key}={value}" for key, value in sorted(given.items()) if value) or None
 
 
 def _written(body: bytes) -> tuple[str | None, str | None]:

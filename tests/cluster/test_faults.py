@@ -836,8 +836,9 @@ def holder(cluster: Cluster, namespace: str) -> str | None:
 def unfenced(writes: list[fault_proxy.Request]) -> list[fault_proxy.Request]:
     """Writes that succeeded without optimistic concurrency guarding them: not a create (fenced by the
     deterministic name: a second one is AlreadyExists), not a replace or patch carrying the
-    resourceVersion it was decided on (a Conflict if anyone, a new leader, wrote since), and not a
-    delete that its run's pass made after such a replace of the run's status succeeded."""
+    resourceVersion it was decided on, and not a delete carrying DeleteOptions.preconditions (the uid or
+    resourceVersion it was decided on): each a Conflict if anyone, a new leader, wrote or made it again
+    since. A delete without one is unfenced, whatever write came before it."""
     return [
         w
         for w in writes
@@ -845,34 +846,8 @@ def unfenced(writes: list[fault_proxy.Request]) -> list[fault_proxy.Request]:
         and w.status < 300
         and not any(part in w.path for part in HARMLESS)
         and w.method != "POST"
-        and not (w.method in ("PUT", "PATCH") and w.precondition)
-        and not (w.method == "DELETE" and fenced_by_status_write(w, writes))
+        and not (w.method in ("PUT", "PATCH", "DELETE") and w.precondition)
     ]
-
-
-#: How long after its status write a run's pass makes the deletions that write decided.
-PASS_DELETES_SECONDS = 5.0
-
-
-def fenced_by_status_write(delete: fault_proxy.Request, writes: list[fault_proxy.Request]) -> bool:
-    """A run's pass deletes (the pods it kills, the Triggers its task instances moved on from) only
-    once its status write, preconditioned on the run it read, succeeded (`RunReconciler.reconcile_object`:
-    nothing follows a refused or conflicting write), so such a delete is decided on the run as it
-    stands. It is fenced when the same client made such a write, of a run whose name the deleted
-    object's begins with (`attempt_name`, `trigger_name`: the run's first 28 characters), just before."""
-    deleted = delete.path.rsplit("/", 1)[-1]
-    for write in writes:
-        parts = write.path.split("/")
-        if not (write.method == "PUT" and write.precondition and write.status is not None
-                and write.status < 300 and parts[-1] == "status" and parts[-3] == "dagruns"):  # fmt: skip
-            continue
-        run = parts[-2]
-        if (
-            deleted.startswith(f"{run[:28].rstrip('-')}-")
-            and 0 <= delete.at - write.at <= PASS_DELETES_SECONDS
-        ):
-            return True
-    return False
 
 
 def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
@@ -961,16 +936,22 @@ def test_a_leader_stopped_past_its_lease_writes_nothing_unfenced_after_it_wakes(
         for write in proxy.writes(since=woke)
         if write.at < min([at for led, at in takeovers if led is proxy and at > woke], default=math.inf)
     ]
+    # positive control: the proxies read a delete's preconditions (a fired Trigger's, a finished pod's)
+    deletes = [w for _, proxy in replicas for w in proxy.writes() if w.method == "DELETE" and w.status == 200]
+    assert any((w.precondition or "").startswith("uid=") for w in deletes), (
+        f"no delete seen with a uid: {deletes}"
+    )
     bad = unfenced(stale_writes)
     kinds = Counter((w.method, w.status, "precondition" if w.precondition else "-") for w in stale_writes
                     if not any(part in w.path for part in HARMLESS))  # fmt: skip
     print(f"\nthe woken leaders' writes (method, status, precondition): {dict(kinds)}; unfenced: {bad}")
-    # the rule's control: a delete without its run's status write just before it, and a replace
-    # without a precondition, are unfenced; the delete after that write is not
+    # the rule's control: a delete or a replace without a precondition is unfenced, even just after
+    # its run's preconditioned status write; each with one is not
     pods, runs = "/api/v1/namespaces/n/pods", "/apis/zonda.dev/v1alpha1/namespaces/n/dagruns"
     delete = fault_proxy.Request(0.0, "DELETE", f"{pods}/mixed-a-1-abcdef", "", 200, None, None)
     write = fault_proxy.Request(0.0, "PUT", f"{runs}/mixed/status", "", 200, None, "12")
-    assert unfenced([delete]) == [delete] and not unfenced([write, delete])
+    assert unfenced([write, delete]) == [delete]
+    assert not unfenced([write, replace(delete, precondition="uid=0a1b")])
     assert unfenced([replace(write, precondition=None)])
     assert not bad, f"a woken leader wrote without fencing: {bad}"
     audit_mixed(

@@ -45,10 +45,12 @@ class FakeExecutor:
             phase=AttemptPhase.PENDING,
         )
 
-    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
+    async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None) -> None:
         self.killed.append(attempt_name)
 
-    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
+    async def delete_finished(
+        self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None
+    ) -> bool:
         self.deleted.append(attempt_name)
         return self.attempts.pop(attempt_name, None) is not None
 

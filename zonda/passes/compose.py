@@ -172,6 +172,22 @@ class PassPlan:
     runs_to_wake: tuple[str, ...] = ()
     #: When to look again though nothing is reported (None: when something changes).
     wake_at: datetime | None = None
+    #: The uid each attempt and Trigger of the run was observed with, by name: the precondition of the
+    #: delete that kills or removes it (`fenced`), never stored in the status.
+    uids: dict[str, str] = field(default_factory=dict)
+
+    def fenced(self, names: Iterable[str]) -> list[tuple[str, str]]:
+        """Each of `names` this pass observed, with the uid it was observed at: deleted at that uid, an
+        object of the name created again since (by a newer leader) is refused, not deleted. One not
+        observed is left: nothing of it was seen (gone, or never delivered to this replica's watch);
+        if it is there, the watch delivers it and a later pass removes it as a stray."""
+        return [(name, self.uids[name]) for name in names if name in self.uids]
+
+
+def observed_uids(gathered: Gathered) -> dict[str, str]:
+    """The uid of each attempt and Trigger the pass observed, by name (`PassPlan.uids`)."""
+    observed: list[ObservedAttempt | ObservedTrigger] = [*gathered.attempts.values(), *gathered.triggers]
+    return {seen.name: seen.uid for seen in observed if seen.uid is not None}
 
 
 def split_attempts(
@@ -260,6 +276,7 @@ def compose_pass(gathered: Gathered) -> PassPlan:
         ),
         runs_to_wake=plan.runs_to_wake,
         wake_at=min(filter(None, (plan.wake_at, due.wake_at)), default=None),
+        uids=observed_uids(gathered),
     )
 
 

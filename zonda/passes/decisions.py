@@ -44,6 +44,9 @@ class ObservedAttempt:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     pending_since: datetime | None = None  # PENDING: when the pod was created (the pending timeout's start)
+    #: The pod's metadata.uid as observed (None: a local process, or a pod refused): a kill carries it as
+    #: its delete's precondition, so a pod of that name created again since is not the one killed.
+    uid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class ObservedTrigger:
     failed: bool = False
     event: Any = None
     message: str | None = None
+    uid: str | None = None  # the Trigger's metadata.uid as observed: its delete's precondition
 
 
 class Unanswered(enum.Enum):

@@ -53,10 +53,12 @@ class SlowExecutor:
             phase=AttemptPhase.RUNNING,
         )
 
-    async def kill(self, run: Mapping[str, Any], attempt_name: str) -> None:
+    async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None) -> None:
         self.attempts.get(run["metadata"]["name"], {}).pop(attempt_name, None)
 
-    async def delete_finished(self, run: Mapping[str, Any], attempt_name: str) -> bool:
+    async def delete_finished(
+        self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None
+    ) -> bool:
         return False
 
     def alive(self) -> int:
