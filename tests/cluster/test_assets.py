@@ -387,3 +387,71 @@ def test_the_history_limit_keeps_the_events_a_held_consumer_has_not_consumed(
         )
     consumed = sorted([e["name"] for e in r["spec"]["triggeringAssetEvents"]] for r in runs)
     assert consumed == [["first"], held], "two runs: the first event, then all seven held ones"
+
+
+def test_a_consumer_held_past_the_ceiling_loses_its_oldest_events_and_is_told(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """Limit 1, so the ceiling is 10 events in all: a paused consumer (Zonda keeps its queue) and twelve
+    events recorded before the controller starts, none consumed. The apiserver holds all twelve then
+    (the positive control: nothing deleted them early); the controller's pass deletes the two oldest,
+    posts the Asset's Warning `UnconsumedEventsDeleted` naming the DAG and them, and records it in
+    `status.unconsumedDeleted`; unpaused, the consumer's one run names the ten kept, not the two."""
+    from zonda.resources.asset_models import asset_name
+
+    dag = consumer()
+    dag["spec"]["paused"] = True
+    apply(cluster, namespace, dag)
+    apply(cluster, namespace, limited_asset(1))
+    names = [f"held-{i:02d}" for i in range(12)]
+    create_asset_events(cluster, namespace, URI, names)
+
+    def kept() -> list[str]:
+        return sorted(e["metadata"]["name"] for e in asset_events(cluster, namespace))
+
+    def asset_status() -> dict[str, Any]:
+        status: dict[str, Any] = get(cluster, namespace, "asset", asset_name(URI)).get("status") or {}
+        return status
+
+    def warnings() -> list[dict[str, Any]]:
+        items = get(cluster, namespace, "events")["items"]
+        return [e for e in items if e.get("reason") == "UnconsumedEventsDeleted"]
+
+    assert kept() == names, "all twelve recorded before any pass"
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        wait_for(lambda: kept() == names[2:], "the apiserver to keep the newest ten (the ceiling)")
+        status = wait_for(
+            lambda: (s := asset_status()).get("heldEvents") == 9 and s.get("unconsumedDeleted") and s,
+            "the Asset to hold nine past its limit and say what it deleted",
+        )
+        assert status["events"] == 10
+        said = status["unconsumedDeleted"]
+        assert "asset-consumer" in said and "held-00" in said and "held-01" in said
+        assert "held-02" not in said, "only the two past the ceiling"
+        [warning] = wait_for(warnings, "the Asset's UnconsumedEventsDeleted Event")
+        assert warning["type"] == "Warning"
+        assert warning["involvedObject"]["kind"] == "Asset"
+        assert warning["involvedObject"]["name"] == asset_name(URI)
+        message = warning["message"]
+        assert "asset-consumer" in message and "held-00" in message and "held-01" in message
+        assert "held-02" not in message
+        assert runs_of(cluster, namespace, "asset-consumer") == [], "paused: no run yet"
+        cluster.kubectl(
+            "patch",
+            "dag",
+            "asset-consumer",
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"spec":{"paused":false}}',
+        )
+        wait_for(
+            lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", "held-11"), "held-11 consumed"
+        )
+        [run] = runs_of(cluster, namespace, "asset-consumer")
+        assert wait_run_finished(cluster, namespace, run["metadata"]["name"])["status"]["state"] == "success"
+        # consumed: the limit alone again, the newest one
+        wait_for(lambda: kept() == names[-1:], "the apiserver to hold the newest event")
+        assert len(warnings()) == 1, "told once"
+    assert [e["name"] for e in run["spec"]["triggeringAssetEvents"]] == names[2:], "not the two deleted"
