@@ -7,8 +7,8 @@ events the next pass finds by name (409), never a success without its events.
 `zonda.schedules.assets` for its producers, consumers and the events past its history limit, deletes
 those and writes the status. The consumer side is the DAG reconciler's (`controller.reconcilers.dags`).
 
-`ZONDA_FAULT_EXIT_AT=asset-event-recorded` makes the process exit right after it created an event
-(with `asset-run-due`, the DAG reconciler's "about to create the consumer run", before anything
+`ZONDA_FAULT_EXIT_AT=asset-event-recorded` makes the process SIGKILL itself right after it created an
+event (with `asset-run-due`, the DAG reconciler's "about to create the consumer run", before anything
 consumes it): the cluster tests' deterministic "controller killed here".
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,13 +50,14 @@ FAULT_ENV = "ZONDA_FAULT_EXIT_AT"
 
 
 def fault_point(name: str) -> None:
-    """Exit now, as a SIGKILL would, when the environment names this moment (tests only).
+    """SIGKILL this process now when the environment names this moment (tests only): the controller
+    killed at exactly that moment, nothing flushed, no handler run (its exit status is -SIGKILL).
 
-    The variable may name several moments, comma-separated: the first reached exits.
+    The variable may name several moments, comma-separated: the first reached kills.
     """
     if name in os.environ.get(FAULT_ENV, "").split(","):
-        logger.warning("exiting at %s (%s)", name, FAULT_ENV)
-        os._exit(137)
+        logger.warning("exiting at %s (%s): SIGKILL", name, FAULT_ENV)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 async def ensure_asset(kube: KubeApi, namespace: str, uri: str) -> Mapping[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,7 @@ def test_a_controller_killed_after_the_first_run_of_a_fan_out_makes_each_key_onc
     ) as first:
         assert first.process is not None
         wait_for(lambda: first.process.poll() is not None, "the controller to exit after the first run")
+        assert first.process.returncode == -signal.SIGKILL, "killed, not exited"
     [made] = runs_of(cluster, namespace, "fan-out")
     assert "live" not in (get(cluster, namespace, "dag", "fan-out").get("status") or {}).get(
         "assetCursorEvents", []

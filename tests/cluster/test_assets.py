@@ -2,13 +2,15 @@
 
 A producer's success records an AssetEvent; the consumer DAG scheduled on that asset gets exactly
 one `dataset_triggered` run naming it. Exactly once is checked where it can break: the controller
-killed (deterministically, `ZONDA_FAULT_EXIT_AT`) right after writing the event, and right after
-creating the consumer's run before its cursor is written. Runs are counted from the apiserver.
+SIGKILLed (deterministically: it kills itself at `ZONDA_FAULT_EXIT_AT`) right after writing the
+event, and right after creating the consumer's run before its cursor is written. Runs are counted
+from the apiserver.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +227,7 @@ def test_a_controller_killed_after_recording_the_event_or_creating_the_run_makes
         produced = trigger(cluster, namespace, "asset-producer")
         assert first.process is not None
         wait_for(lambda: first.process.poll() is not None, "the controller to exit after writing the event")
+        assert first.process.returncode == -signal.SIGKILL, "killed, not exited"
     [event] = asset_events(cluster, namespace)
     assert runs_of(cluster, namespace, "asset-consumer") == [], "killed before anything consumed it"
     with controller(
@@ -232,6 +235,7 @@ def test_a_controller_killed_after_recording_the_event_or_creating_the_run_makes
     ) as second:
         assert second.process is not None
         wait_for(lambda: second.process.poll() is not None, "the controller to exit after creating the run")
+        assert second.process.returncode == -signal.SIGKILL, "killed, not exited"
     assert len(runs_of(cluster, namespace, "asset-consumer")) == 1
     assert not consumed_by_cursor(cluster, namespace, "asset-consumer", event["metadata"]["name"])
     with controller(cluster, namespace, tmp_path, executor="local"):

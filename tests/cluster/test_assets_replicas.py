@@ -1,7 +1,7 @@
 """Exactly once across two live controller replicas electing a leader (`--peering`), on a real apiserver.
 
 Both replicas watch everything; only the leader's queue runs. The leader is killed (deterministically:
-`ZONDA_FAULT_EXIT_AT=asset-run-created` exits as a SIGKILL would) right after it created the first
+`ZONDA_FAULT_EXIT_AT=asset-run-created` makes it SIGKILL itself) right after it created the first
 consumer run of a burst of AssetEvents and before it wrote the DAG's cursor; more events arrive while
 the standby waits out the Lease. The standby takes over and must neither consume an event the dead
 leader's run consumed nor leave one unconsumed. Runs and Lease holders are read from the apiserver.
@@ -10,6 +10,7 @@ leader's run consumed nor leave one unconsumed. Runs and Lease holders are read 
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,7 @@ def test_two_replicas_with_the_leader_killed_after_its_first_run_make_one_run_pe
             create_asset_events(cluster, namespace, URI, early)
             assert first.process is not None
             wait_for(lambda: first.process.poll() is not None, "the leader to exit after its first run")
+            assert first.process.returncode == -signal.SIGKILL, "killed, not exited"
             [before_takeover] = consumed(cluster, namespace)
             assert before_takeover, "the dead leader's run consumed events"
             late = [f"late-{i:02d}" for i in range(15)]

@@ -13,6 +13,7 @@ Real: the apiserver, etcd, kwok's nodes running the pods, the controller process
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ def crash_after_the_first_pod(cluster: Cluster, namespace: str, tmp_path: Path, 
         run = trigger(cluster, namespace, DAG)
         assert first.process is not None
         wait_for(lambda: first.process.poll() is not None, "the controller to exit after the launch")
+        assert first.process.returncode == -signal.SIGKILL, "killed, not exited"
         assert "exiting at try-launched" in first.log()
     orphan = attempt_name(run, "a", 1)
     wait_for(lambda: pods.created.get(orphan) == 1, "the watch to count the pod the killed controller made")
