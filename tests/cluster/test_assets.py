@@ -162,11 +162,23 @@ def test_a_producers_success_makes_one_consumer_run_with_its_event(
         assert asset["status"]["producingDags"] == ["asset-producer"]
         assert asset["status"]["consumingDags"] == ["asset-consumer"]
         assert event["metadata"]["ownerReferences"][0]["uid"] == asset["metadata"]["uid"], "GC bounds events"
+        # what `kubectl get` shows: the asset's URI, last event, producer and consumer; the event's source
+        assets_table = cluster.kubectl("get", "assets", "-n", namespace, "-o", "wide").stdout
+        for shown in (URI, asset["status"]["lastEvent"], "asset-producer", "asset-consumer"):
+            assert shown in assets_table, f"{shown} in kubectl get assets"
+        events_table = cluster.kubectl("get", "assetevents", "-n", namespace, "-o", "wide").stdout
+        for shown in (URI, produced, "produce", '"rows":42'):
+            assert shown in events_table, f"{shown} in kubectl get assetevents"
         wait_for(
             lambda: consumed_by_cursor(cluster, namespace, "asset-consumer", event["metadata"]["name"]),
             "cursor",
         )
         assert len(runs_of(cluster, namespace, "asset-consumer")) == 1
+    # owned: deleting the Asset has the garbage collector delete its events; the run keeps its copy
+    cluster.kubectl("delete", "asset", asset["metadata"]["name"], "-n", namespace)
+    wait_for(lambda: asset_events(cluster, namespace) == [], "the garbage collector to delete the events")
+    [kept] = runs_of(cluster, namespace, "asset-consumer")
+    assert [e["name"] for e in kept["spec"]["triggeringAssetEvents"]] == [event["metadata"]["name"]]
 
 
 def test_an_asset_event_created_with_kubectl_triggers_an_any_of_consumer_once_per_event(
@@ -207,6 +219,31 @@ def test_an_asset_event_created_with_kubectl_triggers_an_any_of_consumer_once_pe
             lambda: "asset-consumer" in zonda(cluster, "assets", "list", "-n", namespace).stdout,
             "zonda assets list to name the consumer",
         )
+
+
+def test_an_invalid_asset_uri_in_a_yaml_dag_is_said_on_the_dag_with_its_field(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """As Airflow's `_sanitize_uri` raises at parse time: a YAML DAG whose schedule names a reserved
+    URI is `Valid=False` naming the field and why, where `kubectl describe dag` shows it."""
+    apply(cluster, namespace, consumer("bad-consumer", {"all": [{"uri": URI}, {"uri": "airflow://x"}]}))
+    apply(cluster, namespace, consumer("good-consumer"))
+
+    def valid(dag: str) -> dict[str, Any] | None:
+        conditions = (get(cluster, namespace, "dag", dag).get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Valid"), None)
+
+    with controller(cluster, namespace, tmp_path, executor="local"):
+        good = wait_for(lambda: valid("good-consumer"), "the valid DAG's Valid condition")
+        assert good["status"] == "True"  # the positive control: the same DAG with a good URI is valid
+        bad = wait_for(lambda: valid("bad-consumer"), "the invalid DAG's Valid condition")
+        assert bad["status"] == "False"
+        assert "spec.assetSchedule.all[1]" in bad["message"] and "reserved" in bad["message"]
+        described = cluster.kubectl("describe", "dag", "bad-consumer", "-n", namespace).stdout
+        assert "Asset scheme 'airflow' is reserved" in described
+        create_asset_events(cluster, namespace, URI, ["for-both"])
+        wait_for(lambda: consumed_by_cursor(cluster, namespace, "good-consumer", "for-both"), "consumed")
+        assert runs_of(cluster, namespace, "bad-consumer") == [], "an invalid DAG makes no run"
 
 
 def test_a_controller_killed_after_recording_the_event_or_creating_the_run_makes_one_run(
