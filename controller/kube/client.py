@@ -100,15 +100,18 @@ async def _unless_missing(awaitable: Awaitable[T]) -> T | None:
         return None
 
 
-def _delete_options(resource_version: str | None, uid: str | None) -> Body:
-    """DeleteOptions with the preconditions given: the apiserver answers 409 Conflict if the stored
-    object's resourceVersion or uid differs."""
+def _delete_options(resource_version: str | None, uid: str | None) -> dict[str, Any]:
+    """A delete call's options: background propagation, and DeleteOptions with the preconditions given
+    (none: no body), so the apiserver answers 409 Conflict if the stored resourceVersion or uid differs."""
     preconditions = {
         key: value
         for key, value in (("resourceVersion", resource_version), ("uid", uid))
         if value is not None
     }
-    return {"preconditions": preconditions}
+    options: dict[str, Any] = {"propagation_policy": "Background"}
+    if preconditions:
+        options["body"] = {"preconditions": preconditions}
+    return options
 
 
 class Kube:
@@ -309,9 +312,7 @@ class Kube:
         uid: str | None = None,
     ) -> bool:
         """Delete; False if it was already gone; Conflict if a precondition no longer holds."""
-        options: dict[str, Any] = {"propagation_policy": "Background"}
-        if resource_version is not None or uid is not None:
-            options["body"] = _delete_options(resource_version, uid)
+        options = _delete_options(resource_version, uid)
         gone = await _unless_missing(
             self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, name, **options)
         )
@@ -366,9 +367,7 @@ class Kube:
         resource_version: str | None = None,
         uid: str | None = None,
     ) -> bool:
-        options: dict[str, Any] = {"propagation_policy": "Background"}
-        if resource_version is not None or uid is not None:
-            options["body"] = _delete_options(resource_version, uid)
+        options = _delete_options(resource_version, uid)
         if grace_period_seconds is not None:
             options["grace_period_seconds"] = grace_period_seconds
         return await _unless_missing(self.core.delete_namespaced_pod(name, namespace, **options)) is not None
