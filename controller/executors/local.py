@@ -9,8 +9,11 @@ environment, working directory and log file.
 
 Its state lives in files (`<state-dir>/<run uid>/<attempt>/`: attempt.json, invocation.json, log, pid,
 started_at, finished_at, exit_code, result.json), so a restarted controller adopts tries still running
-(by pid) and reads the results of those that finished. `environment.json` (mode 0600) holds the
-variables and connections the task names, as the kubelet would give its pod (`environment_for`).
+(by pid) and reads the results of those that finished. `pid` is written by the try's own process, its
+claim on the try before it runs anything (`controller.processes.try_claims`): a controller killed
+right after starting a process leaves that claim, never a try the next one would start again.
+`environment.json` (mode 0600) holds the variables and connections the task names, as the kubelet
+would give its pod (`environment_for`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Any
 
 from controller.executors import pods
 from controller.executors.local_forkserver import RUNNER_MODULE, ForkServer, ForkServerLost
+from controller.processes import try_claims
+from controller.processes.faults import fault_point
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources import wire
 from zonda.resources.invocations import (
@@ -80,6 +85,9 @@ class LocalExecutor:
         self.on_exit = on_exit  # (namespace, run name) -> None: wake the run's reconciler
         self._slots = asyncio.Semaphore(parallelism)
         self._tasks: dict[Path, asyncio.Task[None]] = {}
+        #: attempt -> the process this controller started for it, until it ends (it may not have
+        #: claimed the try yet, so `pid` may not name it)
+        self._spawned: dict[Path, int] = {}
         self._fork_server = ForkServer(self._environment())
         self._warming: asyncio.Task[None] | None = None
 
@@ -182,9 +190,10 @@ class LocalExecutor:
             return await self._run_subprocess(attempt, record, env)
         self._started(attempt, record, pid)
         try:
-            return await exited
+            code = await exited
         except ForkServerLost:
-            return await self._wait_not_our_child(attempt, pid)
+            return await self._wait_not_our_child(attempt, try_claims.claimant(attempt) or pid)
+        return await self._unless_claimed_before(attempt, pid, code)
 
     async def _run_subprocess(self, attempt: Path, record: Mapping[str, Any], env: Mapping[str, str]) -> int:
         """Exec the try's command. A forked runner takes the invocation in its environment; an exec'd
@@ -198,6 +207,10 @@ class LocalExecutor:
             command += ["--invocation-file", str(attempt / "invocation.json")]
         with (attempt / "log").open("ab") as log:
             process = await asyncio.create_subprocess_exec(
+                "sh",
+                "-c",
+                try_claims.CLAIM_SCRIPT,  # the process claims the try, then execs the command
+                str(attempt),
                 *command,
                 stdout=log,
                 stderr=asyncio.subprocess.STDOUT,
@@ -206,12 +219,26 @@ class LocalExecutor:
                 start_new_session=True,
             )
             self._started(attempt, record, process.pid)
-            return await process.wait()
+            return await self._unless_claimed_before(attempt, process.pid, await process.wait())
 
     def _started(self, attempt: Path, record: Mapping[str, Any], pid: int) -> None:
-        (attempt / "pid").write_text(str(pid))
-        (attempt / "started_at").write_text(datetime.now(UTC).isoformat())
+        """The process runs: it records its pid itself (`try_claims`), the first thing it does."""
+        fault_point("local-try-spawned")  # the process runs; this controller has recorded nothing of it
+        self._spawned[attempt] = pid
+        if not (attempt / "started_at").exists():
+            (attempt / "started_at").write_text(datetime.now(UTC).isoformat())
         self._notify(record)
+
+    async def _unless_claimed_before(self, attempt: Path, pid: int, code: int) -> int:
+        """The exit code of the try: this process's, unless it found the try claimed by a process an
+        earlier controller started (killed before it recorded anything) and ran nothing; then that
+        process's, watched as an adopted try's."""
+        self._spawned.pop(attempt, None)
+        claimant = try_claims.claimant(attempt)
+        if code != try_claims.CLAIM_LOST or claimant in (None, pid):
+            return code
+        logger.info("%s: already run by process %s, started before a restart: adopting it", attempt, claimant)
+        return await self._wait_not_our_child(attempt, claimant)
 
     def _notify(self, record: Mapping[str, Any]) -> None:
         if self.on_exit is not None:
@@ -321,8 +348,8 @@ class LocalExecutor:
     async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None) -> None:
         attempt = self._attempt_dir(run["metadata"]["uid"], attempt_name)
         task = self._tasks.get(attempt)
-        if (attempt / "pid").exists():
-            pid = int((attempt / "pid").read_text())
+        pid = try_claims.claimant(attempt) or self._spawned.get(attempt)
+        if pid is not None:
             try:
                 os.killpg(pid, signal.SIGTERM)
             except ProcessLookupError:  # a forked try between fork and setsid: no group yet

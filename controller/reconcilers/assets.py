@@ -15,8 +15,6 @@ consumes it): the cluster tests' deterministic "controller killed here".
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.kube import DAGS, TRIGGERS, AlreadyExists, Conflict, KubeApi
+from controller.processes.faults import fault_point
 from controller.reconcilers.asset_index import AliasResolutions, AssetDagIndex, AssetEventIndex
 from controller.reconcilers.common import StatusWriter, parse_status
 from controller.reconcilers.trigger_resources import watcher_trigger_body
@@ -46,18 +45,6 @@ from zonda.resources.wire import LABEL_DAG, label_value, parse_time
 from zonda.schedules import assets
 
 logger = logging.getLogger(__name__)
-FAULT_ENV = "ZONDA_FAULT_EXIT_AT"
-
-
-def fault_point(name: str) -> None:
-    """SIGKILL this process now when the environment names this moment (tests only): the controller
-    killed at exactly that moment, nothing flushed, no handler run (its exit status is -SIGKILL).
-
-    The variable may name several moments, comma-separated: the first reached kills.
-    """
-    if name in os.environ.get(FAULT_ENV, "").split(","):
-        logger.warning("exiting at %s (%s): SIGKILL", name, FAULT_ENV)
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 async def ensure_asset(kube: KubeApi, namespace: str, uri: str) -> Mapping[str, Any]:

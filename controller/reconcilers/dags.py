@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controller.kube import DAGRUNS, DAGS, AlreadyExists, Conflict, KubeApi
+from controller.processes.faults import fault_point
 from controller.reconcilers import metrics, user_code
 from controller.reconcilers.asset_index import (
     AliasResolutions,
@@ -26,7 +27,6 @@ from controller.reconcilers.asset_index import (
     alias_outlets,
     schedule_keys_of,
 )
-from controller.reconcilers.assets import fault_point
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.user_code import BoundedCalls
 from zonda.passes import history

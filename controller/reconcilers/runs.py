@@ -29,9 +29,10 @@ from pydantic import ValidationError
 from controller.executors.base import Executor
 from controller.kube import DAGRUNS, DAGS, TRIGGERS, AlreadyExists, Conflict, KubeApi, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
+from controller.processes.faults import fault_point
 from controller.reconcilers import callbacks as reconciler_callbacks
 from controller.reconcilers import metrics, user_code
-from controller.reconcilers.assets import fault_point, record_events
+from controller.reconcilers.assets import record_events
 from controller.reconcilers.common import StatusWriter, parse_status, utcnow
 from controller.reconcilers.index import RunIndex, RunSummary, previous_states, previous_success
 from controller.reconcilers.pools import PoolAdmission, runs_to_wake

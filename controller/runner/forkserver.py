@@ -32,8 +32,10 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from controller.processes import try_claims
 from controller.runner import process
 from zonda.specs import operator_registry
 from zonda.specs.imports import import_string
@@ -70,6 +72,9 @@ def run_child(
         for fd in close_fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
+        if not try_claims.claim(Path(request["attempt"]), os.getpid()):
+            code = try_claims.CLAIM_LOST  # an earlier process runs this try: run nothing
+            return
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         null = os.open(os.devnull, os.O_RDONLY)

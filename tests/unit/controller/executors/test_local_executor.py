@@ -21,7 +21,7 @@ import pytest
 from controller.executors.local import LocalExecutor
 from tests.paths import REPO_ROOT
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
-from zonda.resources.invocations import TaskInvocation, TaskOutcome
+from zonda.resources.invocations import TaskInvocation, TaskOutcome, TaskResult
 from zonda.resources.run_types import RunType
 from zonda.specs.dags import ResolvedTask
 
@@ -217,6 +217,33 @@ async def test_a_restarted_controller_adopts_running_tries(tmp_path: Path, helpe
         (tmp_path / "state" / RUN["metadata"]["uid"] / "adopted" / "attempt.json").read_text()
     )
     assert record["task_id"] == "adopted"
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["forked", "exec"])
+async def test_a_try_claimed_by_an_earlier_process_runs_nothing_and_that_process_is_adopted(
+    tmp_path: Path, helpers_path: Path, warm: bool
+) -> None:
+    """A controller killed right after it started a try's process left it running with its claim
+    (`pid`, written by the process itself) and the try's files: a process started for the same try
+    again (by the next controller, before it saw the claim) must run nothing and wait for the first."""
+    marker = tmp_path / "ran-again"
+    attempt = tmp_path / "state" / RUN["metadata"]["uid"] / "claimed"
+    attempt.mkdir(parents=True)
+    earlier = await asyncio.create_subprocess_exec("sleep", "1")  # the process that claimed the try
+    (attempt / "pid").write_text(str(earlier.pid))
+    (attempt / "result.json").write_bytes(TaskResult(outcome=TaskOutcome.SUCCESS, xcom="first").encode())
+    executor = LocalExecutor(tmp_path / "state")
+    try:
+        if warm:
+            await executor.start()
+        await launch(executor, "claimed", "BashOperator", {"bash_command": f"touch {marker}"})
+        observed = (await finished(executor, ["claimed"]))["claimed"]
+    finally:
+        await executor.close()
+    assert earlier.returncode is not None, "the try ended only once the earlier process had"
+    assert not marker.exists(), "the try's command ran a second time"
+    assert (observed.phase, observed.result and observed.result.xcom) == (AttemptPhase.SUCCEEDED, "first")
+    assert (attempt / "pid").read_text() == str(earlier.pid)
 
 
 async def test_tries_start_afresh_until_the_fork_server_is_ready(tmp_path: Path, helpers_path: Path) -> None:

@@ -7,10 +7,10 @@ import signal
 import subprocess
 import sys
 
-from controller.reconcilers.assets import FAULT_ENV
+from controller.processes.faults import FAULT_ENV
 
 CODE = """
-from controller.reconcilers.assets import fault_point
+from controller.processes.faults import fault_point
 fault_point("not-named")
 print("passed not-named", flush=True)
 fault_point("named")
