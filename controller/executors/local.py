@@ -199,17 +199,15 @@ class LocalExecutor:
         """Exec the try's command. A forked runner takes the invocation in its environment; an exec'd
         one past `MAX_ENV_STRING` reads its file instead (no exec takes so long an environment string)."""
         command, env = list(record["command"]), dict(env)
-        if (
-            command[-2:] == ["-m", RUNNER_MODULE]
-            and len(env.get(INVOCATION_ENV, "").encode()) >= MAX_ENV_STRING
-        ):
+        runner = command[-2:] == ["-m", RUNNER_MODULE]
+        if runner and len(env.get(INVOCATION_ENV, "").encode()) >= MAX_ENV_STRING:
             del env[INVOCATION_ENV]
             command += ["--invocation-file", str(attempt / "invocation.json")]
         with (attempt / "log").open("ab") as log:
             process = await asyncio.create_subprocess_exec(
                 "sh",
-                "-c",
-                try_claims.CLAIM_SCRIPT,  # the process claims the try, then execs the command
+                "-c",  # the process claims the try, then runs the command (`try_claims`)
+                try_claims.CLAIM_SCRIPT if runner else try_claims.RECORDING_CLAIM_SCRIPT,
                 str(attempt),
                 *command,
                 stdout=log,
@@ -269,11 +267,14 @@ class LocalExecutor:
 
     @staticmethod
     async def _wait_not_our_child(attempt: Path, pid: int) -> int:
-        """Poll until `pid` exits; its exit code is lost to us, so say what its result says."""
+        """Poll until `pid` exits; its exit code is lost to us, so say what its result says (the
+        runner's), or the exit status its claiming shell recorded (a command without a result)."""
         while _alive(pid):  # noqa: ASYNC110 - not our child: nothing to await but polling
             await asyncio.sleep(ADOPTED_POLL_SECONDS)
         result_text = (attempt / "result.json").read_text() if (attempt / "result.json").exists() else None
         result, _ = pods.parse_result(result_text)
+        if result is None and (recorded := try_claims.recorded_exit(attempt)) is not None:
+            return recorded
         failed = result is None or result.outcome in (TaskOutcome.FAILED, TaskOutcome.FAILED_NO_RETRY)
         return 1 if failed else 0
 

@@ -19,10 +19,20 @@ from pathlib import Path
 PID_FILE = "pid"
 #: The exit code of a process that found its try claimed by another (EX_TEMPFAIL) and ran nothing.
 CLAIM_LOST = 75
-#: `sh -c CLAIM_SCRIPT <attempt dir> <command...>`: claim as `claim` does, then exec the command.
-CLAIM_SCRIPT = (
+EXIT_STATUS_FILE = "exit_status"
+_CLAIM = (
     'echo $$ > "$0/pid.$$" && ln "$0/pid.$$" "$0/pid" 2>/dev/null; claimed=$?; rm -f "$0/pid.$$"; '
-    f'[ "$claimed" = 0 ] || exit {CLAIM_LOST}; exec "$@"'
+    f'[ "$claimed" = 0 ] || exit {CLAIM_LOST}; '
+)
+#: `sh -c CLAIM_SCRIPT <attempt dir> <command...>`: claim as `claim` does, then exec the command (the
+#: task runner: its result file says how the try ended, whoever watches it).
+CLAIM_SCRIPT = _CLAIM + 'exec "$@"'
+#: The same for a command that writes no result (a container task's): the shell stays its parent and
+#: records its exit status in the attempt, where a controller that adopted the try (not the
+#: command's parent, so deaf to its exit code) reads it (`recorded_exit`).
+RECORDING_CLAIM_SCRIPT = (
+    _CLAIM + f'"$@"; code=$?; echo $code > "$0/{EXIT_STATUS_FILE}.$$" && '
+    f'mv "$0/{EXIT_STATUS_FILE}.$$" "$0/{EXIT_STATUS_FILE}"; exit $code'
 )
 
 
@@ -45,4 +55,12 @@ def claimant(attempt: Path) -> int | None:
     try:
         return int((attempt / PID_FILE).read_text())
     except FileNotFoundError:
+        return None
+
+
+def recorded_exit(attempt: Path) -> int | None:
+    """The exit status `RECORDING_CLAIM_SCRIPT` recorded for the try's command; None if none was."""
+    try:
+        return int((attempt / EXIT_STATUS_FILE).read_text())
+    except (FileNotFoundError, ValueError):
         return None

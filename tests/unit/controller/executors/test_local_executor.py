@@ -246,6 +246,37 @@ async def test_a_try_claimed_by_an_earlier_process_runs_nothing_and_that_process
     assert (attempt / "pid").read_text() == str(earlier.pid)
 
 
+@pytest.mark.parametrize(("exit_code", "phase"), [(0, AttemptPhase.SUCCEEDED), (3, AttemptPhase.FAILED)])
+async def test_an_adopted_container_tries_exit_code_is_its_commands(
+    tmp_path: Path, exit_code: int, phase: AttemptPhase
+) -> None:
+    """A container task's command writes no result: once adopted by a restarted controller (not its
+    parent, so deaf to its exit code) the try ends as the command did, from the exit status its
+    claiming shell recorded (it was failed whatever the command did, and so retried)."""
+    command = ["sh", "-c", f"sleep 1; exit {exit_code}"]
+    task = ResolvedTask(task_id="shell", operator=None, args={}, upstream=frozenset(), downstream=frozenset(),
+                        container={"image": "busybox", "command": command})  # fmt: skip
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    invocation = TaskInvocation(
+        conf={}, dag_name="dag", run_name="run", run_type=RunType.MANUAL, task_id="shell", try_number=1,
+        operator=None, args={}, logical_date=moment, data_interval_start=moment, data_interval_end=moment,
+    )  # fmt: skip
+    before = LocalExecutor(tmp_path / "state")
+    await before.start()  # a container task's command is exec'd whatever the fork server is doing; started,
+    # it is not closed while it warms up (a cancelled `create_subprocess_exec` hangs the loop's close)
+    await before.launch(RUN, task=task, invocation=invocation, attempt_name="shell")
+    await running(before, "shell")
+    await before.close()  # the controller stops; the command runs on in its own session
+    after = LocalExecutor(tmp_path / "state")
+    try:
+        await after.start()
+        after.adopt()
+        observed = (await finished(after, ["shell"]))["shell"]
+    finally:
+        await after.close()
+    assert (observed.phase, observed.exit_code) == (phase, exit_code)
+
+
 async def test_tries_start_afresh_until_the_fork_server_is_ready(tmp_path: Path, helpers_path: Path) -> None:
     cold = LocalExecutor(tmp_path / "state")
     try:
