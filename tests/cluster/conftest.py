@@ -13,6 +13,7 @@ cannot start, every test here errors (never skips): CI must not pass without thi
 # The `cluster` and `namespace` fixtures live in tests/conftest.py, so the cluster tier and the UI's
 # browser tests (tests/ui) share one local control plane per session.
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,9 +25,20 @@ from controller.devtools.devcluster import Cluster, start_local_cluster
 CLUSTER_TIER = Path(__file__).resolve().parent
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test of this tier needs the API, so every one gets the `cluster` marker (`-m cluster`,
-    `-m "not cluster"` select by it); a hook in a sub-folder's conftest still sees the session's items."""
+    `-m "not cluster"` select by it); a hook in a sub-folder's conftest still sees the session's items.
+
+    A test marked `on_demand("ENV_VAR")` is deselected, not skipped, while that variable is unset: a
+    large on-demand size is not a test CI passes over (no "skipped" in its summary)."""
+    deselected = [
+        item
+        for item in items
+        if (mark := item.get_closest_marker("on_demand")) is not None and not os.environ.get(mark.args[0])
+    ]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if item not in deselected]
     for item in items:
         if CLUSTER_TIER in item.path.parents:
             item.add_marker(pytest.mark.cluster)

@@ -12,8 +12,9 @@ restarted at the same time; a fault proxy hurting requests; the controller's clo
 status writes refused as too large (413, by the fault proxy); and (its own test) the leader of two
 replicas SIGSTOPped past its Lease, then SIGCONTed. `ZONDA_FAULT_INJECTIONS=N` runs N of each (on
 demand), seed `ZONDA_FAULT_SEED` (22), `ZONDA_FAULT_MIXED_RUNS` (2) the mixed workload's scheduled
-runs (half as many more backfilled), `ZONDA_FAULT_INTERVAL_MINUTES` (10) the minutes between them.
-The table row each prints goes to docs/reliability.md.
+runs (half as many more backfilled), `ZONDA_FAULT_INTERVAL_MINUTES` (10) the minutes between them,
+`ZONDA_FAULT_MIXED_TASK_MS` (1000) how long the faulted mixed workload's task pods run. The table
+row each prints goes to docs/reliability.md.
 
 The mixed workload (tests/cluster/fault_audit.py: retries, a branch, mapping, a Pool, a reschedule
 sensor, a deferral, a DAG callback, asset-triggered runs, a Backfill) runs over a window of logical
@@ -92,6 +93,9 @@ INTERVAL = int(os.environ.get("ZONDA_FAULT_INTERVAL_MINUTES", "10"))
 #: the past fixed once per session: the reference run and every faulted one have the same run names.
 MIXED_RUNS = int(os.environ.get("ZONDA_FAULT_MIXED_RUNS", "2"))
 WINDOW = Window.before(datetime.now(UTC), INTERVAL, MIXED_RUNS)
+#: How long kwok runs each task pod of the faulted mixed workload (ms; the reference's stay 1000): longer
+#: makes the workload outlast more strikes (at most 66 scheduled runs) and gives pod strikes more to hit.
+MIXED_TASK_MS = int(os.environ.get("ZONDA_FAULT_MIXED_TASK_MS", "1000"))
 #: Seconds between a recovery and the next strike, drawn uniformly: "0.5-4" unless told (a cheap
 #: fault can strike far more often on a large workload: `ZONDA_FAULT_SPACING=0.05-0.3`).
 SPACING = tuple(float(bound) for bound in os.environ.get("ZONDA_FAULT_SPACING", "0.5-4").split("-", 1))
@@ -157,7 +161,8 @@ class Fault:
     settle_seconds: float = 300
     #: The controller's clock can be stepped (`$ZONDA_CLOCK_OFFSET_FILE`).
     clock: bool = False
-    #: Run only on demand (`ZONDA_FAULT_INJECTIONS` set): CI's time is the other types'.
+    #: Run only on demand (`ZONDA_FAULT_INJECTIONS` set; deselected otherwise): CI's time is the other
+    #: types'.
     on_demand: bool = False
 
 
@@ -579,6 +584,7 @@ FAULTS.append(
         "a mixed schedule: " + ", ".join(MIXED),
         0,
         strike_mixed,
+        duration_ms=MIXED_TASK_MS,
         proxied=True,
         clock=True,
         settle_seconds=WORKLOAD_SECONDS,
@@ -622,12 +628,21 @@ def mixed_reference(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
     return reference
 
 
-@pytest.mark.parametrize("fault", FAULTS, ids=[fault.id for fault in FAULTS])
+ON_DEMAND = pytest.mark.on_demand("ZONDA_FAULT_INJECTIONS")
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        # on demand: deselected while ZONDA_FAULT_INJECTIONS is unset (tests/cluster/conftest.py)
+        pytest.param(fault, marks=[ON_DEMAND] if fault.on_demand else [])
+        for fault in FAULTS
+    ],
+    ids=[fault.id for fault in FAULTS],
+)
 def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finishes_everything(
     cluster: Cluster, namespace: str, tmp_path: Path, fault: Fault, mixed_reference: Outcome
 ) -> None:
-    if fault.on_demand and not INJECTIONS:
-        pytest.skip("on demand: ZONDA_FAULT_INJECTIONS=N")
     rng = random.Random(SEED)
     for manifest in mixed_workload(WINDOW, fault.duration_ms):
         apply(cluster, namespace, manifest)
@@ -699,6 +714,9 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
             )
             recoveries.append(time.monotonic() - struck)
             by_type.setdefault(target.current, []).append(recoveries[-1])
+            if len(recoveries) % 100 == 0:  # a long schedule's progress, for whoever watches it
+                print(f"\n{len(recoveries)} strikes, {time.monotonic() - started:.0f} s, "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         if target.clock_file is not None and target.clock_offset:
             set_clock(target, 0.0)  # back to the real time: the runs due by it are created and finish
         if proxy is not None:
