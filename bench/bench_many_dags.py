@@ -27,6 +27,14 @@ and prints the frames with the most samples.
 acting for the DAGs of the shards it holds, `controller.manager.shards`); CPU and RSS are then the
 replicas' sum, with each replica's CPU beside it.
 
+The ceiling (unless `--no-null`): after the controllers' rounds, a null creator in a namespace of its
+own with the same DAGs applied and no controller: at each of the `--minutes` boundaries it creates the
+1,000 DagRuns Zonda would (the controller's own `scheduled_run` body, name and data interval), built
+before the boundary and POSTed from the boundary on, `--null-inflight` at a time, from a process of its
+own (as the controller is), while the bench's watch measures them the same way. Each tree's
+p50 / p99 is printed beside the null's, with the ratio and each round's load at its start and end:
+what this apiserver and etcd on this machine allow at a boundary, and how far Zonda is from it.
+
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
 
@@ -36,6 +44,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import multiprocessing
+import os
 import signal
 import statistics
 import subprocess
@@ -43,9 +53,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pendulum
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -60,6 +73,10 @@ from bench.bench_scale import (
     top_frames,
 )
 from controller.devtools.devcluster import Cluster, connect_cluster
+from controller.reconcilers.dags import scheduled_run
+from zonda.resources.run_types import RunType
+from zonda.schedules.scheduling import DueRun, dagrun_name
+from zonda.timetables import DataInterval
 
 TREE = Path(__file__).resolve().parents[1]
 
@@ -88,9 +105,86 @@ def parse(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+@dataclass
+class Round:
+    """One round's figures, for the summary beside the null creator's."""
+
+    label: str
+    skews: list[float]
+    duplicates: int
+    missing: int
+    load_start: float
+    load_end: float
+    cpu_per_pass_ms: float | None = None
+
+    def line(self, null: Round | None) -> str:
+        p50, p99 = statistics.median(self.skews), percentile(self.skews, 0.99)
+        text = (
+            f"  {self.label:>12}: p50 {p50:6.3f} s  p99 {p99:6.3f} s  ({len(self.skews)} runs; duplicates "
+            f"{self.duplicates}, missing {self.missing}; load {self.load_start:.1f} -> {self.load_end:.1f})"
+        )
+        if self.cpu_per_pass_ms is not None:
+            text += f"; CPU per pass {self.cpu_per_pass_ms:.1f} ms"
+        if null is not None and null is not self and null.skews:
+            n50, n99 = statistics.median(null.skews), percentile(null.skews, 0.99)
+            text += f"; x null: p50 {p50 / max(n50, 1e-6):.1f}x, p99 {p99 / max(n99, 1e-6):.1f}x"
+        return text
+
+
+def report_skews(
+    seen: dict[str, float],
+    bodies: dict[str, dict[str, Any]],
+    listing: list[dict[str, Any]],
+    first_boundary: int,
+    end: float,
+    dags: int,
+) -> tuple[list[float], int, int]:
+    """Print scheduled time -> DagRun seen ADDED per boundary and overall; (skews, duplicates, missing)
+    from the apiserver's list."""
+    skews: list[float] = []
+    per_boundary: dict[int, list[float]] = {}
+    for name, at in seen.items():
+        spec = bodies[name]["spec"]
+        run_after = parse((spec.get("dataInterval") or {}).get("end") or spec["logicalDate"]).timestamp()
+        if run_after < first_boundary:
+            continue
+        skew = at - run_after
+        skews.append(skew)
+        per_boundary.setdefault(int(run_after), []).append(skew)
+    print("\nscheduled time -> DagRun created (s), per minute boundary:")
+    for boundary, values in sorted(per_boundary.items()):
+        stamp = datetime.fromtimestamp(boundary, UTC).strftime("%H:%M")
+        print(
+            f"  {stamp}: {len(values):5d} runs  p50 {statistics.median(values):6.3f}  "
+            f"p99 {percentile(values, 0.99):6.3f}  max {max(values):6.3f}"
+        )
+    if skews:
+        print(
+            f"  all: {len(skews)} runs  p50 {statistics.median(skews):.3f}  p99 {percentile(skews, 0.99):.3f}"
+            f"  max {max(skews):.3f}"
+        )
+    intervals = Counter(
+        (r["spec"]["dagName"], json.dumps(r["spec"].get("dataInterval"), sort_keys=True)) for r in listing
+    )
+    duplicates = sum(n - 1 for n in intervals.values() if n > 1)
+    boundaries = [b for b in per_boundary if b + 60 <= end]
+    per_dag = Counter(
+        r["spec"]["dagName"]
+        for r in listing
+        if parse((r["spec"].get("dataInterval") or {}).get("end") or r["spec"]["logicalDate"]).timestamp()
+        in set(boundaries)
+    )
+    missing = sum(max(0, len(boundaries) - per_dag.get(f"d{i:04d}", 0)) for i in range(dags))
+    print(
+        f"\nexactly once (apiserver's list, {len(listing)} DagRuns): duplicates {duplicates}, "
+        f"missing {missing} over {len(boundaries)} boundaries x {dags} DAGs"
+    )
+    return skews, duplicates, missing
+
+
 async def run(
     args: argparse.Namespace, cluster: Cluster, tmp: Path, label: str, tree: Path, replicas: int = 1
-) -> None:
+) -> Round:
     print(
         f"\n=== {label}: {tree} ({args.dags} DAGs, {args.minutes} minutes, {replicas} replicas)", flush=True
     )
@@ -125,7 +219,7 @@ async def run(
         ]
         await asyncio.sleep(2 if replicas == 1 else 6)  # sharded: the replicas have split the shards
         rss_empty = sum(rss_bytes(pid) for pid in pids)
-        load = __import__("os").getloadavg()[0]
+        load = os.getloadavg()[0]
         gate = asyncio.Semaphore(16)
 
         async def create(i: int) -> None:
@@ -148,7 +242,7 @@ async def run(
             flush=True,
         )
         first_boundary = (int(time.time()) // 60 + 1) * 60
-        load_start = __import__("os").getloadavg()
+        load_start = os.getloadavg()
         cpu_starts, passes_start = [cpu_seconds(pid) for pid in pids], summed_counters(ports)
         writes_start = api_writes(cluster)
         spy = None
@@ -164,49 +258,12 @@ async def run(
         counters = summed_counters(ports)
         writes_end = api_writes(cluster)
         rss_end = sum(rss_bytes(pid) for pid in pids)
-        load_end = __import__("os").getloadavg()
+        load_end = os.getloadavg()
     watcher.cancel()
     listing = (await api.request("GET", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"))["items"]
     await api.close()
 
-    skews: list[float] = []
-    per_boundary: dict[int, list[float]] = {}
-    for name, at in seen.items():
-        spec = bodies[name]["spec"]
-        run_after = parse((spec.get("dataInterval") or {}).get("end") or spec["logicalDate"]).timestamp()
-        if run_after < first_boundary:
-            continue
-        skew = at - run_after
-        skews.append(skew)
-        per_boundary.setdefault(int(run_after), []).append(skew)
-    print("\nscheduled time -> DagRun created (s), per minute boundary:")
-    for boundary, values in sorted(per_boundary.items()):
-        stamp = datetime.fromtimestamp(boundary, UTC).strftime("%H:%M")
-        print(
-            f"  {stamp}: {len(values):5d} runs  p50 {statistics.median(values):6.3f}  "
-            f"p99 {percentile(values, 0.99):6.3f}  max {max(values):6.3f}"
-        )
-    if skews:
-        print(
-            f"  all: {len(skews)} runs  p50 {statistics.median(skews):.3f}  p99 {percentile(skews, 0.99):.3f}"
-            f"  max {max(skews):.3f}"
-        )
-    intervals = Counter(
-        (r["spec"]["dagName"], json.dumps(r["spec"].get("dataInterval"), sort_keys=True)) for r in listing
-    )
-    duplicates = sum(n - 1 for n in intervals.values() if n > 1)
-    boundaries = [b for b in per_boundary if b + 60 <= end]
-    per_dag = Counter(
-        r["spec"]["dagName"]
-        for r in listing
-        if parse((r["spec"].get("dataInterval") or {}).get("end") or r["spec"]["logicalDate"]).timestamp()
-        in set(boundaries)
-    )
-    missing = sum(max(0, len(boundaries) - per_dag.get(f"d{i:04d}", 0)) for i in range(args.dags))
-    print(
-        f"\nexactly once (apiserver's list, {len(listing)} DagRuns): duplicates {duplicates}, "
-        f"missing {missing} over {len(boundaries)} boundaries x {args.dags} DAGs"
-    )
+    skews, duplicates, missing = report_skews(seen, bodies, listing, first_boundary, end, args.dags)
     minutes = (end - first_boundary) / 60
     dag_passes = counters.get('zonda_reconciles_total{kind="dag"}', 0) - passes_start.get(
         'zonda_reconciles_total{kind="dag"}', 0
@@ -231,6 +288,109 @@ async def run(
     print(f"load average (1/5/15 min) at the first boundary {load_start}, at the end {load_end}")
     if args.profile:
         top_frames(args.profile / f"many-dags-{label}.txt", limit=45)
+    return Round(label, skews, duplicates, missing, load_start[0], load_end[0], per_pass)
+
+
+async def run_null(args: argparse.Namespace, cluster: Cluster) -> Round:
+    """The ceiling: the same DAGs, no controller, and a null creator that makes each boundary's runs."""
+    print(f"\n=== null creator ({args.dags} DAGs, {args.minutes} minutes, {args.null_inflight} in flight)")
+    api = Api(cluster)
+    namespace = f"many-null-{int(time.time()) % 100000}"
+    await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    seen: dict[str, float] = {}
+    bodies: dict[str, dict[str, Any]] = {}
+
+    def on_event(type: str, body: dict[str, Any], _monotonic: float) -> None:
+        name = body["metadata"]["name"]
+        if type == "ADDED" and name not in seen:
+            seen[name] = time.time()
+            bodies[name] = body
+
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(
+        api.watch(f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", on_event, ready)
+    )
+    await ready.wait()
+    gate = asyncio.Semaphore(16)
+
+    async def apply(i: int) -> dict[str, Any]:
+        async with gate:
+            created: dict[str, Any] = await api.request(
+                "POST", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dags", dag(i)
+            )
+            return created
+
+    dags = await asyncio.gather(*(apply(i) for i in range(args.dags)))
+    first_boundary = (int(time.time()) // 60 + 1) * 60
+    if first_boundary - time.time() < 5:  # room to build the first boundary's bodies before it
+        first_boundary += 60
+    end = first_boundary + 60 * (args.minutes - 1) + 20
+    creator = multiprocessing.get_context("spawn").Process(
+        target=null_creator,
+        args=(str(cluster.kubeconfig), dags, first_boundary, args.minutes, args.null_inflight),
+        name="null-creator",
+    )
+    load_start = os.getloadavg()
+    creator.start()
+    await asyncio.sleep(end - time.time())
+    load_end = os.getloadavg()
+    creator.join(timeout=120)
+    watcher.cancel()
+    listing = (await api.request("GET", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"))["items"]
+    await api.close()
+    skews, duplicates, missing = report_skews(seen, bodies, listing, first_boundary, end, args.dags)
+    print(f"load average (1/5/15 min) at the first boundary {load_start}, at the end {load_end}")
+    return Round("null", skews, duplicates, missing, load_start[0], load_end[0])
+
+
+def null_creator(
+    kubeconfig: str, dags: list[dict[str, Any]], first: int, minutes: int, inflight: int
+) -> None:
+    """The null creator's process: each boundary's runs, bodies built before it, POSTed from it on."""
+    cluster = Cluster(kubeconfig=Path(kubeconfig), bin_dir=Path())  # the client reads only the kubeconfig
+
+    async def create(api: Api, gate: asyncio.Semaphore, body: dict[str, Any]) -> float:
+        """POST one run; seconds from its boundary to the answer."""
+        async with gate:
+            namespace = body["metadata"]["namespace"]
+            await api.request("POST", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", body)
+            return time.time() - body_boundary(body)
+
+    async def warm(api: Api, gate: asyncio.Semaphore, dag: dict[str, Any]) -> None:
+        async with gate:
+            namespace = dag["metadata"]["namespace"]
+            await api.request("GET", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns?limit=1")
+            await asyncio.sleep(0.2)  # held, so the others open connections of their own
+
+    async def main() -> None:
+        api = Api(cluster)
+        gate = asyncio.Semaphore(inflight)
+        for k in range(minutes):
+            boundary = pendulum.from_timestamp(first + 60 * k, tz="UTC")
+            start = boundary - timedelta(minutes=1)
+            due = DueRun(logical_date=start, data_interval=DataInterval(start, boundary), run_after=boundary)
+            runs = [
+                scheduled_run(d, dagrun_name(d["metadata"]["name"], start, RunType.SCHEDULED.value), due)
+                for d in dags
+            ]
+            # connections open and warm, as a running controller's are (aiohttp closes idle ones after 15 s)
+            await asyncio.sleep(max(0.0, boundary.timestamp() - 3 - time.time()))
+            await asyncio.gather(*(warm(api, gate, dags[0]) for _ in range(inflight)))
+            await asyncio.sleep(max(0.0, boundary.timestamp() - time.time()))
+            answered = await asyncio.gather(*(create(api, gate, body) for body in runs))
+            print(
+                f"  null creator {boundary:%H:%M}: {len(answered)} created, POST answered p50 "
+                f"{statistics.median(answered):.3f} s, last {max(answered):.3f} s",
+                flush=True,
+            )
+        await api.close()
+
+    asyncio.run(main())
+
+
+def body_boundary(run: dict[str, Any]) -> float:
+    """A scheduled run's run_after (its data interval's end), as a timestamp."""
+    return parse(run["spec"]["dataInterval"]["end"]).timestamp()
 
 
 def summed_counters(ports: list[int]) -> Counter[str]:
@@ -258,15 +418,27 @@ def main() -> int:
     )
     parser.add_argument("--profile", default=None, help="record the controller with py-spy into DIR")
     parser.add_argument("--replicas", default="1", help="controller replicas, e.g. 1,2 (N > 1: --shards N)")
+    parser.add_argument("--no-null", action="store_true", help="no null creator round (the ceiling)")
+    parser.add_argument(
+        "--null-inflight", type=int, default=32, help="the null creator's creates in flight at once"
+    )
     args = parser.parse_args()
     if args.profile:
         args.profile = Path(args.profile).resolve()
         args.profile.mkdir(parents=True, exist_ok=True)
     trees = [(part.split("=", 1)[0], Path(part.split("=", 1)[1]).resolve()) for part in args.trees.split(",")]
+    rounds: list[Round] = []
     with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
         for label, tree in trees:
             for replicas in (int(n) for n in args.replicas.split(",")):
-                asyncio.run(run(args, cluster, Path(tmp), f"{label}-{replicas}", tree, replicas))
+                rounds.append(
+                    asyncio.run(run(args, cluster, Path(tmp), f"{label}-{replicas}", tree, replicas))
+                )
+        null = None if args.no_null else asyncio.run(run_null(args, cluster))
+    print("\nscheduled time -> DagRun created, each round (the null creator is the ceiling):")
+    for one in [*rounds, *([null] if null is not None else [])]:
+        if one.skews:
+            print(one.line(null))
     return 0
 
 
