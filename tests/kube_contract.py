@@ -12,7 +12,8 @@ API's messages, resourceVersion preconditions on status patches and replaces and
 merge patch of the status subresource, a status given on create being dropped, status writes leaving
 spec, metadata and generation alone, a write that changes nothing keeping the resourceVersion, label
 selectors (every operator the API has), list order and cluster-wide lists, deletion, Pods, Leases,
-a big DagRun read and written whole across its DagRunShards (`controller.kube.run_shards`).
+a pod's finalizer holding its deletion until a JSON patch (with `test` preconditions) removes it, a
+big DagRun read and written whole across its DagRunShards (`controller.kube.run_shards`).
 Not covered, because FakeKube does not model them (its docstring says so): watches, schema validation
 and pruning, admission, garbage collection, pod life cycles, etcd's size limit.
 """
@@ -400,6 +401,36 @@ async def pods_are_created_listed_by_label_and_deleted(kube: KubeApi, namespace:
     assert names(await kube.list_pods(namespace, "run in (one,two)")) == ["p", "q"]
     assert await kube.delete_pod(namespace, "p", grace_period_seconds=0) is True
     assert names(await kube.list_pods(namespace, "run in (one,two)")) == ["q"]
+
+
+@scenario
+async def a_pod_with_a_finalizer_stays_deleted_until_a_patch_removes_it(
+    kube: KubeApi, namespace: str
+) -> None:
+    body = pod("held", {"run": "held"})
+    body["metadata"]["finalizers"] = ["zonda.dev/try-tracking"]
+    created = await kube.create_pod(namespace, body)
+    assert await kube.delete_pod(namespace, "held", grace_period_seconds=0) is True
+    [marked] = await kube.list_pods(namespace, "run=held")  # still there, marked
+    assert marked["metadata"]["deletionTimestamp"], marked["metadata"]
+    assert marked["metadata"]["finalizers"] == ["zonda.dev/try-tracking"]
+    assert rv(marked) != rv(created)
+    assert await kube.delete_pod(namespace, "held") is True  # deleted again: still marked
+    assert names(await kube.list_pods(namespace, "run=held")) == ["held"]
+    path = "/metadata/finalizers/0"
+    stale = [{"op": "test", "path": "/metadata/uid", "value": "another"}, {"op": "remove", "path": path}]
+    with pytest.raises(KubeError) as refused:  # a failed test is a 422, and nothing is patched
+        await kube.patch_pod(namespace, "held", stale)
+    assert refused.value.status == 422, refused.value
+    assert names(await kube.list_pods(namespace, "run=held")) == ["held"]
+    release = [
+        {"op": "test", "path": "/metadata/uid", "value": created["metadata"]["uid"]},
+        {"op": "test", "path": path, "value": "zonda.dev/try-tracking"},
+        {"op": "remove", "path": path},
+    ]
+    await kube.patch_pod(namespace, "held", release)
+    assert names(await kube.list_pods(namespace, "run=held")) == []  # the last finalizer gone: deleted
+    assert await kube.patch_pod(namespace, "held", release) is None  # a gone pod: None
 
 
 def _instances(count: int, state: str = "scheduled") -> Body:

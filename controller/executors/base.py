@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from zonda.passes.decisions import ObservedAttempt
+from zonda.resources.dagrun_models import DagRunStatus
 from zonda.resources.invocations import TaskInvocation
 from zonda.specs.dags import ResolvedTask
 
@@ -35,3 +36,10 @@ class Executor(Protocol):
 
     async def delete_finished(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> bool:
         """Remove a finished try's traces (its pod, at `uid` as `kill`); True when one was deleted now."""
+
+    async def release_recorded(
+        self, run: Mapping[str, Any], observed: Mapping[str, ObservedAttempt], written: DagRunStatus
+    ) -> int:
+        """After a pass's status write, which accounts for the attempts it `observed`: let go of those
+        held for it (a task pod deleted before a status recorded its try: `zonda.passes.try_tracking`);
+        how many were let go (0 for an executor that holds nothing)."""

@@ -8,9 +8,18 @@ until the garbage collector removes it (`AttemptNameTaken`). A pod the apiserver
 (`zonda.passes.launch_refusals`: 422 Invalid, a 403 of admission...) is not an error of the pass:
 the executor reports that try as a failed attempt from then on, so the pass fails the try with the
 apiserver's words and its retries apply (a refusal of the moment, quota or 5xx, raises as before:
-the reconcile is retried with backoff). A pod the pod watch saw deleted before it ended is reported
-failed from then on (`pod_deleted`): a pass whose status write never recorded that try must not
-create it again under the same name (one try, two pods) but fail it, so its retries apply. A pod gets the
+the reconcile is retried with backoff).
+
+A task pod carries the finalizer `zonda.dev/try-tracking` (`zonda.passes.try_tracking`): deleted or
+evicted, it stays (Terminating) and is observed as its try's end (failed, if it had not ended), so a
+pass whose status write never recorded that try (refused, or its reply lost) does not create it again
+under the same name (one try, two pods), even when the deletion fell in a gap of the pod watch or
+while the controller was down: the next pass adopts and fails it, its retries apply. The finalizer
+is removed (`release`) after a status write that accounts for the pod (`release_recorded`), at once
+for the controller's own deletions (`kill`, `delete_finished`), and by the pod watch's handler for a
+run that no pass will record it in (gone, being deleted, finished: `controller.manager.main`). A
+pod the pod watch saw removed (one made before the finalizer, or whose finalizer a user removed) is
+still reported from its last state (`pod_deleted`). A pod gets the
 variables and connections its task names as references (`zonda.tries.secret_refs`), never their values.
 """
 
@@ -20,15 +29,15 @@ import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from controller.executors import pods, references
 from controller.kube import AlreadyExists, Conflict, Kube, KubeError
 from controller.kube.cache import LabelledObjects, copy_body
-from zonda.passes import launch_refusals
+from zonda.passes import launch_refusals, try_tracking
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
+from zonda.resources.dagrun_models import DagRunStatus
 from zonda.resources.invocations import TaskInvocation
 from zonda.resources.wire import ANNOTATION_TASK_ID, LABEL_DAGRUN_UID, LABEL_TRY
 from zonda.specs.dags import ResolvedTask
@@ -39,9 +48,7 @@ logger = logging.getLogger(__name__)
 #: Refused attempts kept (the newest): one is read by the run's next pass, moments after.
 REFUSALS_KEPT = 4096
 #: What a pod deleted before it ended is reported as (its try failed: the executor gave up on it).
-DELETED_BEFORE_ITS_END = (
-    "its pod no longer exists: it was deleted before it ended (deleted, evicted or its node lost)"
-)
+DELETED_BEFORE_ITS_END = try_tracking.DELETED_BEFORE_ITS_END
 
 
 class AttemptNameTaken(KubeError):
@@ -61,7 +68,7 @@ def _observe(pod: Mapping[str, Any]) -> ObservedAttempt:
     task_id = meta.get("annotations", {}).get(ANNOTATION_TASK_ID, "")
     try_number = int(meta.get("labels", {}).get(LABEL_TRY, "0"))
     observed = pods.observe_pod(pod, task_id=task_id, try_number=try_number)
-    return dataclasses.replace(observed, uid=meta.get("uid"))
+    return try_tracking.observe_held(pod, dataclasses.replace(observed, uid=meta.get("uid")))
 
 
 class KubernetesExecutor:
@@ -108,9 +115,7 @@ class KubernetesExecutor:
         uid = (meta.get("labels") or {}).get(LABEL_DAGRUN_UID)
         if uid is None:
             return
-        last = _observe(pod)
-        if last.phase not in (AttemptPhase.SUCCEEDED, AttemptPhase.FAILED):
-            last = replace(last, phase=AttemptPhase.FAILED, message=DELETED_BEFORE_ITS_END)
+        last = try_tracking.gone(_observe(pod))
         key = (uid, meta.get("name", ""))
         self.deleted.pop(key, None)
         self.deleted[key] = last
@@ -192,6 +197,37 @@ class KubernetesExecutor:
             raise AttemptNameTaken(namespace, name, labels.get(LABEL_DAGRUN_UID), run_uid)
         return found
 
+    async def release_recorded(
+        self, run: Mapping[str, Any], observed: Mapping[str, ObservedAttempt], written: DagRunStatus
+    ) -> int:
+        """After a pass's status write: remove the finalizer of the run's pods being deleted whose try
+        the status written accounts for (`try_tracking.release_after_write`); how many were released."""
+        meta = run["metadata"]
+        found = await self._pods_of(meta["namespace"], meta["uid"])
+        held = [
+            pod for pod in found if try_tracking.release_after_write(pod, observed, written, meta["name"])
+        ]
+        return sum([await self.release(pod) for pod in held])
+
+    async def release(self, pod: Mapping[str, Any]) -> bool:
+        """Remove our finalizer from this pod as read (its uid and the finalizer's place tested): True
+        when removed now. A pod gone, or changed since (a 422 of the test: its finalizer list moved or
+        another pod took the name) is left to the watch's next report of it."""
+        patch = try_tracking.removal_patch(pod)
+        if patch is None:
+            return False
+        meta = pod["metadata"]
+        try:
+            patched = await self.kube.patch_pod(meta["namespace"], meta["name"], patch)
+        except KubeError as error:
+            if error.status != 422:
+                raise
+            logger.info("pod %s/%s: finalizer not removed: %s", meta["namespace"], meta["name"], error)
+            return False
+        if patched is not None and self.pods is not None:
+            self.pods.observed(copy_body(patched))
+        return patched is not None
+
     async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> None:
         await self._delete(run, attempt_name, uid, grace_period_seconds=5)
 
@@ -207,9 +243,23 @@ class KubernetesExecutor:
             return False
         namespace = run["metadata"]["namespace"]
         try:
-            return await self.kube.delete_pod(
+            deleted = await self.kube.delete_pod(
                 namespace, name, grace_period_seconds=grace_period_seconds, uid=uid
             )
         except Conflict as conflict:
             logger.info("pod %s/%s not deleted: %s", namespace, name, conflict.api_message)
             return False
+        if deleted:  # the pass decided this try's outcome itself: nothing to hold the pod for
+            await self._release_named(run, name, uid)
+        return deleted
+
+    async def _release_named(self, run: Mapping[str, Any], name: str, uid: str) -> None:
+        """Remove the finalizer of the run's pod `name` at `uid` (as kept by the watch, else listed)."""
+        meta = run["metadata"]
+        found = await self._pods_of(meta["namespace"], meta["uid"])
+        pod = next((p for p in found if p["metadata"]["name"] == name), None)
+        if pod is None:
+            listed = await self.kube.list_pods(meta["namespace"], f"{LABEL_DAGRUN_UID}={meta['uid']}")
+            pod = next((p for p in listed if p["metadata"]["name"] == name), None)
+        if pod is not None and pod["metadata"].get("uid") == uid:
+            await self.release(pod)

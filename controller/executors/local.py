@@ -37,6 +37,7 @@ from controller.processes import try_claims
 from controller.processes.faults import fault_point
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources import wire
+from zonda.resources.dagrun_models import DagRunStatus
 from zonda.resources.invocations import (
     INVOCATION_ENV,
     MAX_ENV_STRING,
@@ -367,6 +368,12 @@ class LocalExecutor:
         """Keeps the try's files: its log is a small file, the only one `zonda logs` can read, and a
         finished process holds nothing else (Airflow's `delete_worker_pods` is for pods)."""
         return False
+
+    async def release_recorded(
+        self, run: Mapping[str, Any], observed: Mapping[str, ObservedAttempt], written: DagRunStatus
+    ) -> int:
+        """Holds nothing: a local try's process is its own (nothing deletes it under the controller)."""
+        return 0
 
     async def close(self) -> None:
         for task in list(self._tasks.values()):

@@ -24,6 +24,7 @@ from zonda.resources.models import API_VERSION
 from zonda.resources.wire import (
     ANNOTATION_LOGICAL_DATE,
     ANNOTATION_TASK_ID,
+    FINALIZER_TRY_TRACKING,
     LABEL_DAG,
     LABEL_DAGRUN,
     LABEL_MAP_INDEX,
@@ -158,6 +159,8 @@ def build_task_pod(
             "namespace": namespace,
             "labels": labels,
             "annotations": _annotations(invocation),
+            # held, once deleted, until a run's status has recorded its try (zonda.passes.try_tracking)
+            "finalizers": [FINALIZER_TRY_TRACKING],
             "ownerReferences": [
                 {
                     "apiVersion": API_VERSION,

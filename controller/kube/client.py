@@ -372,6 +372,21 @@ class Kube:
             options["grace_period_seconds"] = grace_period_seconds
         return await _unless_missing(self.core.delete_namespaced_pod(name, namespace, **options)) is not None
 
+    async def patch_pod(self, namespace: str, name: str, patch: list[Body]) -> Body | None:
+        """A JSON patch (RFC 6902) of a pod's metadata or spec; its `test` operations are preconditions
+        (a failed one: 422). None when the pod is gone."""
+        call = self.core.patch_namespaced_pod(
+            name,
+            namespace,
+            patch,
+            _content_type=JSON_PATCH,  # type: ignore[call-arg]
+            _preload_content=False,
+        )
+        try:
+            return await self._json(await _call(call))
+        except NotFound:
+            return None
+
     async def list_pods(self, namespace: str, label_selector: str) -> list[Body]:
         response = await _call(
             self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False)

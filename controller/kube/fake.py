@@ -8,9 +8,11 @@ something (a write that changes nothing keeps it, as the apiserver does not writ
 patches, status replaces and Lease replaces; JSON merge patch of the status subresource, which alone
 writes status (a status given on create is dropped; a new Pod's is `Pending`); label selectors with
 every operator (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`; a malformed one is a 400); Events
-recorded in order; and, when `max_object_bytes` is set, etcd's refusal of a status write that makes
-an object larger. What it does not: watches, admission, schema validation and pruning, garbage
-collection, pod life cycles (tests set a pod's `status` themselves).
+recorded in order; finalizers (a delete of an object that has some marks it with a
+`deletionTimestamp`; it goes when a JSON patch of a pod removes the last), JSON patch of a pod with
+`test` preconditions (a failed one is a 422); and, when `max_object_bytes` is set, etcd's refusal
+of a status write that makes an object larger. What it does not: watches, admission, schema
+validation and pruning, garbage collection, pod life cycles (tests set a pod's `status` themselves).
 """
 
 from __future__ import annotations
@@ -50,6 +52,35 @@ def _status_error(error: type[KubeError], code: int, reason: str, message: str) 
     """The error the real client raises: its reason is the apiserver's Status body."""
     body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message}
     return error(code, json.dumps({**body, "reason": reason, "code": code}))
+
+
+def _json_patch(body: Body, patch: list[Body], name: str) -> Body:
+    """RFC 6902 on a copy of `body` (paths into objects and lists; no `move` or `copy`)."""
+    result = copy.deepcopy(body)
+    for op in patch:
+        *parents, last = [part.replace("~1", "/").replace("~0", "~") for part in op["path"].split("/")[1:]]
+        parent: Any = result
+        try:
+            for part in parents:
+                parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+            key: Any = int(last) if isinstance(parent, list) and last != "-" else last
+            if op["op"] == "test":
+                if parent[key] != op["value"]:
+                    raise LookupError(f"testing value {op['path']} failed")
+            elif op["op"] == "remove":
+                del parent[key]
+            elif op["op"] == "replace":
+                parent[key] = op["value"]
+            elif op["op"] == "add" and isinstance(parent, list):
+                parent.insert(len(parent) if key == "-" else key, op["value"])
+            elif op["op"] == "add":
+                parent[key] = op["value"]
+            else:
+                raise LookupError(f"unsupported operation {op['op']}")
+        except (LookupError, ValueError, TypeError) as error:
+            message = f'Pod "{name}" is invalid: the server rejected our request: {error}'
+            raise _status_error(KubeError, 422, "Invalid", message) from error
+    return result
 
 
 def _not_found(kind: str, name: str) -> KubeError:
@@ -209,6 +240,13 @@ class FakeKube:
                     f"The object might have been {why}"
                 )
                 raise _status_error(Conflict, 409, "Conflict", message)
+        if meta.get("finalizers"):  # as the apiserver: marked, removed when its finalizers are
+            if not meta.get("deletionTimestamp"):
+                changed = copy.deepcopy(stored)
+                changed["metadata"]["deletionTimestamp"] = self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+                changed["metadata"]["deletionGracePeriodSeconds"] = 0
+                self._write(stored, changed)
+            return True
         del self.objects[kind, namespace, name]
         return True
 
@@ -310,6 +348,20 @@ class FakeKube:
 
     async def list_pods(self, namespace: str, label_selector: str) -> list[Body]:
         return self._list("pods", namespace, label_selector)
+
+    async def patch_pod(self, namespace: str, name: str, patch: list[Body]) -> Body | None:
+        """A JSON patch (`test`, `add`, `remove`, `replace`); a failed `test` is 422 Invalid, as the
+        apiserver's. A pod being deleted whose last finalizer the patch removes is gone after it."""
+        self._count("patch", "pods")
+        stored = self.objects.get(("pods", namespace, name))
+        if stored is None:
+            return None
+        changed = _json_patch(stored, patch, name)
+        self._write(stored, changed)
+        meta = stored["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            del self.objects["pods", namespace, name]
+        return copy.deepcopy(stored)
 
     async def pod_logs(self, namespace: str, name: str, *, container: str | None = None) -> str:
         return str(self._stored("pods", namespace, name).get("log", ""))

@@ -39,7 +39,7 @@ from controller.executors import references
 from controller.executors.base import Executor
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.local import LocalExecutor
-from controller.kube import BACKFILLS, DAGRUNS, DAGS, TRIGGERS, Kube
+from controller.kube import BACKFILLS, DAGRUNS, DAGS, TRIGGERS, Kube, KubeError
 from controller.kube.cache import LabelledObjects, ObjectCache
 from controller.kube.client import in_cluster_server
 from controller.manager import leader, served
@@ -55,6 +55,7 @@ from controller.reconcilers.dags import DagRunRefs
 from controller.reconcilers.index import RunSummary
 from controller.reconcilers.pools import POOLS, Sharding, runs_to_wake
 from controller.reconcilers.reconcilers import FINISHED_RUN_STATES, Reconcilers
+from zonda.passes import try_tracking
 from zonda.resources.asset_models import (
     ASSETEVENTS,
     ASSETS,
@@ -77,6 +78,9 @@ EVENT_FLUSH_SECONDS = 5.0
 #: (one status write) then records both; a long one shows running this much later. Nothing waits on
 #: it: timeouts count from the pod's own start time.
 STARTED_PASS_DELAY = 1.0
+#: Seconds between the tries of releasing a held task pod whose run is gone or finished (the API
+#: unreachable): a held pod changes no more, so no later event of it would try again.
+HELD_POD_RETRIES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 #: The work queue's priority of a DAG's status-writing pass after its runs were created (`dag_later`):
 #: after the DAG passes (0) and the run passes (1) queued.
@@ -619,6 +623,9 @@ class ControllerProcess:
     async def on_task_pod(self, **event: Any) -> None:
         body, namespace = event["body"], event["namespace"]
         executor = self.services.executor if self.services is not None else None
+        held = event["type"] != "DELETED" and try_tracking.held(body)
+        if held and isinstance(executor, KubernetesExecutor) and await self._release_held(executor, body):
+            return  # its run is gone or finished: no pass would record it, and nothing launches it again
         if isinstance(executor, KubernetesExecutor) and executor.pods is not None:
             pod = event["event"]["object"]
             if event["type"] == "DELETED":
@@ -628,7 +635,7 @@ class ControllerProcess:
                 changed = executor.changes_observation(pod)
                 started = changed and executor.only_started(pod)
                 executor.pods.observed(pod)
-                if not changed:
+                if not changed and not held:  # a held pod waits for its run's pass to record its try
                     return
                 if started and self.services is not None:
                     for owner in body.get("metadata", {}).get("ownerReferences") or []:
@@ -639,6 +646,37 @@ class ControllerProcess:
         for owner in body.get("metadata", {}).get("ownerReferences") or []:
             if owner.get("kind") == "DagRun":
                 self.enqueue("run", namespace, owner["name"])
+
+    async def _release_held(self, executor: KubernetesExecutor, pod: Mapping[str, Any]) -> bool:
+        """A task pod being deleted that our finalizer holds: released now if its run is gone, being
+        deleted or finished (`try_tracking.release_without_pass`: the run's deletion, its history
+        limit, its namespace's deletion, `kubectl delete pod` after it ended). Whether it was.
+
+        A failure of the moment (the API unreachable) is tried again a few times here: a held pod
+        changes no more, so no later event of it would. Any replica may do it (a second one's patch
+        fails its test and is ignored)."""
+        if self.services is None:
+            return False
+        meta = pod.get("metadata") or {}
+        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("kind") == "DagRun"), None)
+        run_uid = (meta.get("labels") or {}).get(LABEL_DAGRUN_UID)
+        for delay in HELD_POD_RETRIES:
+            try:
+                run = (
+                    await self.services.kube.get_custom(DAGRUNS, meta.get("namespace", ""), owner["name"])
+                    if owner is not None
+                    else None
+                )
+                if not try_tracking.release_without_pass(run, run_uid):
+                    return False
+                await executor.release(pod)
+                return True
+            except KubeError as error:
+                logger.warning(
+                    "pod %s/%s: finalizer not removed yet: %s", meta.get("namespace"), meta.get("name"), error
+                )
+                await asyncio.sleep(delay)
+        return False
 
     async def on_trigger(self, **event: Any) -> None:
         body, namespace = event["body"], event["namespace"]

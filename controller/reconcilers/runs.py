@@ -171,6 +171,9 @@ class RunReconciler:
         self.refusals.pop((namespace, name), None)
         if not written:
             return now  # someone else wrote first (a user's clear/mark): decide again on the fresh object
+        # task pods deleted before now, held by their finalizer until a status accounts for their try
+        # (zonda.passes.try_tracking): those this status does may go
+        await self.executor.release_recorded(run, gathered.attempts, plan.status)
         for attempt_name in plan.kills:
             await self.executor.kill(run, attempt_name, uid=plan.uids.get(attempt_name))
             metrics.PODS_DELETED.inc()

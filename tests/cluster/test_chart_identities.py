@@ -39,6 +39,7 @@ from tests.cluster.zonda_processes import (
     deferrable_example,
     get,
     load_example,
+    release_task_pods,
     ti_states,
     trigger,
     wait_for,
@@ -130,6 +131,7 @@ def release(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield Release(cluster, namespace, kubeconfigs)
     finally:
         run_helm(cluster, "uninstall", RELEASE, "--namespace", namespace, "--wait")
+        release_task_pods(cluster, namespace)  # no controller left to release them
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 

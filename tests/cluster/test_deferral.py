@@ -16,6 +16,7 @@ from tests.cluster.zonda_processes import (
     controller,
     deferrable_example,
     get,
+    release_task_pods,
     ti_states,
     trigger,
     triggerer,
@@ -196,4 +197,5 @@ def test_one_controller_and_one_triggerer_serve_several_namespaces(
         assert "zonda-triggerer-shard-0" in leases, "the shard Leases live in the lease namespace"
         assert not cluster.kubectl("get", "leases", "-n", other, "-o", "name").stdout.strip()
     finally:
+        release_task_pods(cluster, other)  # no controller left to release them
         cluster.kubectl("delete", "namespace", other, "--wait=false", check=False)

@@ -31,6 +31,7 @@ from tests.cluster.zonda_processes import (
     apply,
     get,
     load_example,
+    release_task_pods,
     ti_states,
     trigger,
     wait_for,
@@ -96,6 +97,7 @@ def release(real_cluster: Cluster) -> Iterator[Release]:
     finally:
         if not installed.uninstalled:
             run_helm(real_cluster, "uninstall", RELEASE, "--namespace", namespace, "--wait")
+        release_task_pods(real_cluster, namespace)  # no controller left to release them
         real_cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 

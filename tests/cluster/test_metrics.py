@@ -32,6 +32,7 @@ from tests.cluster.zonda_processes import (
     apply,
     controller,
     deferrable_example,
+    release_task_pods,
     trigger,
     triggerer,
     wait_for,
@@ -146,6 +147,7 @@ def after_a_deferred_run(cluster: Cluster, tmp_path_factory: pytest.TempPathFact
             )
         yield scrapes  # with both processes stopped: the tests only read what was scraped
     finally:
+        release_task_pods(cluster, namespace)  # no controller left to release them
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 

@@ -158,7 +158,34 @@ def fresh_namespace(cluster: Cluster, prefix: str = "t") -> Iterator[str]:
     try:
         yield name
     finally:
+        release_task_pods(cluster, name)
         cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def release_task_pods(cluster: Cluster, namespace: str) -> int:
+    """Remove the finalizer `zonda.dev/try-tracking` from every task pod of the namespace, as an
+    operator does once no controller runs there (docs/reliability.md): the test's controller has
+    stopped, and its pods would otherwise keep the namespace Terminating for the session. How many."""
+    from controller.kube import Kube, KubeError
+    from zonda.passes.try_tracking import removal_patch
+    from zonda.resources.wire import LABEL_DAGRUN_UID
+
+    async def release() -> int:
+        async with await Kube.connect(str(cluster.kubeconfig)) as kube:
+            pods = await kube.list_pods(namespace, LABEL_DAGRUN_UID)
+            released = 0
+            for pod in pods:
+                patch = removal_patch(pod)
+                if patch is None:
+                    continue
+                with contextlib.suppress(KubeError):  # changed since the list: gone, or released
+                    released += await kube.patch_pod(namespace, pod["metadata"]["name"], patch) is not None
+            return released
+
+    try:
+        return asyncio.run(release())
+    except OSError:  # the cluster itself is gone (a session ending): nothing left to hold
+        return 0
 
 
 def load_example(name: str, **spec_changes: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
-from zonda.resources.dagrun_models import dagrun_labels
+from zonda.resources.dagrun_models import DagRunStatus, dagrun_labels
 from zonda.resources.invocations import TaskInvocation, TaskOutcome, TaskResult
 from zonda.resources.run_types import RunType
 from zonda.specs.dags import ResolvedTask
@@ -53,6 +53,11 @@ class FakeExecutor:
     ) -> bool:
         self.deleted.append(attempt_name)
         return self.attempts.pop(attempt_name, None) is not None
+
+    async def release_recorded(
+        self, run: Mapping[str, Any], observed: Mapping[str, ObservedAttempt], written: DagRunStatus
+    ) -> int:
+        return 0
 
     def finish(self, attempt_name: str, *, ok: bool = True) -> None:
         attempt = self.attempts[attempt_name]

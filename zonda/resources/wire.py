@@ -13,6 +13,9 @@ from typing import Any
 
 #: On task pods and Triggers: the DagRun's uid, how an executor finds the attempts of one run.
 LABEL_DAGRUN_UID = "zonda.dev/dagrun-uid"
+#: On task pods: a pod deleted before a run's status recorded its try's outcome stays (Terminating)
+#: until a pass has recorded it (`zonda.passes.try_tracking`; Kubernetes' Job tracking does the same).
+FINALIZER_TRY_TRACKING = "zonda.dev/try-tracking"
 #: On task pods, Triggers and scheduled DagRuns: the DAG / DagRun name as a label value.
 LABEL_DAG = "zonda.dev/dag"
 LABEL_DAGRUN = "zonda.dev/dagrun"

@@ -68,11 +68,12 @@ and the ClusterRoles (watch.clusterWide). Least privilege, and why each rule is 
   verbs: ["create", "patch"]
 {{- end }}
 
-{{/* Task pods: created, watched, logs read (for `zonda logs` and failure reasons), deleted. */}}
+{{/* Task pods: created, watched, logs read (for `zonda logs` and failure reasons), deleted; patched
+     only to remove their finalizer zonda.dev/try-tracking (docs/reliability.md). */}}
 {{- define "zonda.controllerPodRules" -}}
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]

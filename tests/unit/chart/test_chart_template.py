@@ -167,7 +167,7 @@ CONTROLLER_RULES = {
     ("zonda.dev", "assets/status"): "patch update",
     ("zonda.dev", "assetevents"): "get list watch create delete",
     ("zonda.dev", "xcomchunks"): "get",  # a mapped KubernetesPodOperator's items in the XCom backend
-    ("", "pods"): "get list watch create delete",
+    ("", "pods"): "get list watch create delete patch",  # patch: only to remove zonda.dev/try-tracking
     ("", "pods/log"): "get",
     ("", "configmaps"): "list",  # rbac.readVariablesAndConnections: Variables and Connections
     ("", "secrets"): "list",
@@ -178,7 +178,7 @@ CONTROLLER_LEASES = {("coordination.k8s.io", "leases"): "get list watch create u
 CRD_READ = {("apiextensions.k8s.io", "customresourcedefinitions"): "get list watch"}
 NAMESPACE_READ = {("", "namespaces"): "get list watch"}
 TASK_POD_RULES = {
-    ("", "pods"): "get list watch create delete", ("", "pods/log"): "get",
+    ("", "pods"): "get list watch create delete patch", ("", "pods/log"): "get",
     ("", "configmaps"): "list", ("", "secrets"): "list",
 }  # fmt: skip
 TRIGGERER_RULES = {

@@ -24,6 +24,7 @@ from tests.unit.fake_world import run_body
 from tests.unit.zonda.passes.test_pools import candidate, holder
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.passes.pools import Candidate, SlotHolder
+from zonda.resources.dagrun_models import DagRunStatus
 from zonda.resources.invocations import TaskInvocation
 from zonda.resources.models import TaskInstanceState as S
 from zonda.specs.dags import ResolvedTask
@@ -60,6 +61,11 @@ class SlowExecutor:
         self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None
     ) -> bool:
         return False
+
+    async def release_recorded(
+        self, run: Mapping[str, Any], observed: Mapping[str, ObservedAttempt], written: DagRunStatus
+    ) -> int:
+        return 0
 
     def alive(self) -> int:
         return sum(len(attempts) for attempts in self.attempts.values())
