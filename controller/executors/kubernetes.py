@@ -90,6 +90,9 @@ class KubernetesExecutor:
         #: before the next pass adopts it, that pass would create the same try again). In memory: after
         #: a restart, such an orphan is created again (one try, two pods), as before.
         self.deleted: OrderedDict[tuple[str, str], ObservedAttempt] = OrderedDict()
+        #: The held pods (deleted, our finalizer kept) the last `observe` of each run saw, by run uid:
+        #: what `release_recorded` looks at after that pass's write (none in the normal flow).
+        self.held: dict[str, list[dict[str, Any]]] = {}
 
     async def _pods_of(self, namespace: str, run_uid: str) -> list[dict[str, Any]]:
         """The run's pods, to read only (the kept bodies themselves when the watch keeps them)."""
@@ -104,6 +107,12 @@ class KubernetesExecutor:
     async def observe(self, run: Mapping[str, Any]) -> dict[str, ObservedAttempt]:
         meta = run["metadata"]
         found = await self._pods_of(meta["namespace"], meta["uid"])
+        if held := [pod for pod in found if try_tracking.held(pod)]:
+            self.held[meta["uid"]] = held
+            while len(self.held) > REFUSALS_KEPT:  # runs deleted after a pass that did not write
+                del self.held[next(iter(self.held))]
+        else:
+            self.held.pop(meta["uid"], None)
         refused = {name: attempt for (uid, name), attempt in self.refused.items() if uid == meta["uid"]}
         deleted = {name: attempt for (uid, name), attempt in self.deleted.items() if uid == meta["uid"]}
         return refused | deleted | {pod["metadata"]["name"]: _observe(pod) for pod in found}
@@ -203,7 +212,7 @@ class KubernetesExecutor:
         """After a pass's status write: remove the finalizer of the run's pods being deleted whose try
         the status written accounts for (`try_tracking.release_after_write`); how many were released."""
         meta = run["metadata"]
-        found = await self._pods_of(meta["namespace"], meta["uid"])
+        found = self.held.pop(meta["uid"], [])  # as this pass observed them: no read in the normal flow
         held = [
             pod for pod in found if try_tracking.release_after_write(pod, observed, written, meta["name"])
         ]
