@@ -47,20 +47,31 @@ class RefusingOnceKube(FakeKube):
         return await super().replace_custom_status(plural, namespace, body)
 
 
+async def launched_and_refused(kube: RefusingOnceKube, reconcilers: Reconcilers) -> dict[str, Any]:
+    """A run `etl-1` whose first pass launched `extract` try 1 and had its status write refused: the
+    try's pod, which no status records."""
+    await kube.create_custom(DAGS, NS, dag_body("etl", defaultArgs={"retries": 1, "retryDelay": "0s"}))
+    await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
+    await reconcilers.reconcile("run", NS, "etl-1")  # launches extract try 1; its status is refused
+    assert kube.refusals == 0, "positive control: the pass's status write was refused"
+    status = kube.objects[(DAGRUNS, NS, "etl-1")].get("status") or {}
+    assert "extract" not in (status.get("taskInstances") or {}), "no status records the try"
+    [pod] = await kube.list_pods(NS, LABEL_DAGRUN_UID)
+    return pod
+
+
 def test_a_try_whose_pod_went_before_any_status_recorded_it_is_failed_not_created_again() -> None:
     kube = RefusingOnceKube()
     executor = KubernetesExecutor(kube, PodDefaults())
     reconcilers = Reconcilers(kube, executor)
 
     async def scenario() -> dict[str, Any]:
-        await kube.create_custom(DAGS, NS, dag_body("etl", defaultArgs={"retries": 1, "retryDelay": "0s"}))
-        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
-        await reconcilers.reconcile("run", NS, "etl-1")  # launches extract try 1; its status is refused
-        assert kube.refusals == 0, "positive control: the pass's status write was refused"
-        status = kube.objects[(DAGRUNS, NS, "etl-1")].get("status") or {}
-        assert "extract" not in (status.get("taskInstances") or {}), "no status records the try"
-        [pod] = await kube.list_pods(NS, LABEL_DAGRUN_UID)
+        pod = await launched_and_refused(kube, reconcilers)
+        # a pod without the finalizer zonda.dev/try-tracking (made before it, or a user removed it):
+        # only the watch's DELETED event tells of it (test_try_tracking.py: the finalizer's own case)
+        assert await executor.release(pod), "positive control: its finalizer removed"
         await kube.delete_pod(NS, pod["metadata"]["name"], grace_period_seconds=0)  # evicted, say
+        assert await kube.list_pods(NS, LABEL_DAGRUN_UID) == [], "gone, not held"
         executor.pod_deleted(pod)  # the pod watch's DELETED event (its last state: Pending here)
         await reconcilers.reconcile("run", NS, "etl-1")
         after_loss = dict(kube.objects[(DAGRUNS, NS, "etl-1")]["status"]["taskInstances"]["extract"])
@@ -68,7 +79,11 @@ def test_a_try_whose_pod_went_before_any_status_recorded_it_is_failed_not_create
         await settle()
         return after_loss
 
-    extract = asyncio.run(scenario())
+    assert_failed_once_and_retried(kube, asyncio.run(scenario()))
+
+
+def assert_failed_once_and_retried(kube: RefusingOnceKube, extract: dict[str, Any]) -> None:
+    """Try 1's pod created once, the try failed as deleted before it ended, and try 2 launched."""
     first, *rest = kube.creates
     assert kube.creates.count(first) == 1, f"try 1's pod created again under its name: {kube.creates}"
     assert (extract["state"], extract["tryNumber"]) == ("up_for_retry", 1), extract

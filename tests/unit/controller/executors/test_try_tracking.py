@@ -24,11 +24,13 @@ from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.pods import PodDefaults
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
-from controller.manager.main import ControllerProcess, Services
-from controller.manager.settings import DEFAULTS
-from controller.manager.workqueue import WorkQueue
 from controller.reconcilers.reconcilers import Reconcilers
-from tests.unit.controller.executors.test_a_deleted_orphan import RefusingOnceKube
+from tests.unit.controller.executors.test_a_deleted_orphan import (
+    RefusingOnceKube,
+    assert_failed_once_and_retried,
+    launched_and_refused,
+)
+from tests.unit.controller.manager.test_pool_wakeups import process
 from tests.unit.fake_world import NS, dag_body, run_body, settle
 from zonda.passes import try_tracking
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
@@ -53,13 +55,7 @@ def test_a_try_whose_pod_was_deleted_unseen_before_any_status_recorded_it_is_fai
 
     async def scenario() -> dict[str, Any]:
         nonlocal executor, reconcilers
-        await kube.create_custom(DAGS, NS, dag_body("etl", defaultArgs={"retries": 1, "retryDelay": "0s"}))
-        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
-        await reconcilers.reconcile("run", NS, "etl-1")  # launches extract try 1; its status is refused
-        assert kube.refusals == 0, "positive control: the pass's status write was refused"
-        status = kube.objects[(DAGRUNS, NS, "etl-1")].get("status") or {}
-        assert "extract" not in (status.get("taskInstances") or {}), "no status records the try"
-        [pod] = await _task_pods(kube)
+        pod = await launched_and_refused(kube, reconcilers)
         assert pod["metadata"]["finalizers"] == [FINALIZER_TRY_TRACKING]
         # evicted while no watch delivered it: `pod_deleted` is never called
         assert await kube.delete_pod(NS, pod["metadata"]["name"], grace_period_seconds=0)
@@ -77,12 +73,7 @@ def test_a_try_whose_pod_was_deleted_unseen_before_any_status_recorded_it_is_fai
         await settle()
         return after_loss
 
-    extract = asyncio.run(scenario())
-    first, *rest = kube.creates
-    assert kube.creates.count(first) == 1, f"try 1's pod created again under its name: {kube.creates}"
-    assert (extract["state"], extract["tryNumber"]) == ("up_for_retry", 1), extract
-    assert "deleted before it ended" in extract["message"]
-    assert [name for name in rest if "-extract-2-" in name], f"its retry launched: {kube.creates}"
+    assert_failed_once_and_retried(kube, asyncio.run(scenario()))
 
 
 def test_the_controllers_own_deletions_are_not_held() -> None:
@@ -105,26 +96,13 @@ def test_the_controllers_own_deletions_are_not_held() -> None:
     asyncio.run(scenario())
 
 
-def _process(kube: FakeKube, executor: KubernetesExecutor) -> ControllerProcess:
-    proc = ControllerProcess(DEFAULTS)
-    kube.cache = None  # type: ignore[attr-defined]  # no watch cache: every read is the API's
-    reconcilers = Reconcilers(kube, executor, enqueue=proc.enqueue)
-    proc.services = Services(
-        kube=kube,  # type: ignore[arg-type]
-        executor=executor,
-        reconcilers=reconcilers,
-        queue=WorkQueue(proc.reconcile),
-    )
-    return proc
-
-
 @pytest.mark.parametrize("how", ["run-deleted", "run-finished", "run-running"])
 def test_a_held_pod_whose_run_no_pass_will_record_it_in_is_released_by_its_event(how: str) -> None:
     """The run deleted (its history limit, its namespace deleted: the garbage collector deletes its
     pods) or finished: the pod event releases it. A running run's held pod waits for its pass."""
     kube = FakeKube()
     executor = KubernetesExecutor(kube, PodDefaults())
-    proc = _process(kube, executor)
+    proc, _ = process(kube, executor)  # type: ignore[arg-type]
 
     async def scenario() -> list[str]:
         assert proc.services is not None
