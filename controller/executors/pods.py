@@ -187,6 +187,13 @@ def build_task_pod(
         pod["spec"]["nodeSelector"] = dict(defaults.node_selector)
     if task.pod_override:
         pod = merging.strategic_merge(pod, dict(task.pod_override))
+        # ObjectMeta's finalizers merge as a set (patchStrategy merge): a podOverride's are added to
+        # ours, never in place of try tracking's
+        finalizers = pod["metadata"].get("finalizers") or []
+        pod["metadata"]["finalizers"] = [
+            FINALIZER_TRY_TRACKING,
+            *(f for f in dict.fromkeys(finalizers) if f != FINALIZER_TRY_TRACKING),
+        ]
     return pod
 
 

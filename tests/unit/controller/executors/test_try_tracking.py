@@ -20,11 +20,13 @@ from typing import Any
 
 import pytest
 
+from controller.executors import pods
 from controller.executors.kubernetes import KubernetesExecutor
 from controller.executors.pods import PodDefaults
 from controller.kube import DAGRUNS, DAGS
 from controller.kube.fake import FakeKube
 from controller.reconcilers.reconcilers import Reconcilers
+from tests.unit.controller.executors import test_pod_snapshot as snapshot
 from tests.unit.controller.executors.test_a_deleted_orphan import (
     RefusingOnceKube,
     assert_failed_once_and_retried,
@@ -182,3 +184,19 @@ def test_what_a_held_pod_is_observed_as_and_how_it_is_released() -> None:
     deleting = {"uid": "r1", "deletionTimestamp": "2026-12-05T06:00:00Z"}
     assert try_tracking.release_without_pass({**run, "metadata": deleting}, "r1")
     assert not try_tracking.release_without_pass(run, "r1")
+
+
+def test_a_pod_override_with_finalizers_adds_them_to_try_trackings() -> None:
+    """A podOverride's `metadata.finalizers` are merged as a set (ObjectMeta's patchStrategy), never
+    in place of ours: the strategic merge replaces every list without a merge key."""
+    override = {"metadata": {"finalizers": ["example.com/keep", FINALIZER_TRY_TRACKING]}}
+    task = snapshot.task("t", "BashOperator", {"bash_command": "true"}, pod_override=override)
+    built = pods.build_task_pod(
+        invocation=snapshot.invocation("t", "BashOperator", {"bash_command": "true"}),
+        task=task,
+        namespace=NS,
+        name="p",
+        owner=snapshot.OWNER,
+        defaults=snapshot.DEFAULTS,
+    )
+    assert built["metadata"]["finalizers"] == [FINALIZER_TRY_TRACKING, "example.com/keep"]
