@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources.dagrun_models import DagRunStatus
 from zonda.resources.names import attempt_name
 from zonda.resources.states import FINISHED_RUN_STATES
-from zonda.resources.wire import FINALIZER_TRY_TRACKING
+from zonda.resources.wire import FINALIZER_TRY_TRACKING, parse_time
 from zonda.specs import mapping
 
 #: What a try whose pod was deleted before it ended is reported as (the executor gave up on it).
@@ -51,10 +52,18 @@ def gone(attempt: ObservedAttempt) -> ObservedAttempt:
 
 
 def observe_held(pod: Mapping[str, Any], attempt: ObservedAttempt) -> ObservedAttempt:
-    """What a pass observes of a pod: a pod being deleted is its try's end (a failed try unless it
-    had ended), whatever its phase still says (the kubelet may be stopping it; kwok never will)."""
+    """What a pass observes of a pod: a pod being deleted is its try's end, failed unless the try had
+    ended before the deletion was asked for (`deletionTimestamp` less its grace period), whatever its
+    phase says now: a kubelet (or kwok) may still report the try ending during the grace period, and
+    whether a pass happened to see that first must not decide the try's outcome."""
     meta = pod.get("metadata") or {}
-    return gone(attempt) if meta.get("deletionTimestamp") else attempt
+    deleting = parse_time(meta.get("deletionTimestamp"))
+    if deleting is None:
+        return attempt
+    asked = deleting - timedelta(seconds=int(meta.get("deletionGracePeriodSeconds") or 0))
+    if attempt.phase in ENDED and attempt.finished_at is not None and attempt.finished_at < asked:
+        return attempt
+    return replace(attempt, phase=AttemptPhase.FAILED, message=DELETED_BEFORE_ITS_END)
 
 
 def release_after_write(

@@ -16,6 +16,8 @@ does: tests/kube_contract.py), refusing the run's first status write as too larg
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -169,8 +171,11 @@ def test_what_a_held_pod_is_observed_as_and_how_it_is_released() -> None:
     gone = try_tracking.observe_held(_pod("p"), running)
     assert (gone.phase, gone.message) == (AttemptPhase.FAILED, try_tracking.DELETED_BEFORE_ITS_END)
     assert try_tracking.observe_held(_pod("p", deleting=False), running) == running
-    ended = ObservedAttempt("extract", 1, "p", AttemptPhase.SUCCEEDED, uid="u1")
-    assert try_tracking.observe_held(_pod("p"), ended) == ended, "an ended try keeps its outcome"
+    before = datetime(2026, 12, 5, 5, 59, 59, tzinfo=UTC)  # the pod's deletion: 06:00:00
+    ended = ObservedAttempt("extract", 1, "p", AttemptPhase.SUCCEEDED, finished_at=before, uid="u1")
+    assert try_tracking.observe_held(_pod("p"), ended) == ended, "ended before its deletion: kept"
+    late = replace(ended, finished_at=before + timedelta(seconds=2))  # ended in its grace period
+    assert try_tracking.observe_held(_pod("p"), late).phase is AttemptPhase.FAILED
     assert try_tracking.removal_patch(_pod("p")) == [
         {"op": "test", "path": "/metadata/uid", "value": "u1"},
         {"op": "test", "path": "/metadata/finalizers/1", "value": FINALIZER_TRY_TRACKING},
