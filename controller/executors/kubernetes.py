@@ -15,12 +15,13 @@ evicted, it stays (Terminating) and is observed as its try's end (failed, if it 
 pass whose status write never recorded that try (refused, or its reply lost) does not create it again
 under the same name (one try, two pods), even when the deletion fell in a gap of the pod watch or
 while the controller was down: the next pass adopts and fails it, its retries apply. The finalizer
-is removed (`release`) after a status write that accounts for the pod (`release_recorded`), at once
-for the controller's own deletions (`kill`, `delete_finished`), and by the pod watch's handler for a
-run that no pass will record it in (gone, being deleted, finished: `controller.manager.main`). A
-pod the pod watch saw removed (one made before the finalizer, or whose finalizer a user removed) is
-still reported from its last state (`pod_deleted`). A pod gets the
-variables and connections its task names as references (`zonda.tries.secret_refs`), never their values.
+is removed (`release`) after a status write that accounts for the pod (`release_recorded`: a pod
+`kill` deleted too, as it may be an orphan), at once after `delete_finished` (deleteWorkerPods),
+and by the pod watch's handler for a run that no pass will record it in (gone, being deleted,
+finished: `controller.manager.main`). A pod the pod watch saw removed (one made before the
+finalizer, or whose finalizer a user removed) is still reported from its last state
+(`pod_deleted`). A pod gets the variables and connections its task names as references
+(`zonda.tries.secret_refs`), never their values.
 """
 
 from __future__ import annotations
@@ -238,13 +239,22 @@ class KubernetesExecutor:
         return patched is not None
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> None:
-        await self._delete(run, attempt_name, uid, grace_period_seconds=5)
+        """The pod stays held: a killed attempt may be one no status recorded (an orphan a pass did
+        not adopt), so it goes only once a status accounts for it (`release_recorded`: the pod's
+        event wakes its run's pass)."""
+        await self._delete(run, attempt_name, uid, grace_period_seconds=5, release=False)
 
     async def delete_finished(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None) -> bool:
-        return await self._delete(run, attempt_name, uid)
+        return await self._delete(run, attempt_name, uid, release=True)
 
     async def _delete(
-        self, run: Mapping[str, Any], name: str, uid: str | None, grace_period_seconds: int | None = None
+        self,
+        run: Mapping[str, Any],
+        name: str,
+        uid: str | None,
+        grace_period_seconds: int | None = None,
+        *,
+        release: bool,
     ) -> bool:
         """Delete the pod the pass observed, at its uid; a pod it did not observe (uid None: gone, or not
         delivered to this replica yet) is left, as is one of that name created again since (409)."""
@@ -258,7 +268,7 @@ class KubernetesExecutor:
         except Conflict as conflict:
             logger.info("pod %s/%s not deleted: %s", namespace, name, conflict.api_message)
             return False
-        if deleted:  # the pass decided this try's outcome itself: nothing to hold the pod for
+        if deleted and release:  # a finished run's recorded try: nothing to hold the pod for
             await self._release_named(run, name, uid)
         return deleted
 

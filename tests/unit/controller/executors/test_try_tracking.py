@@ -80,8 +80,8 @@ def test_a_try_whose_pod_was_deleted_unseen_before_any_status_recorded_it_is_fai
     assert_failed_once_and_retried(kube, asyncio.run(scenario()))
 
 
-def test_the_controllers_own_deletions_are_not_held() -> None:
-    """`kill` and `delete_finished` (deleteWorkerPods) decide the try's outcome themselves: the pod goes."""
+def test_deleting_a_finished_runs_pods_is_not_held() -> None:
+    """`delete_finished` (deleteWorkerPods) deletes the recorded tries of a finished run: the pod goes."""
     kube = FakeKube()
     executor = KubernetesExecutor(kube, PodDefaults())
     reconcilers = Reconcilers(kube, executor)
@@ -94,7 +94,7 @@ def test_the_controllers_own_deletions_are_not_held() -> None:
         assert pod["metadata"]["finalizers"] == [FINALIZER_TRY_TRACKING], "positive control: held if deleted"
         meta = pod["metadata"]
         assert await executor.delete_finished(run, meta["name"], uid=meta["uid"])
-        assert await _task_pods(kube) == [], "the controller's own deletion is not held"
+        assert await _task_pods(kube) == [], "deleteWorkerPods' deletion is not held"
         await settle()
 
     asyncio.run(scenario())

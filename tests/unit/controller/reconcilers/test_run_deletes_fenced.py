@@ -22,6 +22,7 @@ from controller.reconcilers.reconcilers import Reconcilers
 from tests.unit.controller.reconcilers.test_an_orphaned_try import (
     CrashOnFirstRunWrite,
     crash_after_the_first_launch,
+    deleted,
     pods,
 )
 from tests.unit.fake_world import NS, dag_body, run_body, settle
@@ -73,7 +74,7 @@ def test_a_stray_pod_is_killed_only_as_the_pass_observed_it(again: bool) -> None
     if again:
         assert pods(kube)[orphan]["metadata"]["uid"] == f"again-{orphan}", "the pod made again stays"
     else:
-        assert orphan not in pods(kube)
+        assert deleted(kube, orphan)
 
 
 def stray_trigger(run_uid: str) -> dict[str, Any]:
