@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
-from zonda.passes.decisions import Observation, TaskLaunch, TriggerRequest
+from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, TaskLaunch, TriggerRequest
 from zonda.passes.limits import PassLimits
 from zonda.resources.dagrun_models import DagRunStatus, TaskInstanceStatus
 from zonda.resources.models import TaskInstanceState
+from zonda.resources.names import attempt_name
 from zonda.resources.run_events import RunEvent
 from zonda.resources.run_types import RunType
 from zonda.resources.states import check_transition
@@ -130,6 +131,22 @@ class PassState:
     def update(self, key: str, **fields: Any) -> None:
         """Change a task instance's fields without moving it (a reason to wait, a try's progress)."""
         self.tis[key] = self.tis[key].model_copy(update=fields)
+
+    def next_attempt(self, key: str) -> tuple[int, str]:
+        """The try number and deterministic attempt name the task instance's next launch gets."""
+        ti = self.tis[key]
+        if ti.next_method is not None or ti.first_try_start is not None:
+            # resuming a deferral or a rescheduled poke: Airflow keeps the try number, but the attempt
+            # needs a name of its own: derived from the previous attempt's, it is deterministic and
+            # differs from every earlier one
+            return ti.try_number, attempt_name(self.run_name, f"{key}~{ti.pod_name or ''}", ti.try_number)
+        return ti.try_number + 1, attempt_name(self.run_name, key, ti.try_number + 1)
+
+    def existing_attempt(self, key: str) -> ObservedAttempt | None:
+        """The attempt of the task instance's next launch that exists already, unrecorded (an earlier
+        pass created it and stopped before its status write), if the executor reports one."""
+        found = self.observed.other_attempts.get(self.next_attempt(key)[1])
+        return found if found is not None and found.phase is not AttemptPhase.MISSING else None
 
     def stop_attempt_of(self, ti: TaskInstanceStatus) -> None:
         """Kill a task instance's live attempt, or delete its trigger if it is deferred."""

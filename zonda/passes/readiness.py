@@ -14,6 +14,7 @@ apart from a try's outcomes and launches.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from zonda.passes import skips
 from zonda.passes.decisions import Unanswered
@@ -29,6 +30,25 @@ S = TaskInstanceState
 _PAST_OK_STATES = frozenset({S.SUCCESS, S.SKIPPED})
 
 
+def waiting_is_over(
+    state: TaskInstanceState, next_try_at: datetime | None, now: datetime, launched: str | None
+) -> str | None:
+    """Why a task instance up for retry or reschedule is scheduled again now, or None while it waits.
+
+    Its time came; or its next try's attempt exists already (`launched`, unrecorded): a pass whose
+    clock said the time had come launched it, then its status write was refused or lost, and this
+    pass's clock says otherwise (stepped back, or another replica's). That try runs: it is adopted
+    as Airflow's scheduler adopts a running task, not stopped as an orphan, which would fail it (its
+    pod held by try tracking) and charge the task instance a try no fault ended.
+    """
+    what = "retry" if state is S.UP_FOR_RETRY else "reschedule"
+    if next_try_at is None or now >= next_try_at:
+        return f"Its {what} time came"
+    if launched is not None:
+        return f"Its {what} was launched already (attempt {launched} exists), before its time by this clock"
+    return None
+
+
 class Readiness:
     """The pass's readiness checks: trigger rules, branches, depends_on_past, LatestOnly."""
 
@@ -36,12 +56,17 @@ class Readiness:
         self.state = state
 
     def wake_waiting(self) -> None:
+        """Retries and reschedules whose time came are scheduled again; so is one whose next try an
+        earlier pass launched already (`waiting_is_over`)."""
         for task_id, ti in list(self.state.tis.items()):
-            if ti.state in (S.UP_FOR_RETRY, S.UP_FOR_RESCHEDULE) and (
-                ti.next_try_at is None or self.state.now >= ti.next_try_at
-            ):
-                what = "retry" if ti.state is S.UP_FOR_RETRY else "reschedule"
-                self.state.set(task_id, S.SCHEDULED, f"Its {what} time came")
+            if ti.state not in (S.UP_FOR_RETRY, S.UP_FOR_RESCHEDULE):
+                continue
+            existing = self.state.existing_attempt(task_id)
+            reason = waiting_is_over(
+                ti.state, ti.next_try_at, self.state.now, existing.name if existing is not None else None
+            )
+            if reason is not None:
+                self.state.set(task_id, S.SCHEDULED, reason)
 
     def evaluate_readiness(self) -> None:
         """Trigger rules over direct upstreams, in topological order so cascades settle in one pass."""

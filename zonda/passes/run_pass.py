@@ -35,7 +35,7 @@ from typing import Any
 
 from zonda.passes import container_mapping, pools, run_slots
 from zonda.passes.attempts import TRY_END, Attempts, duration_text, in_execution
-from zonda.passes.decisions import AttemptPhase, Observation, ObservedAttempt, RunPlan, TaskLaunch
+from zonda.passes.decisions import Observation, RunPlan, TaskLaunch
 from zonda.passes.graphs import leaves
 from zonda.passes.limits import DEFAULT_LIMITS, PassLimits
 from zonda.passes.mapped_instances import MappedInstances
@@ -291,7 +291,7 @@ class RunPass:
         # An attempt that exists already (launched by a pass whose status write was lost) holds its
         # slot whatever admission says: it is adopted, not stopped and created again once admitted
         # (one try, two pods); the limits apply to the task instances without an attempt.
-        for key in [key for key in ready if self._existing_attempt(key) is not None]:
+        for key in [key for key in ready if self.state.existing_attempt(key) is not None]:
             ready.remove(key)
             if self._launch(key):
                 ended = True
@@ -363,30 +363,12 @@ class RunPass:
             concurrency.elsewhere,
         )
 
-    def _next_attempt(self, task_id: str) -> tuple[int, str]:
-        """The try number and deterministic attempt name the task instance's next launch gets."""
-        ti = self.state.tis[task_id]
-        if ti.next_method is not None or ti.first_try_start is not None:
-            # resuming a deferral or a rescheduled poke: Airflow keeps the try number, but the attempt
-            # needs a name of its own: derived from the previous attempt's, it is deterministic and
-            # differs from every earlier one
-            return ti.try_number, attempt_name(
-                self.state.run_name, f"{task_id}~{ti.pod_name or ''}", ti.try_number
-            )
-        return ti.try_number + 1, attempt_name(self.state.run_name, task_id, ti.try_number + 1)
-
-    def _existing_attempt(self, task_id: str) -> ObservedAttempt | None:
-        """The attempt of the task instance's next launch that exists already, unrecorded (an earlier
-        pass created it and stopped before its status write), if the executor reports one."""
-        found = self.state.observed.other_attempts.get(self._next_attempt(task_id)[1])
-        return found if found is not None and found.phase is not AttemptPhase.MISSING else None
-
     def _launch(self, task_id: str) -> bool:
         """Queue the task instance's next try under its deterministic name, to create; or adopt the
         attempt of that name if the executor reports one already (an earlier pass created it and
         stopped before its status write), applying its report now. Whether that try had ended."""
         ti = self.state.tis[task_id]
-        try_number, name = self._next_attempt(task_id)
+        try_number, name = self.state.next_attempt(task_id)
         if ti.next_method is not None:  # a resumed deferral keeps the try's start and its XComs
             fields: dict[str, Any] = {}
         elif ti.first_try_start is not None:  # a new poke starts anew (Airflow's `clear_xcom_data`)
@@ -397,7 +379,7 @@ class RunPass:
         if (index := self.state.scheduled_event_at.pop(task_id, None)) is not None:
             self.state.events[index] = None
         max_tries = ti.max_tries if ti.max_tries is not None else self.state.task(task_id).retries
-        adopted = self._existing_attempt(task_id)
+        adopted = self.state.existing_attempt(task_id)
         queued_at, reason = self.state.now, f"Queued try {try_number} of {max_tries + 1} as {name}"
         if adopted is not None:  # queued when it was created, at the latest: its times stay in order
             queued_at = min(self.state.now, adopted.pending_since or adopted.started_at or self.state.now)

@@ -218,3 +218,55 @@ def test_an_orphan_is_adopted_even_when_admission_would_not_let_its_try_start_no
     assert (tis["second"].state, tis["second"].pod_name) == (S.RUNNING, running.name)
     assert tis["first"].state is S.SCHEDULED
     assert "OrphanedAttemptStopped" not in reasons(plan)
+
+
+def _up_for_retry(dag: Any) -> DagRunStatus:
+    """extract's try 1 launched (at 0 s), failed at 9 s: up for retry at 69 s (retry_delay 1 min)."""
+    first = one_pass(dag, new_status(), {})
+    failed = orphan("extract", AttemptPhase.FAILED, exit_code=1, finished_at=START + timedelta(seconds=9))
+    plan = one_pass(dag, first.status, by_name(failed), after=10)
+    ti = plan.status.task_instances["extract"]
+    assert (ti.state, ti.try_number, ti.next_try_at) == (S.UP_FOR_RETRY, 1, START + timedelta(seconds=69))
+    return plan.status
+
+
+def test_the_orphan_of_a_retry_this_passs_clock_says_is_not_due_yet_is_adopted_not_stopped() -> None:
+    """Found by the audited mixed fault run (a `clock-jump` back, then `status-too-large`): a pass whose
+    clock said the retry was due launched try 2 and its status write was refused; the next pass's
+    clock (stepped back) said the retry was not due, so it stopped try 2 as an orphan. Try tracking
+    held its pod and a later pass adopted it as failed: try 3 ran, a try charged that no fault ended
+    ("try 3, expected 2"). The try runs: it is adopted, as Airflow adopts a running task instance."""
+    dag = make_dag({"extract": {"retries": 3, "retry_delay": timedelta(minutes=1)}})
+    status = _up_for_retry(dag)
+    # positive control: without the orphan, the retry waits for its time
+    waiting = one_pass(dag, status, {}, after=20)
+    assert waiting.status.task_instances["extract"].state is S.UP_FOR_RETRY
+    assert waiting.launches == [] and waiting.adoptions == []
+    running = orphan("extract", AttemptPhase.RUNNING, try_number=2, started_at=START + timedelta(seconds=80))
+    plan = one_pass(dag, status, by_name(running), after=20)  # the clock stepped back: 20 s < 69 s
+    assert plan.kills == [], "the try that runs is not stopped"
+    assert "OrphanedAttemptStopped" not in reasons(plan)
+    assert plan.launches == [] and [a.attempt_name for a in plan.adoptions] == [running.name]
+    ti = plan.status.task_instances["extract"]
+    assert (ti.state, ti.try_number, ti.pod_name) == (S.RUNNING, 2, running.name)
+
+
+def test_the_orphan_of_a_reschedule_not_due_by_this_clock_is_adopted_too() -> None:
+    dag = make_dag({"poke": {"retries": 0}})
+    first = one_pass(dag, new_status(), {})
+    rescheduled = orphan(
+        "poke",
+        AttemptPhase.SUCCEEDED,
+        result=TaskResult(outcome=TaskOutcome.RESCHEDULE, reschedule_at=START + timedelta(seconds=60)),
+        exit_code=0,
+        started_at=START + timedelta(seconds=1),
+        finished_at=START + timedelta(seconds=2),
+    )
+    status = one_pass(dag, first.status, by_name(rescheduled), after=3).status
+    ti = status.task_instances["poke"]
+    assert ti.state is S.UP_FOR_RESCHEDULE and ti.next_try_at == START + timedelta(seconds=60)
+    name = attempt_name(RUN_NAME, f"poke~{ti.pod_name}", ti.try_number)
+    poke = ObservedAttempt(task_id="poke", try_number=1, name=name, phase=AttemptPhase.RUNNING)
+    plan = one_pass(dag, status, by_name(poke), after=10)
+    assert plan.kills == [] and [a.attempt_name for a in plan.adoptions] == [name]
+    assert plan.status.task_instances["poke"].state is S.RUNNING
