@@ -46,7 +46,8 @@ from zonda.tries import secret_refs
 
 logger = logging.getLogger(__name__)
 
-#: Refused attempts kept (the newest): one is read by the run's next pass, moments after.
+#: Reports kept in memory per map (`AttemptReports`: refused launches, deleted pods; the newest), and runs
+#: whose held pods are kept: one is read by the run's next pass, moments after.
 REFUSALS_KEPT = 4096
 #: What a pod deleted before it ended is reported as (its try failed: the executor gave up on it).
 DELETED_BEFORE_ITS_END = try_tracking.DELETED_BEFORE_ITS_END
@@ -72,6 +73,29 @@ def _observe(pod: Mapping[str, Any]) -> ObservedAttempt:
     return try_tracking.observe_held(pod, dataclasses.replace(observed, uid=meta.get("uid")))
 
 
+class AttemptReports:
+    """Reports of tries kept in memory by (run uid, attempt name), the newest `REFUSALS_KEPT` of them:
+    what `observe` adds to the pods it finds for a run."""
+
+    def __init__(self) -> None:
+        self._reports: OrderedDict[tuple[str, str], ObservedAttempt] = OrderedDict()
+
+    def remember(self, run_uid: str, name: str, report: ObservedAttempt) -> None:
+        self._reports.pop((run_uid, name), None)
+        self._reports[(run_uid, name)] = report
+        while len(self._reports) > REFUSALS_KEPT:
+            self._reports.popitem(last=False)
+
+    def forget(self, run_uid: str, name: str) -> None:
+        self._reports.pop((run_uid, name), None)
+
+    def of_run(self, run_uid: str) -> dict[str, ObservedAttempt]:
+        return {name: report for (uid, name), report in self._reports.items() if uid == run_uid}
+
+    def __len__(self) -> int:
+        return len(self._reports)
+
+
 class KubernetesExecutor:
     name = "kubernetes"
 
@@ -84,13 +108,13 @@ class KubernetesExecutor:
         self.pods: LabelledObjects | None = None
         #: Tries whose pod the apiserver refused for good, by (run uid, attempt name): reported failed.
         #: In memory: after a restart, the try's pod is missing and the pass fails it as a zombie.
-        self.refused: OrderedDict[tuple[str, str], ObservedAttempt] = OrderedDict()
+        self.refused = AttemptReports()
         #: The last report of each task pod the watch saw deleted, by (run uid, attempt name): a try
         #: whose pod was deleted before it ended is failed, whether or not a status recorded it (a
         #: pass that launched it and whose status write was refused or lost leaves an orphan: gone
         #: before the next pass adopts it, that pass would create the same try again). In memory: after
         #: a restart, such an orphan is created again (one try, two pods), as before.
-        self.deleted: OrderedDict[tuple[str, str], ObservedAttempt] = OrderedDict()
+        self.deleted = AttemptReports()
         #: The held pods (deleted, our finalizer kept) the last `observe` of each run saw, by run uid:
         #: what `release_recorded` looks at after that pass's write (none in the normal flow).
         self.held: dict[str, list[dict[str, Any]]] = {}
@@ -114,9 +138,8 @@ class KubernetesExecutor:
                 del self.held[next(iter(self.held))]
         else:
             self.held.pop(meta["uid"], None)
-        refused = {name: attempt for (uid, name), attempt in self.refused.items() if uid == meta["uid"]}
-        deleted = {name: attempt for (uid, name), attempt in self.deleted.items() if uid == meta["uid"]}
-        return refused | deleted | {pod["metadata"]["name"]: _observe(pod) for pod in found}
+        reported = self.refused.of_run(meta["uid"]) | self.deleted.of_run(meta["uid"])
+        return reported | {pod["metadata"]["name"]: _observe(pod) for pod in found}
 
     def pod_deleted(self, pod: Mapping[str, Any]) -> None:
         """A task pod's DELETED event (its last state): remembered as its try's last report, failed if
@@ -125,12 +148,7 @@ class KubernetesExecutor:
         uid = (meta.get("labels") or {}).get(LABEL_DAGRUN_UID)
         if uid is None:
             return
-        last = try_tracking.gone(_observe(pod))
-        key = (uid, meta.get("name", ""))
-        self.deleted.pop(key, None)
-        self.deleted[key] = last
-        while len(self.deleted) > REFUSALS_KEPT:
-            self.deleted.popitem(last=False)
+        self.deleted.remember(uid, meta.get("name", ""), try_tracking.gone(_observe(pod)))
 
     def changes_observation(self, pod: Mapping[str, Any]) -> bool:
         """Would a pass observe this pod's try differently from the pod kept? Call before keeping it.
@@ -160,8 +178,8 @@ class KubernetesExecutor:
         self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
     ) -> str | None:
         meta = run["metadata"]
-        self.refused.pop((meta["uid"], attempt_name), None)
-        self.deleted.pop((meta["uid"], attempt_name), None)
+        self.refused.forget(meta["uid"], attempt_name)
+        self.deleted.forget(meta["uid"], attempt_name)
         manifest = pods.build_task_pod(
             invocation=invocation,
             task=task,
@@ -181,15 +199,14 @@ class KubernetesExecutor:
             if words is None:
                 raise  # the moment's: the reconcile is retried with backoff
             annotations = manifest["metadata"].get("annotations", {})
-            self.refused[(meta["uid"], attempt_name)] = launch_refusals.refused_attempt(
+            refused = launch_refusals.refused_attempt(
                 task_id=annotations.get(ANNOTATION_TASK_ID, invocation.task_id),
                 try_number=invocation.try_number,
                 name=attempt_name,
                 words=words,
                 now=datetime.now(UTC),
             )
-            while len(self.refused) > REFUSALS_KEPT:
-                self.refused.popitem(last=False)
+            self.refused.remember(meta["uid"], attempt_name, refused)
             return words
         if self.pods is not None:
             self.pods.observed(copy_body(created))

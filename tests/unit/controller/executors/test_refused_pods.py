@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from controller.executors.kubernetes import KubernetesExecutor
+from controller.executors.kubernetes import REFUSALS_KEPT, AttemptReports, KubernetesExecutor
 from controller.executors.pods import PodDefaults
 from controller.kube import DAGRUNS, DAGS, KubeError
 from controller.kube.fake import FakeKube
 from controller.reconcilers.reconcilers import Reconcilers
 from tests.unit.fake_world import NS, dag_body, run_body, settle
 from zonda.passes import launch_refusals
+from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 
 INVALID = (
     'Pod "etl-1-extract-1-x" is invalid: spec.containers[0].resources.requests[cpu]: '
@@ -108,3 +109,24 @@ def test_a_refusal_of_the_moment_is_retried_by_the_reconcile_not_failed() -> Non
     status = kube.objects[(DAGRUNS, NS, "etl-1")].get("status") or {}
     assert (status.get("taskInstances") or {}).get("extract", {}).get("state") != "failed"
     assert kube.creates, "positive control: the pod was asked for"
+
+
+def test_the_executors_in_memory_reports_are_per_run_newest_kept_and_forgotten_at_a_launch() -> None:
+    """`AttemptReports` (refused launches, deleted pods): a run sees only its own; past
+    `REFUSALS_KEPT` the oldest goes; a report seen again is the newest; `forget` drops one."""
+
+    def report(name: str) -> ObservedAttempt:
+        return ObservedAttempt(task_id="t", try_number=1, name=name, phase=AttemptPhase.FAILED)
+
+    reports = AttemptReports()
+    reports.remember("run-a", "first", report("first"))
+    reports.remember("run-b", "other", report("other"))
+    for index in range(REFUSALS_KEPT - 2):
+        reports.remember("run-c", f"filler-{index}", report(f"filler-{index}"))
+    reports.remember("run-a", "first", report("first"))  # seen again: the newest now
+    reports.remember("run-a", "second", report("second"))  # one past the bound: "other" goes
+    assert len(reports) == REFUSALS_KEPT
+    assert sorted(reports.of_run("run-a")) == ["first", "second"]
+    assert reports.of_run("run-b") == {}
+    reports.forget("run-a", "first")
+    assert list(reports.of_run("run-a")) == ["second"]
