@@ -737,6 +737,8 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
         except AssertionError:
             print(unfinished_pods(cluster, namespace))
             raise
+        if fault.inject is strike_mixed:
+            print(attempt_events(cluster, namespace))
     if fault.triggerers > 1:  # which replica fired each Trigger (once each: the audit's)
         fired_by = Counter(holder for names in records.triggers.holders.values() for holder in names)
         print(f"\nTriggers fired by {dict(fired_by)}")
@@ -785,6 +787,22 @@ def audit_mixed(
         f"{len(outcome.consumed)} consumer runs; a pod fault's misses: {dict(target.missed)})"
     )
     assert not result.differences, "\n".join(result.differences)
+
+
+#: The Events a pass posts about an attempt no status recorded or no longer wants: where a difference
+#: in the audit (an extra try) usually starts.
+ATTEMPT_EVENTS = ("AttemptAdopted", "OrphanedAttemptStopped", "StrayAttemptStopped")
+
+
+def attempt_events(cluster: Cluster, namespace: str) -> str:
+    """How many attempts passes adopted or stopped (from the Events; one posted during a proxy fault
+    may be missing), and what each orphan stopped was: a stopped orphan is a try failed (its pod held)."""
+    events = [e for e in get(cluster, namespace, "events")["items"] if e.get("reason") in ATTEMPT_EVENTS]
+    counts = Counter(e["reason"] for e in events)
+    lines = [f"\nattempt Events: {dict(counts)}"]
+    lines += [f"  {e['involvedObject']['name']}: {e['message']}" for e in events
+              if e["reason"] == "OrphanedAttemptStopped"]  # fmt: skip
+    return "\n".join(lines)
 
 
 def unfinished_pods(cluster: Cluster, namespace: str) -> str:

@@ -10,7 +10,7 @@ try...):
    skip, deferral, reschedule, zombies) and enforce pending and execution timeouts;
 3. apply what the triggerer saw (fired, failed) and trigger timeouts;
 4. time the run out (Airflow skips every unfinished task instance and fails the run);
-5. wake retries and reschedules whose time came;
+5. wake retries and reschedules whose time came, or whose next try an earlier pass launched already;
 6. evaluate trigger rules in topological order (skip and upstream_failed cascades, branching,
    LatestOnly, EmptyOperator, depends_on_past);
 7. launch ready task instances by priority within `max_active_tasks`;
