@@ -292,11 +292,12 @@ def controller(
 
 
 def controller_counters(port: int) -> dict[str, float]:
-    """The controller's own counters of run passes and API errors (conflicts), from its /metrics."""
+    """The controller's own counters of run passes, API errors (conflicts) and the watch events its
+    followers delivered, from its /metrics."""
     import urllib.request
 
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    wanted = ("zonda_reconciles_total{", "zonda_api_errors_total{")
+    wanted = ("zonda_reconciles_total{", "zonda_api_errors_total{", "zonda_watch_events_total{")
     return {
         line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()

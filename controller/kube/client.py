@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import aiohttp
-from kubernetes_asyncio import client, config, watch
+import msgspec
+from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kube.cache import ObjectCache, copy_body
@@ -35,11 +36,24 @@ from zonda.resources.models import DAGRUNS, GROUP, VERSION
 from zonda.resources.wire import format_micro_time
 
 MERGE_PATCH = "application/merge-patch+json"
+PODS = "pods"
+#: A watch's connect timeout, and how long a stream may say nothing (not even the bookmark the
+#: apiserver sends about once a minute) before it is taken as dead (kopf's `inactivity_timeout`).
+WATCH_CONNECT_SECONDS = 30.0
+WATCH_IDLE_SECONDS = 70.0
 JSON_PATCH = "application/json-patch+json"
 
 Body = dict[str, Any]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+
+class _WatchEvent(msgspec.Struct):
+    type: str
+    object: dict[str, Any]
+
+
+_decode_event = msgspec.json.Decoder(_WatchEvent).decode
 
 
 def in_cluster_server(environ: Mapping[str, str]) -> str | None:
@@ -318,7 +332,7 @@ class Kube:
         )
         return gone is not None
 
-    async def watch_custom(
+    def watch_custom(
         self,
         plural: str,
         namespace: str | None,
@@ -328,28 +342,88 @@ class Kube:
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, Body]]:
         """Yield (event type, object) until the server closes the watch (callers re-list and re-watch)."""
-        stream = watch.Watch()
-        func = (
-            self.custom.list_cluster_custom_object
-            if namespace is None
-            else self.custom.list_namespaced_custom_object
+        return self.watch_objects(
+            plural,
+            namespace,
+            label_selector=label_selector,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
         )
-        args: tuple[str, ...] = (
-            (GROUP, VERSION, plural) if namespace is None else (GROUP, VERSION, namespace, plural)
-        )
-        kwargs: dict[str, Any] = {"timeout_seconds": timeout_seconds, "allow_watch_bookmarks": False}
+
+    def _lister(self, plural: str, namespace: str | None) -> tuple[Any, tuple[str, ...]]:
+        """The client's list call of `plural` (`pods`, or one of ours) and its leading arguments."""
+        if plural == PODS:
+            if namespace is None:
+                return self.core.list_pod_for_all_namespaces, ()
+            return self.core.list_namespaced_pod, (namespace,)
+        if namespace is None:
+            return self.custom.list_cluster_custom_object, (GROUP, VERSION, plural)
+        return self.custom.list_namespaced_custom_object, (GROUP, VERSION, namespace, plural)
+
+    async def list_objects(
+        self, plural: str, namespace: str | None, label_selector: str | None = None
+    ) -> tuple[list[Body], str | None]:
+        """Pods or our objects as stored (DagRuns not made whole) and the list's resourceVersion, to
+        watch from; the items carry `kind` and `apiVersion`, as a watch event's object does."""
+        func, args = self._lister(plural, namespace)
+        response = await _call(func(*args, label_selector=label_selector or "", _preload_content=False))
+        answer = await self._json(response)
+        items: list[Body] = answer.get("items") or []
+        kind, api_version = str(answer.get("kind", "")).removesuffix("List"), answer.get("apiVersion")
+        for item in items:
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+        return items, (answer.get("metadata") or {}).get("resourceVersion")
+
+    async def watch_objects(
+        self,
+        plural: str,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int = 300,
+        bookmarks: bool = False,
+    ) -> AsyncIterator[tuple[str, Body]]:
+        """Yield (event type, object) of pods or our objects until the server ends the watch.
+
+        The stream is read raw, a line a time, and decoded with msgspec (no typed models: a pod
+        event through kubernetes_asyncio's Watch would be a `V1Pod`). An ERROR event raises
+        `KubeError` with its code (410 Gone: the version is too old, list again). With `bookmarks`
+        the apiserver's BOOKMARK events are yielded too (only their resourceVersion means anything).
+        A stream with nothing for `WATCH_IDLE_SECONDS` (bookmarks come about once a minute) is taken
+        as dead: `TimeoutError`.
+        """
+        func, args = self._lister(plural, namespace)
+        kwargs: dict[str, Any] = {
+            "watch": True,
+            "timeout_seconds": timeout_seconds,
+            "allow_watch_bookmarks": bookmarks,
+            "_preload_content": False,
+            "_request_timeout": aiohttp.ClientTimeout(
+                sock_connect=WATCH_CONNECT_SECONDS,
+                sock_read=WATCH_IDLE_SECONDS if bookmarks else timeout_seconds + WATCH_IDLE_SECONDS,
+            ),
+        }
         if label_selector:
             kwargs["label_selector"] = label_selector
         if resource_version:
             kwargs["resource_version"] = resource_version
+        response = await _call(func(*args, **kwargs))
         try:
-            async with stream.stream(func, *args, **kwargs) as events:
-                async for event in events:
-                    yield event["type"], event["object"]
-        except ApiException as exc:
-            raise translate(exc) from exc
+            if not 200 <= response.status <= 299:
+                reason = (await response.read()).decode(errors="replace")
+                raise translate(ApiException(status=response.status, reason=reason))
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = _decode_event(line)
+                if event.type == "ERROR":
+                    status = event.object
+                    raise KubeError(int(status.get("code") or 0), json.dumps(status))
+                yield event.type, event.object
         finally:
-            stream.stop()
+            response.close()  # a stream given up half read is not handed back to the pool
 
     # ---------------------------------------------------------------------------------------- pods
 
@@ -417,7 +491,7 @@ class Kube:
             async for chunk in response.content.iter_any():
                 yield chunk.decode(errors="replace")
         finally:
-            response.release()
+            response.close()  # a stream given up half read is not handed back to the pool
 
     # -------------------------------------------------------------------------------------- leases
 

@@ -10,13 +10,18 @@ writes status (a status given on create is dropped; a new Pod's is `Pending`); l
 every operator (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`; a malformed one is a 400); Events
 recorded in order; finalizers (a delete of an object that has some marks it with a
 `deletionTimestamp`; it goes when a JSON patch of a pod removes the last), JSON patch of a pod with
-`test` preconditions (a failed one is a 422); and, when `max_object_bytes` is set, etcd's refusal
-of a status write that makes an object larger. What it does not: watches, admission, schema
-validation and pruning, garbage collection, pod life cycles (tests set a pod's `status` themselves).
+`test` preconditions (a failed one is a 422); when `max_object_bytes` is set, etcd's refusal of a
+status write that makes an object larger; and watches (`list_objects`, `watch_objects`, with
+`keep_history`): every write that changes something is an event in a history a watch replays from
+its resourceVersion, with the apiserver's faults as test hooks (`end_watches`: the server's timeout;
+`break_watches`: a dropped connection; `compact`: older versions answer 410 Gone; `bookmark`). What
+it does not: admission, schema validation and pruning, garbage collection, pod life cycles (tests
+set a pod's `status` themselves).
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import json
@@ -156,6 +161,44 @@ class FakeKube:
     max_object_bytes: int | None = None
     #: A big run's task instances in DagRunShards, as `client.Kube` keeps them.
     run_shards: RunShards = field(default_factory=RunShards)
+    #: Whether changes are kept for watches (off: a copy of every write would slow other tests).
+    keep_history: bool = False
+    #: Every change as a watch sees it: (resourceVersion, kind, event type, the object then).
+    history: list[tuple[int, str, str, Body]] = field(default_factory=list)
+    #: Watches from a resourceVersion below this answer 410 Gone (etcd compacted them away).
+    compacted: int = 0
+    #: The signals of the watches open now ("more", "end", a bookmark's version, an exception).
+    _watchers: list[asyncio.Queue[Any]] = field(default_factory=list)
+    #: How many watches were opened, and lists made by `list_objects`, by kind.
+    watches_opened: dict[str, int] = field(default_factory=dict)
+
+    def _record(self, kind: str, type_: str, body: Body) -> None:
+        if not self.keep_history:
+            return
+        self.history.append((int(body["metadata"]["resourceVersion"]), kind, type_, copy.deepcopy(body)))
+        for queue in self._watchers:
+            queue.put_nowait("more")
+
+    def end_watches(self) -> None:
+        """The server ends every open watch (its timeout): the streams finish."""
+        for queue in self._watchers:
+            queue.put_nowait("end")
+
+    def break_watches(self, error: BaseException | None = None) -> None:
+        """Every open watch's connection drops: the streams raise `error` (ConnectionResetError)."""
+        for queue in self._watchers:
+            queue.put_nowait(error or ConnectionResetError("connection reset by the fake"))
+
+    def compact(self, version: int | None = None) -> None:
+        """etcd compacts: a watch from a version before `version` (now) answers 410 Gone."""
+        self.compacted = version if version is not None else next(self._versions)
+
+    def bookmark(self) -> int:
+        """A BOOKMARK on every watch that asked for them, at a new version (returned)."""
+        version = next(self._versions)
+        for queue in self._watchers:
+            queue.put_nowait(version)
+        return version
 
     def _check_size(self, body: Body) -> None:
         """etcd refuses to store an object over its request limit, as the apiserver reports it."""
@@ -175,13 +218,14 @@ class FakeKube:
             raise _not_found(kind, name)
         return stored
 
-    def _write(self, stored: Body, changed: Body) -> Body:
+    def _write(self, stored: Body, changed: Body, kind: str = "") -> Body:
         """Stores `changed` over `stored` with a new resourceVersion, unless nothing changed: the
         apiserver skips a write that changes nothing and keeps the resourceVersion."""
         if changed != stored:
             stored.clear()
             stored.update(changed)
             stored["metadata"]["resourceVersion"] = str(next(self._versions))
+            self._record(kind, "MODIFIED", stored)
         return copy.deepcopy(stored)
 
     def _create(self, kind: str, namespace: str, body: Body) -> Body:
@@ -204,6 +248,7 @@ class FakeKube:
             "generation": 1,
         }
         self.objects[key] = stored
+        self._record(kind, "ADDED", stored)
         return copy.deepcopy(stored)
 
     def _list(self, kind: str, namespace: str | None, selector: str | None) -> list[Body]:
@@ -245,10 +290,16 @@ class FakeKube:
                 changed = copy.deepcopy(stored)
                 changed["metadata"]["deletionTimestamp"] = self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
                 changed["metadata"]["deletionGracePeriodSeconds"] = 0
-                self._write(stored, changed)
+                self._write(stored, changed, kind)
             return True
-        del self.objects[kind, namespace, name]
+        self._gone(kind, namespace, name)
         return True
+
+    def _gone(self, kind: str, namespace: str, name: str) -> None:
+        """The object removed, and its DELETED event (at a version of its own) recorded."""
+        gone = copy.deepcopy(self.objects.pop((kind, namespace, name)))
+        gone["metadata"]["resourceVersion"] = str(next(self._versions))
+        self._record(kind, "DELETED", gone)
 
     # ----------------------------------------------------------------------- custom resources
 
@@ -285,7 +336,7 @@ class FakeKube:
             raise _conflict(plural, name)
         changed = {**copy.deepcopy(stored), "status": _merge_patch(stored.get("status") or {}, status)}
         self._check_size(changed)
-        return self._write(stored, changed)
+        return self._write(stored, changed, plural)
 
     async def replace_custom_status(self, plural: str, namespace: str, body: Body) -> Body:
         if plural == DAGRUNS:  # a big run's task instances to its shards first, as `client.Kube`
@@ -305,7 +356,7 @@ class FakeKube:
         if "status" in body:
             changed["status"] = copy.deepcopy(body["status"])
         self._check_size(changed)
-        return self._write(stored, changed)
+        return self._write(stored, changed, plural)
 
     async def delete_custom(
         self,
@@ -318,7 +369,7 @@ class FakeKube:
     ) -> bool:
         return self._delete(plural, namespace, name, resource_version, uid)
 
-    async def watch_custom(
+    def watch_custom(
         self,
         plural: str,
         namespace: str | None,
@@ -327,8 +378,57 @@ class FakeKube:
         resource_version: str | None = None,
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, Body]]:
-        raise NotImplementedError("FakeKube has no watches: drive reconcilers directly")
-        yield  # pragma: no cover  (makes this an async generator, as the Protocol says)
+        return self.watch_objects(
+            plural, namespace, label_selector=label_selector, resource_version=resource_version
+        )
+
+    async def list_objects(
+        self, plural: str, namespace: str | None, label_selector: str | None = None
+    ) -> tuple[list[Body], str | None]:
+        self.watches_opened[f"list {plural}"] = self.watches_opened.get(f"list {plural}", 0) + 1
+        return self._list(plural, namespace, label_selector), str(next(self._versions))
+
+    async def watch_objects(
+        self,
+        plural: str,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int = 300,
+        bookmarks: bool = False,
+    ) -> AsyncIterator[tuple[str, Body]]:
+        """The changes after `resource_version` (all kept, without one), then the new ones, until
+        `end_watches`; 410 Gone from a version `compact` dropped, as the apiserver's ERROR event."""
+        assert self.keep_history, "FakeKube(keep_history=True) for watches"
+        self.watches_opened[plural] = self.watches_opened.get(plural, 0) + 1
+        since = int(resource_version) if resource_version else 0
+        if resource_version and since < self.compacted:
+            raise KubeError(410, f"too old resource version: {since} ({self.compacted})")
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._watchers.append(queue)
+        position = next((i for i, item in enumerate(self.history) if item[0] > since), len(self.history))
+        try:
+            while True:
+                while position < len(self.history):
+                    _, kind, type_, body = self.history[position]
+                    position += 1
+                    meta = body["metadata"]
+                    if (
+                        kind == plural
+                        and (namespace is None or meta.get("namespace") == namespace)
+                        and matches(meta.get("labels") or {}, label_selector)
+                    ):
+                        yield type_, copy.deepcopy(body)
+                signal = await queue.get()
+                if signal == "end":
+                    return
+                if isinstance(signal, BaseException):
+                    raise signal
+                if isinstance(signal, int) and bookmarks and position == len(self.history):
+                    yield "BOOKMARK", {"metadata": {"resourceVersion": str(signal)}}
+        finally:
+            self._watchers.remove(queue)
 
     # ----------------------------------------------------------------------------------- pods
 
@@ -357,10 +457,10 @@ class FakeKube:
         if stored is None:
             return None
         changed = _json_patch(stored, patch, name)
-        self._write(stored, changed)
+        self._write(stored, changed, "pods")
         meta = stored["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            del self.objects["pods", namespace, name]
+            self._gone("pods", namespace, name)
         return copy.deepcopy(stored)
 
     async def pod_logs(self, namespace: str, name: str, *, container: str | None = None) -> str:
@@ -389,7 +489,9 @@ class FakeKube:
             else:
                 meta.pop(key, None)
         return self._write(
-            stored, {**copy.deepcopy(stored), "metadata": meta, "spec": copy.deepcopy(body.get("spec") or {})}
+            stored,
+            {**copy.deepcopy(stored), "metadata": meta, "spec": copy.deepcopy(body.get("spec") or {})},
+            "leases",
         )
 
     async def delete_lease(self, namespace: str, name: str) -> bool:
