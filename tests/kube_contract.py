@@ -13,15 +13,18 @@ merge patch of the status subresource, a status given on create being dropped, s
 spec, metadata and generation alone, a write that changes nothing keeping the resourceVersion, label
 selectors (every operator the API has), list order and cluster-wide lists, deletion, Pods, Leases,
 a pod's finalizer holding its deletion until a JSON patch (with `test` preconditions) removes it, a
-big DagRun read and written whole across its DagRunShards (`controller.kube.run_shards`).
-Not covered, because FakeKube does not model them (its docstring says so): watches, schema validation
-and pruning, admission, garbage collection, pod life cycles, etcd's size limit.
+big DagRun read and written whole across its DagRunShards (`controller.kube.run_shards`), and a
+watch from a list's resourceVersion or any event's (each change once, in order, by label selector).
+Not covered, because FakeKube does not model them (its docstring says so): schema validation
+and pruning, admission, garbage collection, pod life cycles, etcd's size limit; a watch's expiry
+(410) and bookmarks are the fake's test hooks, as the apiserver gives them only in its own time.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 
 import pytest
 
@@ -431,6 +434,47 @@ async def a_pod_with_a_finalizer_stays_deleted_until_a_patch_removes_it(
     await kube.patch_pod(namespace, "held", release)
     assert names(await kube.list_pods(namespace, "run=held")) == []  # the last finalizer gone: deleted
     assert await kube.patch_pod(namespace, "held", release) is None  # a gone pod: None
+
+
+async def _watched(
+    kube: KubeApi, plural: str, namespace: str, version: str, count: int, label_selector: str | None = None
+) -> list[Body]:
+    """The first `count` events of a watch from `version`, as (type, name, resourceVersion)."""
+    seen: list[Body] = []
+    async with aclosing(
+        kube.watch_objects(plural, namespace, label_selector=label_selector, resource_version=version)
+    ) as events:
+        async for kind, body in events:
+            seen.append({"type": kind, "name": body["metadata"]["name"], "rv": rv(body)})
+            if len(seen) == count:
+                break
+    return seen
+
+
+@scenario
+async def a_watch_delivers_each_change_once_in_order_and_resumes_after_any_event(
+    kube: KubeApi, namespace: str
+) -> None:
+    await kube.create_custom(DAGRUNS, namespace, dagrun("w1"))
+    items, version = await kube.list_objects(DAGRUNS, namespace)
+    assert names(items) == ["w1"] and items[0]["kind"] == "DagRun" and version
+    await kube.create_custom(DAGRUNS, namespace, dagrun("w2"))
+    patched = await kube.patch_custom_status(DAGRUNS, namespace, "w1", {"state": "running"})
+    await kube.delete_custom(DAGRUNS, namespace, "w2")
+    seen = await _watched(kube, DAGRUNS, namespace, version, 3)
+    assert [(e["type"], e["name"]) for e in seen] == [("ADDED", "w2"), ("MODIFIED", "w1"), ("DELETED", "w2")]
+    assert seen[1]["rv"] == rv(patched)
+    assert await _watched(kube, DAGRUNS, namespace, seen[0]["rv"], 2) == seen[1:]  # from any event on
+
+    await kube.create_pod(namespace, pod("other", {}))
+    listed, version = await kube.list_objects("pods", namespace, "zonda.dev/contract-watch")
+    assert listed == []
+    await kube.create_pod(namespace, pod("other-2", {}))
+    await kube.create_pod(namespace, pod("labelled", {"zonda.dev/contract-watch": "x"}))
+    events = await _watched(
+        kube, "pods", namespace, str(version), 1, label_selector="zonda.dev/contract-watch"
+    )
+    assert [(e["type"], e["name"]) for e in events] == [("ADDED", "labelled")]
 
 
 def _instances(count: int, state: str = "scheduled") -> Body:

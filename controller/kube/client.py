@@ -20,7 +20,7 @@ import os
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -384,7 +384,7 @@ class Kube:
         resource_version: str | None = None,
         timeout_seconds: int = 300,
         bookmarks: bool = False,
-    ) -> AsyncIterator[tuple[str, Body]]:
+    ) -> AsyncGenerator[tuple[str, Body], None]:
         """Yield (event type, object) of pods or our objects until the server ends the watch.
 
         The stream is read raw, a line a time, and decoded with msgspec (no typed models: a pod

@@ -27,7 +27,7 @@ import itertools
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -397,7 +397,7 @@ class FakeKube:
         resource_version: str | None = None,
         timeout_seconds: int = 300,
         bookmarks: bool = False,
-    ) -> AsyncIterator[tuple[str, Body]]:
+    ) -> AsyncGenerator[tuple[str, Body], None]:
         """The changes after `resource_version` (all kept, without one), then the new ones, until
         `end_watches`; 410 Gone from a version `compact` dropped, as the apiserver's ERROR event."""
         assert self.keep_history, "FakeKube(keep_history=True) for watches"

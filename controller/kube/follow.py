@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -68,7 +68,7 @@ class Lister(Protocol):
         resource_version: str | None = None,
         timeout_seconds: int = 300,
         bookmarks: bool = False,
-    ) -> AsyncIterator[tuple[str, Body]]: ...
+    ) -> AsyncGenerator[tuple[str, Body], None]: ...
 
 
 def _key(body: Body) -> Key:

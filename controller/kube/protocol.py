@@ -7,7 +7,7 @@ errors are `controller.kube.errors.KubeError` subclasses (404 NotFound, 409 Alre
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, Protocol
 
 Body = dict[str, Any]
@@ -56,6 +56,25 @@ class KubeApi(Protocol):
         resource_version: str | None = None,
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, Body]]: ...
+
+    async def list_objects(
+        self, plural: str, namespace: str | None, label_selector: str | None = None
+    ) -> tuple[list[Body], str | None]:
+        """Pods (`pods`) or our objects as stored, with `kind` and `apiVersion`, and the list's
+        resourceVersion to watch from."""
+
+    def watch_objects(
+        self,
+        plural: str,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int = 300,
+        bookmarks: bool = False,
+    ) -> AsyncGenerator[tuple[str, Body], None]:
+        """(type, object) after `resource_version`; KubeError 410 when it is too old to resume."""
+        ...
 
     async def create_pod(self, namespace: str, body: Body) -> Body: ...
 

@@ -16,4 +16,4 @@ from tests.kube_contract import SCENARIOS, Scenario
 
 @pytest.mark.parametrize("scenario", SCENARIOS.values(), ids=SCENARIOS.keys())
 def test_fake_kube_keeps_the_contract(scenario: Scenario) -> None:
-    asyncio.run(scenario(FakeKube(), "contract"))
+    asyncio.run(scenario(FakeKube(keep_history=True), "contract"))
