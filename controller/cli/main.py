@@ -203,6 +203,11 @@ def controller(
     priority_strategies.bound_calls(any_thread_deadline)  # a custom strategy's get_weight, in any thread
     if not namespaces and not all_namespaces:
         namespaces = (namespace_or_default(None),)
+    patterns = [n for n in namespaces if any(c in n for c in "*?[!")]
+    if patterns:  # kopf would expand them; the DagRun and pod watches (controller.kube.follow) do not
+        raise click.BadParameter(
+            f"exact names only, not patterns: {', '.join(patterns)}", param_hint="--namespace"
+        )
     settings = dataclasses.replace(
         DEFAULTS,
         namespaces=() if all_namespaces else tuple(namespaces),

@@ -115,3 +115,16 @@ def test_a_task_node_selector_that_is_not_a_json_object_of_strings_is_a_usage_er
     monkeypatch.setattr("controller.manager.main.run_controller", lambda settings: None)
     result = CliRunner().invoke(main, ["controller", "-n", "a", "--task-node-selector", selector])
     assert result.exit_code == 2 and "--task-node-selector" in result.output, result.output
+
+
+def test_a_namespace_pattern_is_a_usage_error_and_an_exact_name_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kopf expanded globs; the DagRun and task pod watches (controller.kube.follow) take names."""
+    ran: list[ControllerSettings] = []
+    monkeypatch.setattr("controller.manager.main.run_controller", ran.append)
+    assert CliRunner().invoke(main, ["controller", "-n", "team-a"]).exit_code == 0
+    assert ran[0].namespaces == ("team-a",)
+    result = CliRunner().invoke(main, ["controller", "-n", "team-a", "-n", "team-*"])
+    assert result.exit_code == 2 and "not patterns: team-*" in result.output, result.output
+    assert len(ran) == 1
