@@ -109,7 +109,7 @@ class FireWatch:
     async def _watch(self) -> None:
         version = None
         while True:
-            async for _, obj in self.kube.watch_custom(TRIGGERS, self.namespace, resource_version=version):
+            async for _, obj in self.kube.watch_objects(TRIGGERS, self.namespace, resource_version=version):
                 version = obj["metadata"]["resourceVersion"]
                 status = obj.get("status") or {}
                 name = obj["metadata"]["name"]

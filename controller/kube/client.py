@@ -332,24 +332,6 @@ class Kube:
         )
         return gone is not None
 
-    def watch_custom(
-        self,
-        plural: str,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
-    ) -> AsyncIterator[tuple[str, Body]]:
-        """Yield (event type, object) until the server closes the watch (callers re-list and re-watch)."""
-        return self.watch_objects(
-            plural,
-            namespace,
-            label_selector=label_selector,
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
-        )
-
     def _lister(self, plural: str, namespace: str | None) -> tuple[Any, tuple[str, ...]]:
         """The client's list call of `plural` (`pods`, or one of ours) and its leading arguments."""
         if plural == PODS:

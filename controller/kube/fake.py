@@ -27,7 +27,7 @@ import itertools
 import json
 import re
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -368,19 +368,6 @@ class FakeKube:
         uid: str | None = None,
     ) -> bool:
         return self._delete(plural, namespace, name, resource_version, uid)
-
-    def watch_custom(
-        self,
-        plural: str,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
-    ) -> AsyncIterator[tuple[str, Body]]:
-        return self.watch_objects(
-            plural, namespace, label_selector=label_selector, resource_version=resource_version
-        )
 
     async def list_objects(
         self, plural: str, namespace: str | None, label_selector: str | None = None

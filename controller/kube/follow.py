@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import Counter
 
 from controller.kube.errors import KubeError
+from controller.kube.protocol import KubeApi
 
 Body = dict[str, Any]
 Handler = Callable[..., Awaitable[None]]
@@ -52,25 +53,6 @@ EVENTS = Counter(
 SERVER_TIMEOUT_SECONDS = 300
 
 
-class Lister(Protocol):
-    """What a follower needs of the API (`client.Kube`, `fake.FakeKube`)."""
-
-    async def list_objects(
-        self, plural: str, namespace: str | None, label_selector: str | None = None
-    ) -> tuple[list[Body], str | None]: ...
-
-    def watch_objects(
-        self,
-        plural: str,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
-        bookmarks: bool = False,
-    ) -> AsyncGenerator[tuple[str, Body], None]: ...
-
-
 def _key(body: Body) -> Key:
     meta = body.get("metadata") or {}
     return meta.get("namespace", ""), meta.get("name", "")
@@ -78,7 +60,7 @@ def _key(body: Body) -> Key:
 
 @dataclass
 class Follower:
-    kube: Lister
+    kube: KubeApi
     plural: str
     namespace: str | None  # None: every namespace
     handler: Handler

@@ -7,7 +7,7 @@ errors are `controller.kube.errors.KubeError` subclasses (404 NotFound, 409 Alre
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 
 Body = dict[str, Any]
@@ -46,16 +46,6 @@ class KubeApi(Protocol):
     ) -> bool:
         """Delete; False if it was already gone. With `resource_version`/`uid` (the apiserver's
         DeleteOptions.preconditions) only the object as it was read: Conflict if it changed since."""
-
-    def watch_custom(
-        self,
-        plural: str,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
-    ) -> AsyncIterator[tuple[str, Body]]: ...
 
     async def list_objects(
         self, plural: str, namespace: str | None, label_selector: str | None = None

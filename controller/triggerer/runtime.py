@@ -289,7 +289,7 @@ class Triggerer:
     def _watch(
         self, namespace: str | None, selector: str, version: str | None
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        return self.kube.watch_custom(TRIGGERS, namespace, label_selector=selector, resource_version=version)
+        return self.kube.watch_objects(TRIGGERS, namespace, label_selector=selector, resource_version=version)
 
     async def _reconcile(
         self, shards: frozenset[int], items: list[dict[str, Any]], namespace: str | None = None

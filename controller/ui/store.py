@@ -212,7 +212,7 @@ async def follow(kube: Kube, store: Store, plural: str, namespace: str | None, *
             for item in items:  # list items lack kind/apiVersion; the templates do not need them
                 item.setdefault("kind", KINDS[plural])
             store.replace(plural, namespace, items)
-            async for event_type, body in kube.watch_custom(plural, namespace, resource_version=version):
+            async for event_type, body in kube.watch_objects(plural, namespace, resource_version=version):
                 if event_type == "ERROR":  # 410 Gone as an event: the version is too old; list again
                     break
                 if event_type in ("ADDED", "MODIFIED", "DELETED"):

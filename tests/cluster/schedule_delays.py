@@ -54,7 +54,7 @@ class Heartbeat(BackgroundWatch):
             _, version = await kube.list_custom_with_version("dagruns", self.namespace)
             self._listed.set()
             while not self._stop.is_set():
-                async for _, obj in kube.watch_custom(
+                async for _, obj in kube.watch_objects(
                     "dagruns", self.namespace, resource_version=version, timeout_seconds=2
                 ):
                     seen = time.time()

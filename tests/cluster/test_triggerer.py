@@ -105,7 +105,7 @@ class StatusRecorder:
     async def _record(self) -> None:
         version = None
         while True:
-            async for _, obj in self.kube.watch_custom(TRIGGERS, self.namespace, resource_version=version):
+            async for _, obj in self.kube.watch_objects(TRIGGERS, self.namespace, resource_version=version):
                 version = obj["metadata"]["resourceVersion"]
                 status = obj.get("status") or {}
                 self.seen.add(obj["metadata"]["name"])

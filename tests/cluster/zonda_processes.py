@@ -388,7 +388,7 @@ class CreationOrder(BackgroundWatch):
             _, version = await kube.list_custom_with_version(self.plural, self.namespace)
             self._listed.set()
             while not self._stop.is_set():
-                async for _, obj in kube.watch_custom(
+                async for _, obj in kube.watch_objects(
                     self.plural, self.namespace, resource_version=version, timeout_seconds=2
                 ):
                     meta = obj["metadata"]
