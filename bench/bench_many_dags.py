@@ -31,9 +31,10 @@ The ceiling (unless `--no-null`): after the controllers' rounds, a null creator 
 own with the same DAGs applied and no controller: at each of the `--minutes` boundaries it creates the
 1,000 DagRuns Zonda would (the controller's own `scheduled_run` body, name and data interval), built
 before the boundary and POSTed from the boundary on, `--null-inflight` at a time, from a process of its
-own (as the controller is), while the bench's watch measures them the same way. Each tree's
-p50 / p99 is printed beside the null's, with the ratio and each round's load at its start and end:
-what this apiserver and etcd on this machine allow at a boundary, and how far Zonda is from it.
+own (as the controller is), while the bench's watch measures them the same way (`--null-first`: its
+round before the controllers'). Each tree's p50 / p99 is printed beside the null's, with the ratio and
+each round's load at its start and end: what this apiserver and etcd on this machine allow at a
+boundary, and how far Zonda is from it.
 
 It prints numbers; it asserts nothing (performance is measured here, not in tests).
 """
@@ -229,9 +230,11 @@ async def run(
         applied_at = time.time()
         await asyncio.gather(*(create(i) for i in range(args.dags)))
         print(f"{args.dags} DAGs applied in {time.time() - applied_at:.1f} s (load {load:.1f})", flush=True)
-        # Idle: every DAG reconciled once and waiting for its next minute (a pass per DAG done).
+        # Idle: every DAG reconciled once and waiting for its next minute (a pass per DAG done), and
+        # the run each DAG's first pass creates seen: those creations (1,000 POSTs, seconds on a loaded
+        # machine) are not part of the measured minutes' writes nor of their first boundary
         for _ in range(1200):
-            if dag_passes_of(ports) >= args.dags:
+            if dag_passes_of(ports) >= args.dags and len(seen) >= args.dags:
                 break
             await asyncio.sleep(0.5)
         await asyncio.sleep(2)
@@ -272,11 +275,17 @@ async def run(
         'zonda_reconciles_total{kind="run"}', 0
     )
     per_pass = cpu * 1000 / max(1.0, dag_passes + run_passes)
+    ahead = {
+        outcome: counters.get(f'zonda_dag_plans_ahead_total{{outcome="{outcome}"}}', 0)
+        - passes_start.get(f'zonda_dag_plans_ahead_total{{outcome="{outcome}"}}', 0)
+        for outcome in ("used", "stale")
+    }
     if replicas > 1:
         print("per replica CPU s per minute: " + ", ".join(f"{c / minutes:.1f}" for c in cpus))
     print(
         f"controller: CPU {cpu / minutes:.1f} s per minute; {dag_passes:.0f} DAG passes, "
-        f"{run_passes:.0f} run passes; CPU per pass (DAG and run) {per_pass:.1f} ms; "
+        f"{run_passes:.0f} run passes (DAG passes with a plan made ahead: used {ahead['used']:.0f}, "
+        f"no longer holding {ahead['stale']:.0f}); CPU per pass (DAG and run) {per_pass:.1f} ms; "
         f"RSS at the end {rss_end / 2**20:.1f} MiB"
     )
     writes = {k: writes_end.get(k, 0) - writes_start.get(k, 0) for k in set(writes_end) | set(writes_start)}
@@ -321,17 +330,19 @@ async def run_null(args: argparse.Namespace, cluster: Cluster) -> Round:
             return created
 
     dags = await asyncio.gather(*(apply(i) for i in range(args.dags)))
-    first_boundary = (int(time.time()) // 60 + 1) * 60
-    if first_boundary - time.time() < 5:  # room to build the first boundary's bodies before it
-        first_boundary += 60
-    end = first_boundary + 60 * (args.minutes - 1) + 20
-    creator = multiprocessing.get_context("spawn").Process(
+    context = multiprocessing.get_context("spawn")
+    boundaries: multiprocessing.Queue[int] = context.Queue()
+    creator = context.Process(
         target=null_creator,
-        args=(str(cluster.kubeconfig), dags, first_boundary, args.minutes, args.null_inflight),
+        args=(str(cluster.kubeconfig), dags, args.minutes, args.null_inflight, boundaries),
         name="null-creator",
     )
-    load_start = os.getloadavg()
     creator.start()
+    # its first boundary, chosen once it is started and imported (seconds on a loaded machine)
+    first_boundary = await asyncio.to_thread(boundaries.get, True, 300)
+    end = first_boundary + 60 * (args.minutes - 1) + 20
+    await asyncio.sleep(max(0.0, first_boundary - time.time()))
+    load_start = os.getloadavg()
     await asyncio.sleep(end - time.time())
     load_end = os.getloadavg()
     creator.join(timeout=120)
@@ -344,7 +355,11 @@ async def run_null(args: argparse.Namespace, cluster: Cluster) -> Round:
 
 
 def null_creator(
-    kubeconfig: str, dags: list[dict[str, Any]], first: int, minutes: int, inflight: int
+    kubeconfig: str,
+    dags: list[dict[str, Any]],
+    minutes: int,
+    inflight: int,
+    boundaries: multiprocessing.Queue[int],
 ) -> None:
     """The null creator's process: each boundary's runs, bodies built before it, POSTed from it on."""
     cluster = Cluster(kubeconfig=Path(kubeconfig), bin_dir=Path())  # the client reads only the kubeconfig
@@ -365,6 +380,10 @@ def null_creator(
     async def main() -> None:
         api = Api(cluster)
         gate = asyncio.Semaphore(inflight)
+        first = (int(time.time()) // 60 + 1) * 60
+        if first - time.time() < 8:  # room to build the first boundary's bodies and warm up
+            first += 60
+        boundaries.put(first)
         for k in range(minutes):
             boundary = pendulum.from_timestamp(first + 60 * k, tz="UTC")
             start = boundary - timedelta(minutes=1)
@@ -419,6 +438,7 @@ def main() -> int:
     parser.add_argument("--profile", default=None, help="record the controller with py-spy into DIR")
     parser.add_argument("--replicas", default="1", help="controller replicas, e.g. 1,2 (N > 1: --shards N)")
     parser.add_argument("--no-null", action="store_true", help="no null creator round (the ceiling)")
+    parser.add_argument("--null-first", action="store_true", help="the null creator's round first")
     parser.add_argument(
         "--null-inflight", type=int, default=32, help="the null creator's creates in flight at once"
     )
@@ -428,13 +448,17 @@ def main() -> int:
         args.profile.mkdir(parents=True, exist_ok=True)
     trees = [(part.split("=", 1)[0], Path(part.split("=", 1)[1]).resolve()) for part in args.trees.split(",")]
     rounds: list[Round] = []
+    null = None
     with connect_cluster("local") as cluster, tempfile.TemporaryDirectory() as tmp:
+        if args.null_first and not args.no_null:
+            null = asyncio.run(run_null(args, cluster))
         for label, tree in trees:
             for replicas in (int(n) for n in args.replicas.split(",")):
                 rounds.append(
                     asyncio.run(run(args, cluster, Path(tmp), f"{label}-{replicas}", tree, replicas))
                 )
-        null = None if args.no_null else asyncio.run(run_null(args, cluster))
+        if null is None and not args.no_null:
+            null = asyncio.run(run_null(args, cluster))
     print("\nscheduled time -> DagRun created, each round (the null creator is the ceiling):")
     for one in [*rounds, *([null] if null is not None else [])]:
         if one.skews:

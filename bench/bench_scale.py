@@ -297,7 +297,12 @@ def controller_counters(port: int) -> dict[str, float]:
     import urllib.request
 
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    wanted = ("zonda_reconciles_total{", "zonda_api_errors_total{", "zonda_watch_events_total{")
+    wanted = (
+        "zonda_reconciles_total{",
+        "zonda_api_errors_total{",
+        "zonda_watch_events_total{",
+        "zonda_dag_plans_ahead_total{",
+    )
     return {
         line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
