@@ -172,6 +172,40 @@ class PreparedDags:
 
 
 @dataclass
+class PlansAhead:
+    """Each DAG's plan for its next wake-up, made by the pass before it (`dag_plans.plan_ahead`), by
+    namespace and name; taken (and dropped) by the next pass, which uses it if it `holds`. The newest
+    `size` are kept: a DAG deleted leaves its entry until it is pushed out."""
+
+    size: int = 4096
+    kept: OrderedDict[tuple[str, str], dag_plans.PlanAhead] = field(default_factory=OrderedDict)
+    #: Passes that found their plan made ahead and used it, and passes that had one that no longer held.
+    used: int = 0
+    stale: int = 0
+
+    def keep(self, namespace: str, name: str, ahead: dag_plans.PlanAhead) -> None:
+        self.kept[(namespace, name)] = ahead
+        self.kept.move_to_end((namespace, name))
+        if len(self.kept) > self.size:
+            self.kept.popitem(last=False)
+
+    def take(self, namespace: str, name: str, now: datetime) -> dag_plans.PlanAhead | None:
+        """The plan made for a wake-up that has come (dropped: a pass uses it or plans itself); one
+        for a later wake-up stays (a pass before it, woken by a run, replaces it if it writes)."""
+        kept = self.kept.get((namespace, name))
+        if kept is None or now < kept.at:
+            return None
+        return self.kept.pop((namespace, name))
+
+    def made(
+        self, namespace: str, name: str, at: datetime, version: str | None, runs: list[dag_plans.RunRef]
+    ) -> bool:
+        """Whether the plan kept is for this wake-up, DAG version and runs already (nothing to plan)."""
+        kept = self.kept.get((namespace, name))
+        return kept is not None and kept.at == at and kept.version == version and kept.runs == tuple(runs)
+
+
+@dataclass
 class DagReconciler:
     kube: KubeApi
     writer: StatusWriter
@@ -189,6 +223,9 @@ class DagReconciler:
     #: now: a creating pass leaves its status write to it (`dag_plans.status_written_later`). None:
     #: every pass writes its status itself.
     later: Callable[[str, str], None] | None = None
+    #: Each DAG's plan for its next wake-up, made by the pass before it (only with `later`: a pass
+    #: that uses one leaves the status to the later pass).
+    ahead: PlansAhead = field(default_factory=PlansAhead)
 
     plural = DAGS
 
@@ -211,6 +248,14 @@ class DagReconciler:
                 for r in await self.kube.list_custom(DAGRUNS, namespace)
                 if (r.get("spec") or {}).get("dagName") == name
             ]
+        ahead = self.ahead.take(namespace, name, now)
+        if ahead is not None and self.later is not None:
+            if ahead.holds(version=meta.get("resourceVersion"), runs=runs, now=now):
+                self.ahead.used += 1
+                metrics.DAG_PLANS_AHEAD.labels("used").inc()
+                return await self._act(dag, ahead.plan, runs, None, now)
+            self.ahead.stale += 1
+            metrics.DAG_PLANS_AHEAD.labels("stale").inc()
         old_status = parse_status(DagStatus, dag.get("status"))
         inputs = AssetInputs()
         if (dag.get("spec") or {}).get("assetSchedule") is not None:
@@ -251,9 +296,10 @@ class DagReconciler:
         dag: Mapping[str, Any],
         plan: dag_plans.DagPlan,
         runs: list[dag_plans.RunRef],
-        old_status: DagStatus,
+        old_status: DagStatus | None,
         now: datetime,
     ) -> datetime | None:
+        """Carry out `plan`; `old_status` None: the DAG's status as read is parsed only if written."""
         for due in plan.runs_to_create:
             await self._create_run(dag, due, now)
         if plan.asset_run is not None:
@@ -265,10 +311,52 @@ class DagReconciler:
         if self.later is not None and dag_plans.status_written_later(plan):
             self.later(dag["metadata"]["namespace"], dag["metadata"]["name"])
             return plan.wake_at
+        if old_status is None:
+            old_status = parse_status(DagStatus, dag.get("status"))
         # round-tripped so enum values and datetimes serialise exactly as stored (no needless write)
-        new_wire = DagStatus.model_validate(plan.status.model_dump()).to_wire()
-        await self.writer.write_status(DAGS, dag, old_status.to_wire(), new_wire)
+        new_status = DagStatus.model_validate(plan.status.model_dump())
+        new_wire, old_wire = new_status.to_wire(), old_status.to_wire()
+        if not await self.writer.write_status(DAGS, dag, old_wire, new_wire):
+            return plan.wake_at  # a Conflict: the watch brings the newer DAG, and a pass with it
+        meta = dag["metadata"]
+        version = meta.get("resourceVersion")
+        if new_wire != old_wire:
+            version = self.writer.written_version(DAGS, meta["namespace"], meta["name"])
+        self._plan_ahead(dag, plan, new_status, runs, version)
         return plan.wake_at
+
+    def _plan_ahead(
+        self,
+        dag: Mapping[str, Any],
+        plan: dag_plans.DagPlan,
+        status: DagStatus,
+        runs: list[dag_plans.RunRef],
+        version: str | None,
+    ) -> None:
+        """After a pass that created nothing and wrote the DAG's status: the plan for its next wake-up,
+        from the DAG as this pass left it (`dag_plans.plan_ahead`), kept for the pass then."""
+        if self.later is None or plan.wake_at is None or plan.runs_to_create or plan.asset_run:
+            return
+        if plan.partition_runs or dag_plans.timetable_class(dag.get("spec")) is not None:
+            return
+        meta = dag["metadata"]
+        if self.ahead.made(meta["namespace"], meta["name"], plan.wake_at, version, runs):
+            return  # a pass that changed nothing
+        prepared = self.prepared.of(dag)
+        if prepared is None:
+            return
+        ahead = dag_plans.plan_ahead(
+            meta["name"],
+            prepared,
+            status=status,
+            generation=meta.get("generation"),
+            created_at=parse_time(meta["creationTimestamp"]) or plan.wake_at,
+            runs=runs,
+            version=version,
+            at=plan.wake_at,
+        )
+        if ahead is not None:
+            self.ahead.keep(meta["namespace"], meta["name"], ahead)
 
     async def _asset_inputs(self, namespace: str, spec: Mapping[str, Any]) -> AssetInputs:
         """The events of the assets (and aliases, and what those resolved to) the DAG's schedule names,
@@ -345,10 +433,14 @@ class DagReconciler:
     ) -> None:
         """Delete finished runs past `successfulRunsHistoryLimit`/`failedRunsHistoryLimit` (their pods
         are owned by them and go with them)."""
-        try:
-            spec = DagSpec.model_validate(dag["spec"])
-        except ValidationError:
-            return  # an invalid DAG: plan_dag reports it
+        prepared = None if dag_plans.timetable_class(dag.get("spec")) else self.prepared.of(dag)
+        if prepared is not None:
+            spec = prepared.spec  # parsed once per version of the spec, not on every pass
+        else:
+            try:
+                spec = DagSpec.model_validate(dag["spec"])
+            except ValidationError:
+                return  # an invalid DAG: plan_dag reports it
         namespace = dag["metadata"]["namespace"]
         read = {ref.name: ref for ref in runs}
         doomed = [

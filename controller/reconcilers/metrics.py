@@ -24,6 +24,10 @@ RECONCILES = Counter("zonda_reconciles_total", "Reconcile passes", ["kind"])
 #: Passes that ended (raised or not): a restarted controller has looked at its objects once this moves,
 #: which tests (and an operator after a rollout) wait for instead of sleeping.
 RECONCILES_DONE = Counter("zonda_reconciles_done_total", "Reconcile passes that ended", ["kind"])
+#: DAG passes that had their plan made ahead (`dag_plans.plan_ahead`): used, or no longer holding.
+DAG_PLANS_AHEAD = Counter(
+    "zonda_dag_plans_ahead_total", "DAG passes that found their plan made ahead, by outcome", ["outcome"]
+)
 
 _run_states: dict[tuple[str, str], tuple[str, dict[str, int]]] = {}
 
