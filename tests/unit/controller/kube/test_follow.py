@@ -7,6 +7,7 @@ Each test waits for what the follower delivered (`until`), never for time to pas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -227,4 +228,32 @@ async def test_a_handler_that_fails_is_logged_and_the_stream_goes_on(
     await until(lambda: seen.of("good") == ["ADDED"], "good added")
     assert "handling dagruns ns/bad failed" in caplog.text
     assert kube.watches_opened[DAGRUNS] == 1
+    await stop(task)
+
+
+async def test_a_handler_runs_in_a_task_of_its_own_so_its_timeout_cancels_it_not_the_follower(
+    kube: FakeKube,
+) -> None:
+    """aiohttp's request timeout (and `asyncio.timeout`) cancel the task current when it was
+    entered: a handler started in the follower's own task would cancel the follower, and the
+    resource would go unwatched for the rest of the process."""
+    tasks: list[asyncio.Task[Any] | None] = []
+    seen = Seen()
+
+    async def handler(**event: Any) -> None:
+        tasks.append(asyncio.current_task())
+        if event["name"] == "slow":
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.01):  # entered before the handler's first suspension
+                    await asyncio.Event().wait()  # an API call that stalls
+        await seen.handler(**event)
+
+    follower = Follower(kube, DAGRUNS, NS, handler)
+    task = asyncio.create_task(follower.run())
+    await until(lambda: len(kube._watchers) == 1, "watching")
+    await kube.create_custom(DAGRUNS, NS, run_body("slow"))
+    await until(lambda: seen.of("slow") == ["ADDED"], "the slow handler timed out and ended")
+    await kube.create_custom(DAGRUNS, NS, run_body("after"))
+    await until(lambda: seen.of("after") == ["ADDED"], "the follower still follows")
+    assert task not in tasks and not task.done()
     await stop(task)
