@@ -705,7 +705,7 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
             # recovered: the workload moved on (a task instance ended or a run was created; for a
             # mixed schedule, a DagRun written or a pod created, from etcd), or everything is done
             wait_for(
-                lambda before=before: progress() > before or done(),
+                lambda before=before, struck=struck: recovered(target, progress, before, struck, done),
                 f"progress after the fault ({target.current})",
                 # a mixed schedule's last run can take a strike's 6 status refusals in a row: the
                 # controller passes it again after 5, 10, 20, 40 and 80 s (its designed backoff)
@@ -746,6 +746,25 @@ def test_a_fault_schedule_creates_each_run_once_launches_each_try_once_and_finis
     if fault.inject is strike_mixed:
         print_by_type(by_type, target, load)
     audit_mixed(fault, Outcome.of(ended, records), mixed_reference, target, recoveries, seconds)
+
+
+#: How long a clock stepped behind may hold a workload that makes no progress before the schedule
+#: steps it back to the real time (as its next strike would): a clock an hour behind holds every
+#: retry delay and poke, and when nothing else is in flight (the workload's last runs) no progress
+#: comes at all, so the schedule, which strikes again only after progress, would wait for ever.
+CLOCK_HELD_SECONDS = 30.0
+
+
+def recovered(
+    target: Target, progress: Callable[[], int], before: int, struck: float, done: Callable[[], Any]
+) -> bool:
+    """The workload moved on since the strike, or has finished; a clock left behind past
+    CLOCK_HELD_SECONDS without either is stepped back to the real time (the recovery time counts it)."""
+    if progress() > before or done():
+        return True
+    if target.clock_offset < 0 and time.monotonic() - struck > CLOCK_HELD_SECONDS:
+        set_clock(target, 0.0)
+    return False
 
 
 def print_by_type(by_type: dict[str, list[float]], target: Target, load: float) -> None:
