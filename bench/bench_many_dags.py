@@ -106,6 +106,28 @@ def parse(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+async def watch_runs(
+    api: Api, namespace: str
+) -> tuple[dict[str, float], dict[str, dict[str, Any]], asyncio.Task[None]]:
+    """The namespace's DagRuns watched from now: run name -> wall clock the watch saw it ADDED, its
+    body then, and the watching task (to cancel)."""
+    seen: dict[str, float] = {}
+    bodies: dict[str, dict[str, Any]] = {}
+
+    def on_event(type: str, body: dict[str, Any], _monotonic: float) -> None:
+        name = body["metadata"]["name"]
+        if type == "ADDED" and name not in seen:
+            seen[name] = time.time()
+            bodies[name] = body
+
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(
+        api.watch(f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", on_event, ready)
+    )
+    await ready.wait()
+    return seen, bodies, watcher
+
+
 @dataclass
 class Round:
     """One round's figures, for the summary beside the null creator's."""
@@ -192,20 +214,7 @@ async def run(
     api = Api(cluster)
     namespace = f"many-{label}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    seen: dict[str, float] = {}  # run name -> wall clock the watch saw it ADDED
-    bodies: dict[str, dict[str, Any]] = {}
-
-    def on_event(type: str, body: dict[str, Any], _monotonic: float) -> None:
-        name = body["metadata"]["name"]
-        if type == "ADDED" and name not in seen:
-            seen[name] = time.time()
-            bodies[name] = body
-
-    ready = asyncio.Event()
-    watcher = asyncio.create_task(
-        api.watch(f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", on_event, ready)
-    )
-    await ready.wait()
+    seen, bodies, watcher = await watch_runs(api, namespace)
     ports = [free_port() for _ in range(replicas)]
     (tmp / "state").mkdir(exist_ok=True)
     extra = ["--shards", str(replicas), "--peering-lease-duration", "6"] if replicas > 1 else []
@@ -306,20 +315,7 @@ async def run_null(args: argparse.Namespace, cluster: Cluster) -> Round:
     api = Api(cluster)
     namespace = f"many-null-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    seen: dict[str, float] = {}
-    bodies: dict[str, dict[str, Any]] = {}
-
-    def on_event(type: str, body: dict[str, Any], _monotonic: float) -> None:
-        name = body["metadata"]["name"]
-        if type == "ADDED" and name not in seen:
-            seen[name] = time.time()
-            bodies[name] = body
-
-    ready = asyncio.Event()
-    watcher = asyncio.create_task(
-        api.watch(f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns", on_event, ready)
-    )
-    await ready.wait()
+    seen, bodies, watcher = await watch_runs(api, namespace)
     gate = asyncio.Semaphore(16)
 
     async def apply(i: int) -> dict[str, Any]:

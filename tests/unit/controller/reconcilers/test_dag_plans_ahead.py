@@ -9,6 +9,7 @@ bumps generation and resourceVersion as the apiserver does). `plan_dag` is wrapp
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,13 +61,22 @@ class World:
         assert run_names(self.kube) == ["minutely-scheduled-20261205t075900z"]
 
 
-def test_the_pass_at_the_boundary_creates_the_run_planned_ahead_without_planning(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def after_a_minute(monkeypatch: pytest.MonkeyPatch, then: Callable[[World], Awaitable[None]]) -> None:
+    """A DAG on `* * * * *` created at 08:00, its creating and status passes, then `then` at 08:01."""
     world = World(monkeypatch)
 
     async def scenario() -> None:
         await world.a_minute_up_to_its_boundary()
+        await then(world)
+        await settle()
+
+    asyncio.run(scenario())
+
+
+def test_the_pass_at_the_boundary_creates_the_run_planned_ahead_without_planning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def then(world: World) -> None:
         planned = world.plans
         assert await world.dag_pass("2026-12-05T08:01:02") == at("2026-12-05T08:02:00")
         assert world.plans == planned, "the boundary's pass did not plan"
@@ -80,18 +90,14 @@ def test_the_pass_at_the_boundary_creates_the_run_planned_ahead_without_planning
         status = world.kube.objects[(DAGS, NS, "minutely")]["status"]
         assert status["lastAutomatedDataIntervalEnd"] == "2026-12-05T08:01:00Z", status
         assert world.kube.writes.get("create dagruns") == 2, "each run created once"
-        await settle()
 
-    asyncio.run(scenario())
+    after_a_minute(monkeypatch, then)
 
 
 def test_a_dag_paused_after_its_plan_was_made_plans_again_and_creates_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world = World(monkeypatch)
-
-    async def scenario() -> None:
-        await world.a_minute_up_to_its_boundary()
+    async def then(world: World) -> None:
         stored = world.kube.objects[(DAGS, NS, "minutely")]
         stored["spec"]["paused"] = True  # the user's change: the apiserver bumps both
         stored["metadata"]["generation"] = 2
@@ -101,16 +107,12 @@ def test_a_dag_paused_after_its_plan_was_made_plans_again_and_creates_nothing(
         assert world.plans == planned + 1, "planned again"
         assert world.reconcilers.dags.ahead.stale == 1
         assert run_names(world.kube) == ["minutely-scheduled-20261205t075900z"], "nothing created"
-        await settle()
 
-    asyncio.run(scenario())
+    after_a_minute(monkeypatch, then)
 
 
 def test_a_run_changed_since_plans_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    world = World(monkeypatch)
-
-    async def scenario() -> None:
-        await world.a_minute_up_to_its_boundary()
+    async def then(world: World) -> None:
         run = dict(world.kube.objects[(DAGRUNS, NS, "minutely-scheduled-20261205t075900z")])
         run["status"] = {"state": "success"}
         await world.kube.replace_custom_status(DAGRUNS, NS, run)
@@ -121,18 +123,14 @@ def test_a_run_changed_since_plans_again(monkeypatch: pytest.MonkeyPatch) -> Non
         await world.dag_pass("2026-12-05T08:01:02")
         assert world.plans == planned + 1 and world.reconcilers.dags.ahead.stale == 1
         assert len(run_names(world.kube)) == 2, "created, by the pass's own plan"
-        await settle()
 
-    asyncio.run(scenario())
+    after_a_minute(monkeypatch, then)
 
 
 def test_a_pass_before_the_wake_up_that_changes_nothing_keeps_the_plan_and_plans_none_ahead_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world = World(monkeypatch)
-
-    async def scenario() -> None:
-        await world.a_minute_up_to_its_boundary()
+    async def then(world: World) -> None:
         planned = world.plans
         await world.dag_pass("2026-12-05T08:00:30")  # woken by something that changed nothing
         assert world.plans == planned + 1, "its own plan only: the one made ahead is still good"
@@ -141,6 +139,5 @@ def test_a_pass_before_the_wake_up_that_changes_nothing_keeps_the_plan_and_plans
         ahead = world.reconcilers.dags.ahead
         assert (ahead.used, ahead.stale) == (1, 0)
         assert len(run_names(world.kube)) == 2
-        await settle()
 
-    asyncio.run(scenario())
+    after_a_minute(monkeypatch, then)
