@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from tests.paths import REPO_ROOT
 
 
 def under_ci() -> bool:
@@ -40,3 +44,17 @@ def require_file(path: Path, install: str) -> Path:
     if not path.is_file():
         tool_missing(f"{path} is missing: {install}")
     return path
+
+
+def run_python(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in a fresh interpreter at the repository's root, its output captured as text; a
+    non-zero exit raises (what a test that checks a fresh process's imports or collection needs)."""
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+    )

@@ -7,25 +7,15 @@ starts) with ZONDA_FAULT_INJECTIONS unset and set."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
-from tests.paths import REPO_ROOT
+from tests.tools import run_python
 
 FAULTS = "tests/cluster/test_faults.py"
 
 
 def collect(env: dict[str, str]) -> tuple[set[str], str]:
     """The fault types collected (their ids) and pytest's summary line."""
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", FAULTS],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        env=env,
-        check=True,
-        timeout=120,
-    )
+    result = run_python(["-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", FAULTS], env)
     lines = result.stdout.splitlines()
     ids = {line.rsplit("[", 1)[1].rstrip("]") for line in lines if line.startswith(FAULTS) and "[" in line}
     return ids, next(line for line in reversed(lines) if "collected" in line)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import ast
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.paths import REPO_ROOT
+from tests.tools import run_python
 
 UNIT = REPO_ROOT / "tests" / "unit"
 CLUSTER_ONLY = ("tests.cluster", "tests.ui", "controller.devtools.devcluster")
@@ -24,15 +23,7 @@ CLUSTER_ONLY = ("tests.cluster", "tests.ui", "controller.devtools.devcluster")
 def imported_by(code: str) -> set[str]:
     """The modules a fresh interpreter imports running `code` (from `python -X importtime`)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        env=env,
-        check=True,
-        timeout=120,
-    )
+    result = run_python(["-X", "importtime", "-c", code], env)
     return {
         line.rsplit("|", 1)[1].strip()
         for line in result.stderr.splitlines()
