@@ -152,9 +152,18 @@ def triggerer(
 
 @contextlib.contextmanager
 def fresh_namespace(cluster: Cluster, prefix: str = "t") -> Iterator[str]:
-    """A new namespace, deleted afterwards (without waiting for it to finish)."""
+    """A new namespace, deleted afterwards (without waiting for it to finish).
+
+    Yielded once its `default` ServiceAccount exists, as Kubernetes' e2e framework waits for it: the
+    controller-manager makes it after the namespace, and a pod created before it is refused 403
+    ("error looking up service account"), which Zonda fails as Airflow's executor does (a fault test's
+    first tries failed so after an etcd restart had slowed the controller-manager)."""
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     cluster.kubectl("create", "namespace", name)
+    wait_for(
+        lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+        f"the default ServiceAccount of namespace {name}",
+    )
     try:
         yield name
     finally:
