@@ -7,6 +7,7 @@ pointed at the test cluster and one namespace, so killing and restarting them is
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -192,7 +193,10 @@ def release_task_pods(cluster: Cluster, namespace: str) -> int:
             return released
 
     try:
-        return asyncio.run(release())
+        # in a thread of its own: a caller may be inside a running event loop (Playwright's sync API
+        # in the UI tests), where asyncio.run refuses to start another
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+            return thread.submit(lambda: asyncio.run(release())).result()
     except OSError:  # the cluster itself is gone (a session ending): nothing left to hold
         return 0
 
