@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from controller.kube.fake import FakeKube
-from controller.kube.follow import BACKOFF, Follower
+from controller.kube.follow import BACKOFF, Follower, Handler
 from zonda.resources.models import DAGRUNS
 
 NS = "ns"
@@ -72,9 +72,11 @@ def kube() -> FakeKube:
 
 
 async def started(
-    kube: FakeKube, seen: Seen, pauses: Pauses | None = None
+    kube: FakeKube, handler: Seen | Handler, pauses: Pauses | None = None
 ) -> tuple[Follower, asyncio.Task[None]]:
-    follower = Follower(kube, DAGRUNS, NS, seen.handler, sleep=(pauses or Pauses()).sleep)
+    """A follower of the namespace's DagRuns, running and watching (`handler`: a `Seen`'s or any)."""
+    call = handler.handler if isinstance(handler, Seen) else handler
+    follower = Follower(kube, DAGRUNS, NS, call, sleep=(pauses or Pauses()).sleep)
     task = asyncio.create_task(follower.run())
     await until(lambda: len(kube._watchers) == 1, "watching")
     return follower, task
@@ -188,9 +190,7 @@ async def test_a_handler_that_waits_holds_up_neither_the_stream_nor_its_own_obje
             await release.wait()  # a pod patched, an API call retried
         calls.append(("end", event["type"], event["name"]))
 
-    follower = Follower(kube, DAGRUNS, NS, handler)
-    task = asyncio.create_task(follower.run())
-    await until(lambda: len(kube._watchers) == 1, "watching")
+    follower, task = await started(kube, handler)
     await kube.create_custom(DAGRUNS, NS, run_body("r1"))
     await kube.patch_custom_status(DAGRUNS, NS, "r1", {"state": "running"})
     await kube.create_custom(DAGRUNS, NS, run_body("r2"))
@@ -220,9 +220,7 @@ async def test_a_handler_that_fails_is_logged_and_the_stream_goes_on(
             raise ValueError("a bug")
         await seen.handler(**event)
 
-    follower = Follower(kube, DAGRUNS, NS, handler)
-    task = asyncio.create_task(follower.run())
-    await until(lambda: len(kube._watchers) == 1, "watching")
+    _, task = await started(kube, handler)
     await kube.create_custom(DAGRUNS, NS, run_body("bad"))
     await kube.create_custom(DAGRUNS, NS, run_body("good"))
     await until(lambda: seen.of("good") == ["ADDED"], "good added")
@@ -248,9 +246,7 @@ async def test_a_handler_runs_in_a_task_of_its_own_so_its_timeout_cancels_it_not
                     await asyncio.Event().wait()  # an API call that stalls
         await seen.handler(**event)
 
-    follower = Follower(kube, DAGRUNS, NS, handler)
-    task = asyncio.create_task(follower.run())
-    await until(lambda: len(kube._watchers) == 1, "watching")
+    _, task = await started(kube, handler)
     await kube.create_custom(DAGRUNS, NS, run_body("slow"))
     await until(lambda: seen.of("slow") == ["ADDED"], "the slow handler timed out and ended")
     await kube.create_custom(DAGRUNS, NS, run_body("after"))
