@@ -32,6 +32,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from controller.kube.cache import ObjectCache, copy_body
 from controller.kube.errors import Conflict, KubeError, NotFound, translate
 from controller.kube.run_shards import RunShards
+from controller.kube.timeouts import RequestTimeouts, bound
 from zonda.resources.models import DAGRUNS, GROUP, VERSION
 from zonda.resources.wire import format_micro_time
 
@@ -131,8 +132,11 @@ def _delete_options(resource_version: str | None, uid: str | None) -> dict[str, 
 class Kube:
     """A connection to one cluster. Create with `await Kube.connect()`, close with `await kube.close()`."""
 
-    def __init__(self, api_client: client.ApiClient) -> None:
+    def __init__(self, api_client: client.ApiClient, timeouts: RequestTimeouts = RequestTimeouts()) -> None:
         self.api_client = api_client
+        #: Every call that names no timeout of its own gets these (`timeouts.bound`).
+        self.timeouts = timeouts
+        bound(api_client.rest_client, timeouts)
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
@@ -143,11 +147,19 @@ class Kube:
         self.run_shards = RunShards()
 
     @classmethod
-    async def connect(cls, kubeconfig: str | None = None, *, component: str = "zonda") -> Kube:
+    async def connect(
+        cls,
+        kubeconfig: str | None = None,
+        *,
+        component: str = "zonda",
+        timeouts: RequestTimeouts | None = None,
+    ) -> Kube:
         """In-cluster credentials inside a Pod, else the kubeconfig (`$KUBECONFIG` or ~/.kube/config).
 
-        `component` becomes the User-Agent, which is what `managedFields` and audit logs show.
+        `component` becomes the User-Agent, which is what `managedFields` and audit logs show;
+        `timeouts` default to `$ZONDA_API_TIMEOUT_SECONDS` and `$ZONDA_API_CONNECT_TIMEOUT_SECONDS`.
         """
+        timeouts = timeouts or RequestTimeouts.from_environment(os.environ)
         if (
             kubeconfig is None
             and "KUBERNETES_SERVICE_HOST" in os.environ
@@ -161,7 +173,7 @@ class Kube:
             )
         api_client.user_agent = f"{component}/{_version()}"
         _without_per_request_env_lookups(api_client)
-        return cls(api_client)
+        return cls(api_client, timeouts)
 
     async def close(self) -> None:
         await self.api_client.close()
@@ -462,7 +474,12 @@ class Kube:
         ends (the kubelet's `follow`); a container not started yet raises KubeError (400)."""
         response: Any = await _call(  # an aiohttp response: the client's stub says str
             self.core.read_namespaced_pod_log(
-                name, namespace, container=container, follow=True, _preload_content=False
+                name,
+                namespace,
+                container=container,
+                follow=True,
+                _preload_content=False,
+                _request_timeout=self.timeouts.streaming(),  # a quiet container is no stall
             )
         )
         try:
@@ -611,7 +628,7 @@ class Kube:
         api_client = client.ApiClient(configuration)
         api_client.user_agent = self.api_client.user_agent or "zonda"
         _without_per_request_env_lookups(api_client)
-        return Kube(api_client)
+        return Kube(api_client, self.timeouts)
 
     def impersonating(self, user: str, groups: tuple[str, ...] = ()) -> Kube:
         """Our credentials with Impersonate-User (and the first Impersonate-Group): RBAC checks `user`."""
@@ -621,7 +638,7 @@ class Kube:
         if groups:
             api_client.set_default_header("Impersonate-Group", groups[0])
         _without_per_request_env_lookups(api_client)
-        return Kube(api_client)
+        return Kube(api_client, self.timeouts)
 
     async def access_review(
         self,

@@ -261,7 +261,6 @@ class ControllerProcess:
         # kopf waits for a quiet window before calling handlers (0.1 s by default); ours only enqueue a
         # key and the queue deduplicates bursts, so the window would only add latency.
         settings.batching.batch_window = 0.005
-        settings.networking.request_timeout = 60
         settings.persistence.diffbase_storage = NoDiffBase()
         # A check of a conf against a DAG's patterns met in a custom timetable's thread runs here, in
         # the main thread, under its deadline (controller.processes.deadlines).
@@ -269,6 +268,9 @@ class ControllerProcess:
             params.run_checks_with(MainThreadChecks(asyncio.get_running_loop()))
         ours = self.settings
         kube = await Kube.connect(ours.kubeconfig, component="zonda-controller")
+        # kopf's own calls (its watches' connects, its patches) bounded as ours are (controller.kube.timeouts)
+        settings.networking.request_timeout = kube.timeouts.total
+        settings.networking.connect_timeout = kube.timeouts.connect
         # The DAGs, runs and Pools as the watches below deliver them: a pass reads its object from here.
         kube.cache = ObjectCache(frozenset({DAGS, DAGRUNS, POOLS}), listable=frozenset({POOLS}))
         kube.run_shards.inline_limit = ours.inline_task_instances  # past it, a run's instances in shards
