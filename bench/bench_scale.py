@@ -73,6 +73,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: writes their status).
 CONTROLLER_RESOURCES = ("dagruns/status", "dags/status", "pools/status", "pods", "triggers")
 POD_MS = 100
+CUSTOM = "/apis/zonda.dev/v1alpha1"
 
 
 def chain_dag(name: str, chain: int) -> dict[str, Any]:
@@ -259,6 +260,57 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def machine_cpu(cluster: Cluster) -> dict[str, float]:
+    """CPU seconds (user + system) so far of each control-plane process (kube-apiserver, etcd,
+    kube-scheduler, kube-controller-manager, kwok) and of this bench: where a task instance's CPU goes
+    on the whole machine, beside the controller's own."""
+    out = {"bench": cpu_seconds(os.getpid())}
+    for name, process in cluster.processes.items():
+        with contextlib.suppress(OSError):
+            out[name] = cpu_seconds(process.pid)
+    return out
+
+
+_SUMS = re.compile(
+    r"^(apiserver_request_duration_seconds_sum|apiserver_request_body_size_bytes_sum"
+    r"|apiserver_watch_events_sizes_sum|apiserver_watch_events_total)\{(?P<labels>[^}]*)\} (?P<value>\S+)$"
+)
+
+
+def apiserver_sums(cluster: Cluster) -> dict[tuple[str, str], float]:
+    """(metric, what) -> value so far, from the apiserver's /metrics: the time it spent serving each
+    resource and verb (`apiserver_request_duration_seconds_sum`, wall time, not CPU), the bytes of
+    the request bodies written, and the watch events it sent (count and bytes) by kind: which writes
+    cost the apiserver most."""
+    config = json.loads(cluster.kubeconfig.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    import urllib.request
+
+    request = urllib.request.Request(f"{server}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    with urllib.request.urlopen(request, context=ssl._create_unverified_context(), timeout=10) as response:
+        text = response.read().decode()
+    sums: dict[tuple[str, str], float] = {}
+    for line in text.splitlines():
+        match = _SUMS.match(line)
+        if not match:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group("labels")))
+        if "kind" in labels:  # the watch metrics
+            what = labels["kind"]
+        else:
+            resource = labels.get("resource", "") + (
+                f"/{labels['subresource']}" if labels.get("subresource") else ""
+            )
+            what = f"{resource} {labels.get('verb', '')}"
+        key = (match.group(1), what)
+        sums[key] = sums.get(key, 0.0) + float(match.group("value"))
+    return sums
+
+
+def diff(after: dict[Any, float], before: dict[Any, float]) -> dict[Any, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
+
+
 @contextlib.contextmanager
 def controller(
     cluster: Cluster,
@@ -336,9 +388,15 @@ class Result:
     load: float = 0.0
     load_end: float = 0.0
     template: dict[str, Any] | None = None
+    #: one of each object Zonda wrote (a finished DagRun, its DAG, one of its Events): `write_costs`
+    samples: dict[str, dict[str, Any]] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)
     replica_counters: list[dict[str, float]] = field(default_factory=list)
     requests: dict[str, float] = field(default_factory=dict)
+    #: CPU seconds of each control-plane process (and the bench) over the measurement
+    machine: dict[str, float] = field(default_factory=dict)
+    #: the apiserver's own sums over the measurement (`apiserver_sums`)
+    apiserver: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 async def run_zonda(
@@ -392,6 +450,7 @@ async def run_zonda(
         before = api_writes(cluster)
         requests_before = api_requests(cluster)
         cpu_before = [cpu_seconds(pid) for pid in pids]
+        machine_before, sums_before = machine_cpu(cluster), apiserver_sums(cluster)
         queued_before = sum(run_queue_seconds(pid) for pid in pids)
         start = time.monotonic()
         base = datetime.now(UTC)
@@ -417,6 +476,7 @@ async def run_zonda(
         states = run_clock.states()
         cpus = [cpu_seconds(pid) - b for pid, b in zip(pids, cpu_before, strict=True)]
         run_queue = sum(run_queue_seconds(pid) for pid in pids) - queued_before
+        machine, sums = diff(machine_cpu(cluster), machine_before), diff(apiserver_sums(cluster), sums_before)
         measured = time.monotonic() - start
         rss = sum(rss_bytes(pid) for pid in pids)
         after = api_writes(cluster)
@@ -435,6 +495,12 @@ async def run_zonda(
             spy.wait(timeout=30)
     events = await zonda_events(api, namespace)
     pods = (await api.request("GET", f"/api/v1/namespaces/{namespace}/pods?limit=1"))["items"]
+    samples: dict[str, dict[str, Any]] = {}
+    with contextlib.suppress(Exception):
+        samples["dagrun"] = await api.request("GET", f"{CUSTOM}/namespaces/{namespace}/dagruns/{names[0]}")
+        samples["dag"] = await api.request("GET", f"{CUSTOM}/namespaces/{namespace}/dags/{owners[0]}")
+        listed = await api.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+        samples["event"] = next(e for e in listed["items"] if "zonda" in (e.get("reportingController") or ""))
     for task in (watcher, run_watcher):
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -455,9 +521,12 @@ async def run_zonda(
         load=load,
         load_end=os.getloadavg()[0],
         template=pods[0] if pods else None,
+        samples=samples,
         counters=dict(counters),
         replica_counters=replica_counters,
         requests={k: v for k, v in requests.items() if v},
+        machine=machine,
+        apiserver=sums,
     )
 
 
@@ -482,7 +551,7 @@ def null_pod(template: dict[str, Any], name: str, run: str, task: str) -> dict[s
     }
 
 
-async def run_null(api: Api, w: Workload, template: dict[str, Any]) -> Result:
+async def run_null(cluster: Cluster, api: Api, w: Workload, template: dict[str, Any]) -> Result:
     namespace = f"null-{w.name}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     clock = PodClock()
@@ -510,13 +579,18 @@ async def run_null(api: Api, w: Workload, template: dict[str, Any]) -> Result:
             await (await launch(run, f"c{i}"))
 
     runs = [f"r{i}" for i in range(w.runs)]
+    machine_before, sums_before = machine_cpu(cluster), apiserver_sums(cluster)
     start = time.monotonic()
     await asyncio.gather(*(one(run) for run in runs))
+    machine, sums = diff(machine_cpu(cluster), machine_before), diff(apiserver_sums(cluster), sums_before)
     wall = clock.last_succeeded(runs) - start
     watcher.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await watcher
-    return Result(gaps=clock.gaps(runs, w.edges()), wall=wall, task_instances=w.runs * w.tasks, load=load)
+    return Result(
+        gaps=clock.gaps(runs, w.edges()), wall=wall, task_instances=w.runs * w.tasks, load=load,
+        load_end=os.getloadavg()[0], machine=machine, apiserver=sums,
+    )  # fmt: skip
 
 
 async def burst(api: Api, template: dict[str, Any], count: int, parallel: int = 32) -> tuple[float, float]:
@@ -548,6 +622,145 @@ async def burst(api: Api, template: dict[str, Any], count: int, parallel: int = 
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await watcher
     return count / wall, load
+
+
+async def write_costs(
+    cluster: Cluster, api: Api, samples: dict[str, dict[str, Any]], template: dict[str, Any], count: int
+) -> None:
+    """What each kind of Zonda's writes costs the apiserver and etcd, alone: `count` of each (8 at a
+    time; the status PUTs on 8 objects, each its own resourceVersion chain) with one watch of DagRuns
+    and one of DAGs open in the namespace (the controller's followers), no controller. The CPU of
+    kube-apiserver and etcd per write, less what they spend idle for as long. A DagRun status PUT is
+    the finished run's whole status (a 20-task chain's); a pod create is counted until it Succeeded
+    (the scheduler's binding and kwok's status writes included: what the null orchestrator's pod costs)."""
+    namespace = f"costs-{int(time.time()) % 100000}"
+    await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    ready_runs, ready_dags = asyncio.Event(), asyncio.Event()
+    base = f"{CUSTOM}/namespaces/{namespace}"
+    watchers = [
+        asyncio.create_task(api.watch(f"{base}/dagruns", lambda *_: None, ready_runs)),
+        asyncio.create_task(api.watch(f"{base}/dags", lambda *_: None, ready_dags)),
+    ]
+    await ready_runs.wait()
+    await ready_dags.wait()
+    parallel = 8
+    dag_name = samples["dag"]["metadata"]["name"]
+    dags, runs = [], []
+    for i in range(parallel):
+        body = chain_dag(f"{dag_name}-{i}", 20)
+        dags.append(await api.request("POST", f"{base}/dags", body))
+        run = {k: samples["dagrun"][k] for k in ("apiVersion", "kind", "spec")}
+        run["metadata"] = {
+            "name": f"run-{i}",
+            "namespace": namespace,
+            "labels": samples["dagrun"]["metadata"].get("labels", {}),
+        }
+        run["spec"] = {**run["spec"], "dagName": f"{dag_name}-{i}"}
+        runs.append(await api.request("POST", f"{base}/dagruns", run))
+    names = ("kube-apiserver", "etcd")
+
+    async def idle(seconds: float) -> dict[str, float]:
+        before = machine_cpu(cluster)
+        await asyncio.sleep(seconds)
+        return {k: v / seconds for k, v in diff(machine_cpu(cluster), before).items()}
+
+    idle_rate = await idle(5.0)
+
+    def stamp(n: int) -> str:
+        return (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    async def status_puts(
+        kind: str, objects: list[dict[str, Any]], status: dict[str, Any], path: str
+    ) -> None:
+        async def chain(obj: dict[str, Any], k: int) -> None:
+            version = obj["metadata"]["resourceVersion"]
+            for n in range(count // parallel):
+                conditions = [dict(c) for c in status.get("conditions") or []] or [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "R",
+                        "message": "",
+                        "lastTransitionTime": "",
+                    }
+                ]
+                conditions[0]["lastTransitionTime"] = stamp(n * parallel + k)  # a change each time
+                body = {**{key: obj[key] for key in ("apiVersion", "kind")}, "metadata": {
+                    "name": obj["metadata"]["name"], "namespace": namespace, "resourceVersion": version,
+                }, "status": {**status, "conditions": conditions}}  # fmt: skip
+                version = (await api.request("PUT", f"{base}/{path}/{obj['metadata']['name']}/status", body))[
+                    "metadata"
+                ]["resourceVersion"]
+
+        await asyncio.gather(*(chain(obj, k) for k, obj in enumerate(objects)))
+
+    async def events() -> None:
+        event = {k: v for k, v in samples["event"].items() if k not in ("metadata",)}
+        gate = asyncio.Semaphore(parallel)
+
+        async def one(n: int) -> None:
+            async with gate:
+                body = {**event, "metadata": {"name": f"e-{n}", "namespace": namespace}}
+                body["regarding"] = {**(event.get("regarding") or {}), "namespace": namespace}
+                await api.request("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
+
+        await asyncio.gather(*(one(n) for n in range(count)))
+
+    async def pods() -> None:
+        clock, ready = PodClock(), asyncio.Event()
+        watcher = asyncio.create_task(
+            api.watch(f"/api/v1/namespaces/{namespace}/pods", clock.on_event, ready)
+        )
+        await ready.wait()
+        gate, loop, waiters = asyncio.Semaphore(parallel), asyncio.get_running_loop(), []
+
+        async def one(n: int) -> None:
+            async with gate:
+                name = f"p-{n}"
+                clock.waiters[name] = done = loop.create_future()
+                waiters.append(done)
+                await api.request(
+                    "POST", f"/api/v1/namespaces/{namespace}/pods", null_pod(template, name, "p", str(n))
+                )
+
+        await asyncio.gather(*(one(n) for n in range(count)))
+        await asyncio.gather(*waiters)
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+
+    dagrun_status = samples["dagrun"].get("status") or {}
+    kinds = {
+        f"DagRun status PUT ({len(json.dumps(dagrun_status)):,} B)": status_puts(
+            "dagrun", runs, dagrun_status, "dagruns"
+        ),
+        f"DAG status PUT ({len(json.dumps(samples['dag'].get('status') or {})):,} B)": status_puts(
+            "dag", dags, samples["dag"].get("status") or {}, "dags"
+        ),
+        "Event POST": events(),
+        "pod create, until Succeeded": pods(),
+    }
+    for label, work in kinds.items():
+        before, start = machine_cpu(cluster), time.monotonic()
+        await work
+        wall = time.monotonic() - start
+        spent = diff(machine_cpu(cluster), before)
+        row = {
+            "write_cost": label,
+            "count": count,
+            "wall_s": round(wall, 2),
+            "load": round(os.getloadavg()[0], 2),
+        }
+        row |= {
+            f"{name}_ms": round((spent.get(name, 0) - idle_rate.get(name, 0) * wall) * 1000 / count, 2)
+            for name in (*names, "kube-scheduler", "kwok", "bench")
+        }
+        print(json.dumps(row), flush=True)
+    for task in watchers:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    await api.request("DELETE", f"/api/v1/namespaces/{namespace}")
 
 
 # ------------------------------------------------------------------------------------ reporting
@@ -605,6 +818,7 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
             if k.split(" ")[1] in ("GET", "LIST")
         },
     }
+    row |= per_ti_machine(r)
     if null is not None and null.gaps:
         row["null_gap_p50_ms"] = round(statistics.median(null.gaps), 1)
         row["null_gap_p99_ms"] = round(percentile(null.gaps, 0.99), 1)
@@ -613,6 +827,33 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         row["null_load"] = round(null.load, 2)
     print(json.dumps(row), flush=True)
     return row
+
+
+def per_ti_machine(r: Result) -> dict[str, Any]:
+    """CPU ms per task instance by process, and the apiserver's time (ms), request bytes and watch
+    bytes sent (KB) per task instance by what (only the larger ones)."""
+    n = r.task_instances
+    apiserver = {
+        metric: {what: v for (m, what), v in r.apiserver.items() if m == metric}
+        for metric in {m for m, _ in r.apiserver}
+    }
+    top = sorted(apiserver.get("apiserver_request_duration_seconds_sum", {}).items(), key=lambda kv: -kv[1])
+    return {
+        "machine_cpu_ms_per_ti": {k: round(v * 1000 / n, 1) for k, v in sorted(r.machine.items())},
+        "apiserver_ms_per_ti": {k: round(v * 1000 / n, 2) for k, v in top if v * 1000 / n >= 0.05},
+        "request_kb_per_ti": {
+            k: round(v / 1024 / n, 2)
+            for k, v in sorted(apiserver.get("apiserver_request_body_size_bytes_sum", {}).items())
+            if v / 1024 / n >= 0.01
+        },
+        "watch_events_per_ti": {
+            k: round(v / n, 2) for k, v in sorted(apiserver.get("apiserver_watch_events_total", {}).items())
+        },
+        "watch_kb_per_ti": {
+            k: round(v / 1024 / n, 1)
+            for k, v in sorted(apiserver.get("apiserver_watch_events_sizes_sum", {}).items())
+        },
+    }
 
 
 def _short(counter: str) -> str:
@@ -670,8 +911,11 @@ async def main_async(
                         cluster, api, tree, w, label, tmp, profile, args.workers, args.awaits, replicas
                     )
                 template = next(r.template for r in results.values() if r.template)
-                null = await run_null(api, w, template)
+                null = await run_null(cluster, api, w, template)
                 print(f"--- {w.name}, round {round_ + 1}: load {os.getloadavg()} at the end", flush=True)
+                null_row = {"tree": "null", "workload": w.name, "load": round(null.load, 2)}
+                null_row |= {"load_end": round(null.load_end, 2)} | per_ti_machine(null)
+                print(json.dumps(null_row), flush=True)
                 for label, _, _ in chosen:
                     rows.append(summarize(label, w, results[label], null))
                     if profile:
@@ -680,6 +924,11 @@ async def main_async(
                         awaits = profile / f"{label}-{w.name}.awaits.txt"
                         top_frames(awaits)
                         print(awaits.with_suffix(".txt.lag").read_text(), flush=True)
+        if args.write_costs and rows:
+            samples = next(
+                r.samples for r in results.values() if r.samples.keys() >= {"dagrun", "dag", "event"}
+            )
+            await write_costs(cluster, api, samples, template, args.write_costs)
         if args.burst and rows:
             rate, load = await burst(api, template, args.burst)
             row = {"burst_pods": args.burst, "pods_per_s": round(rate, 1), "load": round(load, 2)}
@@ -697,6 +946,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", default=None)
     parser.add_argument("--burst", type=int, default=0)
+    parser.add_argument(
+        "--write-costs", type=int, default=0,
+        help="after the rounds, N of each of Zonda's kinds of writes alone: apiserver and etcd CPU per write",
+    )  # fmt: skip
     parser.add_argument(
         "--replicas", default="1", help="controller replicas, e.g. 1,2,4 (N > 1: each with --shards N)"
     )
