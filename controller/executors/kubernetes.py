@@ -27,6 +27,7 @@ finalizer, or whose finalizer a user removed) is still reported from its last st
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -96,6 +97,14 @@ class AttemptReports:
         return len(self._reports)
 
 
+class PodNews(enum.Enum):
+    """What a task pod's watch event means for its run (`KubernetesExecutor.news`)."""
+
+    NONE = "none"  # nothing a pass would observe differently: no pass
+    STARTED = "started"  # only that its try started running: a pass may wait a little
+    CHANGED = "changed"  # a pass now
+
+
 class KubernetesExecutor:
     name = "kubernetes"
 
@@ -118,6 +127,8 @@ class KubernetesExecutor:
         #: The held pods (deleted, our finalizer kept) the last `observe` of each run saw, by run uid:
         #: what `release_recorded` looks at after that pass's write (none in the normal flow).
         self.held: dict[str, list[dict[str, Any]]] = {}
+        #: Each kept pod's observation, by (namespace, name): (its resourceVersion, `_observe` of it).
+        self._observations: dict[tuple[str, str], tuple[str, ObservedAttempt]] = {}
 
     async def _pods_of(self, namespace: str, run_uid: str) -> list[dict[str, Any]]:
         """The run's pods, to read only (the kept bodies themselves when the watch keeps them)."""
@@ -139,7 +150,7 @@ class KubernetesExecutor:
         else:
             self.held.pop(meta["uid"], None)
         reported = self.refused.of_run(meta["uid"]) | self.deleted.of_run(meta["uid"])
-        return reported | {pod["metadata"]["name"]: _observe(pod) for pod in found}
+        return reported | {pod["metadata"]["name"]: self.observed(pod) for pod in found}
 
     def pod_deleted(self, pod: Mapping[str, Any]) -> None:
         """A task pod's DELETED event (its last state): remembered as its try's last report, failed if
@@ -149,30 +160,43 @@ class KubernetesExecutor:
         if uid is None:
             return
         self.deleted.remember(uid, meta.get("name", ""), try_tracking.gone(_observe(pod)))
+        self._observations.pop((meta.get("namespace", ""), meta.get("name", "")), None)
 
-    def changes_observation(self, pod: Mapping[str, Any]) -> bool:
-        """Would a pass observe this pod's try differently from the pod kept? Call before keeping it.
+    def observed(self, pod: Mapping[str, Any]) -> ObservedAttempt:
+        """What a pass observes of this pod's try: worked out once per pod version (the watch's pods
+        are read on every event and by every pass of their run, 20 a pass for a 20-task chain)."""
+        meta = pod["metadata"]
+        version = meta.get("resourceVersion")
+        if self.pods is None or version is None:
+            return _observe(pod)
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        kept = self._observations.get(key)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        observation = _observe(pod)
+        self._observations[key] = (version, observation)
+        return observation
+
+    def news(self, pod: Mapping[str, Any]) -> PodNews:
+        """What a task pod's watch event tells a pass, against the pod kept (call before keeping it).
 
         A task pod's watch events are about four per try (ADDED, scheduled, Running, Succeeded); the
         first is our own create, already kept from its answer, and the scheduler's binding changes
-        nothing a pass reads: no pass is needed for those."""
+        nothing a pass reads: NONE, no pass is needed. STARTED: only that its try started running
+        (the status shows it a moment later, usually in the same write as the try's end). CHANGED:
+        anything else a pass would observe differently, or a pod not kept."""
         if self.pods is None:
-            return True
-        meta = pod.get("metadata") or {}
-        kept = self.pods.objects.get((meta.get("namespace", ""), meta.get("name", "")))
-        return kept is None or _observe(kept[1]) != _observe(pod)
-
-    def only_started(self, pod: Mapping[str, Any]) -> bool:
-        """Is this pod's news only that its try started running (call before keeping it)? The status
-        shows it a moment later, usually in the same write as the try's end."""
-        if self.pods is None:
-            return False
+            return PodNews.CHANGED
         meta = pod.get("metadata") or {}
         kept = self.pods.objects.get((meta.get("namespace", ""), meta.get("name", "")))
         if kept is None:
-            return False
-        before, now = _observe(kept[1]), _observe(pod)
-        return before.phase is AttemptPhase.PENDING and now.phase is AttemptPhase.RUNNING
+            return PodNews.CHANGED
+        before, now = self.observed(kept[1]), self.observed(pod)
+        if before == now:
+            return PodNews.NONE
+        if before.phase is AttemptPhase.PENDING and now.phase is AttemptPhase.RUNNING:
+            return PodNews.STARTED
+        return PodNews.CHANGED
 
     async def launch(
         self, run: Mapping[str, Any], *, task: ResolvedTask, invocation: TaskInvocation, attempt_name: str
