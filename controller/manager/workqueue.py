@@ -129,16 +129,25 @@ class WorkQueue:
         self._timers[key] = (deadline, handle)
         self._wake_at[key] = when
 
-    def add_soon(self, key: Hashable, delay: float) -> None:
+    def add_soon(
+        self, key: Hashable, delay: float, *, priority: int | None = None, latest: float | None = None
+    ) -> None:
         """Reconcile `key` within `delay` seconds, or with its next pass if one starts sooner: for news
-        that may wait a little so the news after it shares one pass (and one status write)."""
+        that may wait a little so the news after it shares one pass (and one status write).
+
+        With `priority` (a higher number than the key's own), the key waits after `delay` behind
+        every pass queued before it at a higher priority, and news added meanwhile (`add`) moves it
+        up: one pass for both. `latest` bounds that wait: after it the key has its own priority."""
         if key in self._soon or key in self._waiting:  # a pass that starts later sees it
             return
-        self._soon[key] = asyncio.get_running_loop().call_later(delay, self._fire_soon, key)
+        loop = asyncio.get_running_loop()
+        self._soon[key] = loop.call_later(delay, self._fire_soon, key, priority, latest)
 
-    def _fire_soon(self, key: Hashable) -> None:
+    def _fire_soon(self, key: Hashable, priority: int | None = None, latest: float | None = None) -> None:
         self._soon.pop(key, None)
-        self.add(key)
+        self.add(key, priority)
+        if priority is not None and latest is not None and key in self._waiting:
+            self._soon[key] = asyncio.get_running_loop().call_later(latest, self._fire_soon, key)
 
     def _fire(self, key: Hashable) -> None:
         self._timers.pop(key, None)

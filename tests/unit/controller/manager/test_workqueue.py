@@ -246,6 +246,57 @@ def test_add_soon_reconciles_after_its_delay_or_with_a_pass_that_starts_sooner()
     assert passes == ["late", "early", "marker"]
 
 
+def test_a_soon_pass_at_a_lower_priority_waits_behind_queued_work_and_shares_the_news_after_it() -> None:
+    """A task's start (`add_soon(..., priority=3)`): when its delay is up while other passes are
+    queued, it waits behind them, and the task's end (`add`) moves it up: one pass records both. With
+    nothing queued it runs at its delay; `latest` bounds its wait behind others."""
+    passes: list[Hashable] = []
+
+    async def scenario() -> None:
+        seen = asyncio.Condition()
+        gate = asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            if key == "busy":
+                await gate.wait()  # the one worker is busy until the test says
+            async with seen:
+                passes.append(key)
+                seen.notify_all()
+            return None
+
+        async def until(count: int) -> None:
+            async with seen:
+                await asyncio.wait_for(seen.wait_for(lambda: len(passes) >= count), timeout=30)
+
+        queue = WorkQueue(reconcile, workers=1, priority=lambda key: 1)
+        queue.start()
+        queue.add("busy")
+        queue.add("other")  # queued behind it, at the key's own priority
+        queue.add_soon("started", 0.01, priority=3, latest=3600.0)
+        while "started" not in queue._waiting:  # its delay is up: queued, at priority 3
+            await asyncio.sleep(0.01)
+        assert queue._waiting["started"] == 3
+        queue.add("started")  # the task's end: moves it up, behind "other" (same priority, added first)
+        queue.add("last")
+        gate.set()
+        await until(4)
+        assert not queue._soon, "the pass that started dropped the promotion timer"
+        queue.add_soon("idle", 0.01, priority=3, latest=3600.0)  # positive control: nothing queued
+        await until(5)
+        gate.clear()
+        queue.add("busy")
+        queue.add_soon("bounded", 0.01, priority=3, latest=0.05)  # waits behind "waiting" at most 0.05 s
+        queue.add("waiting", priority=2)
+        while queue._waiting.get("bounded") != 1:  # promoted to its own priority
+            await asyncio.sleep(0.01)
+        gate.set()
+        await until(8)
+        await queue.stop()
+
+    asyncio.run(scenario())
+    assert passes == ["busy", "other", "started", "last", "idle", "busy", "bounded", "waiting"]
+
+
 def dags_first(key: Hashable) -> int:
     return 0 if isinstance(key, tuple) and key[0] == "dag" else 1
 
