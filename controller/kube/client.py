@@ -218,8 +218,8 @@ class Kube:
         of the controller's busy loop with 100 runs at once (py-spy); msgspec encodes and decodes the
         same JSON several times faster. The request is the generated client's in all else: the same
         session and connection pool (its TLS context holds any client certificate), the same auth
-        headers (`update_params_for_auth`, which refreshes an expiring token), default headers, proxy
-        and server name."""
+        headers (`update_params_for_auth`, which refreshes an expiring token), default headers, proxy,
+        server name, and the bound of every ordinary call (`timeouts.ordinary()`)."""
         api = self.api_client
         rest = api.rest_client
         headers: dict[str, str] = {**api.default_headers, "Accept": "application/json"}
@@ -227,7 +227,11 @@ class Kube:
         if api.cookie:
             headers["Cookie"] = api.cookie
         await api.update_params_for_auth(headers, [], ["BearerToken"])
-        args: dict[str, Any] = {"headers": headers, "data": _encode(body), "timeout": aiohttp.ClientTimeout()}
+        args: dict[str, Any] = {
+            "headers": headers,
+            "data": _encode(body),
+            "timeout": self.timeouts.ordinary(),
+        }
         if rest.proxy:
             args["proxy"] = rest.proxy
         if rest.proxy_headers:

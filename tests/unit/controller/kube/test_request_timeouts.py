@@ -80,6 +80,10 @@ CALLS: dict[str, Callable[[Kube], Awaitable[object]]] = {
     ),
     "delete a pod": lambda kube: kube.delete_pod("ns", "p"),
     "get any path": lambda kube: kube.get_path("/apis/zonda.dev/v1alpha1"),
+    "create a task pod (a pass's own write)": lambda kube: kube.create_pod("ns", {"metadata": {"name": "p"}}),
+    "replace a DagRun's status (a pass's own write)": lambda kube: kube.replace_custom_status(
+        "dags", "ns", {"metadata": {"name": "etl", "resourceVersion": "1"}, "status": {}}
+    ),
 }
 
 
