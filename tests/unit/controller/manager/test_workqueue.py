@@ -268,14 +268,29 @@ def test_a_soon_pass_at_a_lower_priority_waits_behind_queued_work_and_shares_the
             async with seen:
                 await asyncio.wait_for(seen.wait_for(lambda: len(passes) >= count), timeout=30)
 
-        queue = WorkQueue(reconcile, workers=1, priority=lambda key: 1)
+        added = asyncio.Condition()
+
+        class Queue(WorkQueue):
+            def add(self, key: Hashable, priority: int | None = None) -> None:
+                super().add(key, priority)
+                asyncio.get_running_loop().create_task(notify())
+
+        async def notify() -> None:
+            async with added:
+                added.notify_all()
+
+        async def waiting(key: str, priority: int) -> None:
+            async with added:
+                await asyncio.wait_for(
+                    added.wait_for(lambda: queue._waiting.get(key) == priority), timeout=30
+                )
+
+        queue = Queue(reconcile, workers=1, priority=lambda key: 1)
         queue.start()
         queue.add("busy")
         queue.add("other")  # queued behind it, at the key's own priority
         queue.add_soon("started", 0.01, priority=3, latest=3600.0)
-        while "started" not in queue._waiting:  # its delay is up: queued, at priority 3
-            await asyncio.sleep(0.01)
-        assert queue._waiting["started"] == 3
+        await waiting("started", 3)  # its delay is up: queued, at priority 3
         queue.add("started")  # the task's end: moves it up, behind "other" (same priority, added first)
         queue.add("last")
         gate.set()
@@ -287,8 +302,7 @@ def test_a_soon_pass_at_a_lower_priority_waits_behind_queued_work_and_shares_the
         queue.add("busy")
         queue.add_soon("bounded", 0.01, priority=3, latest=0.05)  # waits behind "waiting" at most 0.05 s
         queue.add("waiting", priority=2)
-        while queue._waiting.get("bounded") != 1:  # promoted to its own priority
-            await asyncio.sleep(0.01)
+        await waiting("bounded", 1)  # promoted to its own priority
         gate.set()
         await until(8)
         await queue.stop()
