@@ -9,15 +9,22 @@ with ours, so clock skew between nodes cannot cause a premature takeover. `lease
 by one whenever the holder changes (from "nobody" included). Every write is a create (409 = someone
 else was first) or a replace carrying the resourceVersion read (409 = the Lease changed meanwhile), so
 two processes can never both believe a write made them the holder.
+
+Every Lease call is bounded by `call_seconds` (client-go's `NewFromKubeconfig`: half the renew
+deadline, at least 1 s, "to keep a single hung request from forcing a leader loss"), tighter than the
+client's own bound for ordinary calls (`controller.kube.timeouts`): a renewal stuck on a connection
+the apiserver accepted and never answered fails in time to be tried again before the Lease would
+expire in the others' eyes, instead of holding the renewal loop for ever.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from controller.kube.errors import AlreadyExists, Conflict
 from controller.kube.protocol import KubeApi
@@ -25,6 +32,18 @@ from zonda.resources.wire import format_micro_time, parse_time
 
 WallClock = Callable[[], datetime]
 MonotonicClock = Callable[[], float]
+T = TypeVar("T")
+
+
+def renew_deadline(lease_duration: float) -> float:
+    """Seconds a holder has to renew before it must stop acting: client-go's `RenewDeadline`, 10 s of a
+    15 s Lease; the rest is the margin before another replica may take the Lease by its own clock."""
+    return lease_duration * 2 / 3
+
+
+def call_seconds(lease_duration: float) -> float:
+    """The bound of one Lease call: half the renew deadline, at least 1 s (client-go's)."""
+    return max(1.0, renew_deadline(lease_duration) / 2)
 
 
 def utc_now() -> datetime:
@@ -115,9 +134,16 @@ class LeaseWriter:
         self.lease_duration = lease_duration
         self.wall_clock = wall_clock
         self.monotonic = monotonic
+        self.call_seconds = call_seconds(lease_duration)
+
+    async def bounded(self, call: Awaitable[T]) -> T:
+        """Await a Lease call for at most `call_seconds`: `TimeoutError` past it (a transient failure,
+        tried again at the next round)."""
+        async with asyncio.timeout(self.call_seconds):
+            return await call
 
     async def read(self, name: str) -> LeaseRecord | None:
-        body = await self.kube.get_lease(self.namespace, name)
+        body = await self.bounded(self.kube.get_lease(self.namespace, name))
         return None if body is None else LeaseRecord.from_body(body)
 
     def body(
@@ -180,7 +206,9 @@ class LeaseWriter:
                 renew_time=now,
             )
             try:
-                return LeaseRecord.from_body(await self.kube.create_lease(self.namespace, manifest))
+                return LeaseRecord.from_body(
+                    await self.bounded(self.kube.create_lease(self.namespace, manifest))
+                )
             except AlreadyExists:
                 return None
         ours = record.holder == self.identity if renewal is None else renewal
@@ -195,7 +223,9 @@ class LeaseWriter:
             resource_version=record.resource_version,
         )
         try:
-            return LeaseRecord.from_body(await self.kube.replace_lease(self.namespace, manifest))
+            return LeaseRecord.from_body(
+                await self.bounded(self.kube.replace_lease(self.namespace, manifest))
+            )
         except Conflict:
             return None
 
@@ -212,7 +242,7 @@ class LeaseWriter:
             resource_version=record.resource_version,
         )
         try:
-            await self.kube.replace_lease(self.namespace, manifest)
+            await self.bounded(self.kube.replace_lease(self.namespace, manifest))
         except Conflict:
             return False
         return True

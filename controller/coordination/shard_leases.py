@@ -170,11 +170,11 @@ class ShardLeaseKeeper(leases.LeaseWriter):
         self.names = names
 
     async def list_records(self) -> list[LeaseRecord]:
-        bodies = await self.kube.list_leases(self.namespace, self.names.selector)
+        bodies = await self.bounded(self.kube.list_leases(self.namespace, self.names.selector))
         return [LeaseRecord.from_body(body) for body in bodies]
 
     async def read(self, name: str) -> LeaseRecord | None:
-        body = await self.kube.get_lease(self.namespace, name)
+        body = await self.bounded(self.kube.get_lease(self.namespace, name))
         return None if body is None else LeaseRecord.from_body(body)
 
     async def verify(self, holding: Holding) -> bool:
@@ -215,17 +215,19 @@ class ShardLeaseKeeper(leases.LeaseWriter):
         for _ in range(2):
             sent_at = self.monotonic()
             try:
-                body = await self.kube.replace_lease(
-                    self.namespace,
-                    self.body(
-                        name=holding.lease_name,
-                        labels=self.shard_labels(holding.shard),
-                        holder=self.identity,
-                        transitions=holding.transitions,
-                        acquire_time=holding.acquire_time,
-                        renew_time=self.wall_clock(),
-                        resource_version=holding.resource_version,
-                    ),
+                body = await self.bounded(
+                    self.kube.replace_lease(
+                        self.namespace,
+                        self.body(
+                            name=holding.lease_name,
+                            labels=self.shard_labels(holding.shard),
+                            holder=self.identity,
+                            transitions=holding.transitions,
+                            acquire_time=holding.acquire_time,
+                            renew_time=self.wall_clock(),
+                            resource_version=holding.resource_version,
+                        ),
+                    )
                 )
             except NotFound:
                 return None
@@ -245,17 +247,19 @@ class ShardLeaseKeeper(leases.LeaseWriter):
     async def release(self, holding: Holding) -> None:
         """Clear the holder so another replica takes the shard at once (graceful shutdown, rebalancing)."""
         try:
-            await self.kube.replace_lease(
-                self.namespace,
-                self.body(
-                    name=holding.lease_name,
-                    labels=self.shard_labels(holding.shard),
-                    holder=None,
-                    transitions=holding.transitions,
-                    acquire_time=None,
-                    renew_time=None,
-                    resource_version=holding.resource_version,
-                ),
+            await self.bounded(
+                self.kube.replace_lease(
+                    self.namespace,
+                    self.body(
+                        name=holding.lease_name,
+                        labels=self.shard_labels(holding.shard),
+                        holder=None,
+                        transitions=holding.transitions,
+                        acquire_time=None,
+                        renew_time=None,
+                        resource_version=holding.resource_version,
+                    ),
+                )
             )
             log.info("Released shard %d", holding.shard)
         except (Conflict, NotFound):
@@ -283,7 +287,7 @@ class ShardLeaseKeeper(leases.LeaseWriter):
 
     async def delete(self, name: str) -> None:
         """Delete a Lease (our member Lease on shutdown, a long-dead replica's member Lease)."""
-        await self.kube.delete_lease(self.namespace, name)
+        await self.bounded(self.kube.delete_lease(self.namespace, name))
 
 
 class ShardMembership:
@@ -425,7 +429,7 @@ class ShardMembership:
         for record in members:
             silent = self.observer.silent_for(record, now)
             if record.name != own and silent >= STALE_MEMBER_DURATIONS * max(record.duration_seconds, 1.0):
-                with contextlib.suppress(KubeError):
+                with contextlib.suppress(KubeError, OSError, TimeoutError):
                     await self.keeper.delete(record.name)
 
     async def release_all(self) -> list[int]:
@@ -433,6 +437,6 @@ class ShardMembership:
         holdings = list(self.holdings.values())
         self.holdings.clear()
         await asyncio.gather(*(self.keeper.release(holding) for holding in holdings), return_exceptions=True)
-        with contextlib.suppress(KubeError, OSError):
+        with contextlib.suppress(KubeError, OSError, TimeoutError):
             await self.keeper.delete(self.names.member_lease_name(self.identity))
         return sorted(holding.shard for holding in holdings)

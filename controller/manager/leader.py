@@ -4,6 +4,12 @@ Every replica watches all objects (warm caches, fast failover), but only the lea
 runs. The Lease algorithm is `controller.coordination.leases` (shared with the triggerer's shard Leases):
 expiry is judged by this replica's own monotonic clock since it last saw the Lease change, so clock
 skew between nodes cannot cause two leaders; a graceful shutdown releases the Lease at once.
+
+A leader that has not renewed for the renew deadline (client-go's `RenewDeadline`: two thirds of the
+lease duration, 10 s of 15) stops leading, and each round is cut off at that deadline: a renewal
+stuck on a connection the apiserver accepted and never answered cannot keep a replica leading past
+the point where another may take the Lease (before the rounds were bounded, it led for as long as
+the call hung).
 """
 
 from __future__ import annotations
@@ -14,7 +20,14 @@ import logging
 import time
 from collections.abc import Callable
 
-from controller.coordination.leases import LeaseObserver, LeaseWriter, MonotonicClock, WallClock, utc_now
+from controller.coordination.leases import (
+    LeaseObserver,
+    LeaseWriter,
+    MonotonicClock,
+    WallClock,
+    renew_deadline,
+    utc_now,
+)
 from controller.kube import KubeApi, KubeError
 
 logger = logging.getLogger(__name__)
@@ -40,6 +53,7 @@ class LeaderElector:
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline(lease_duration)
         self.retry_period = retry_period
         self.monotonic = monotonic
         self.leading = False
@@ -60,13 +74,22 @@ class LeaderElector:
             await asyncio.sleep(self.retry_period)
 
     async def step(self) -> None:
-        """One round: try to acquire or renew, and stop leading if no renewal succeeded in time."""
+        """One round: try to acquire or renew, for at most what is left of the renew deadline while
+        leading; stop leading once no renewal succeeded within it."""
+        self._stop_if_overdue()
+        budget = self.renew_deadline
+        if self.leading:
+            budget = self._renewed_at + self.renew_deadline - self.monotonic()
         try:
-            await self._try_acquire_or_renew()
+            async with asyncio.timeout(budget):
+                await self._try_acquire_or_renew()
         except (TimeoutError, KubeError, OSError) as exc:
-            logger.warning("leader election: %s", exc)
-        if self.leading and self.monotonic() - self._renewed_at >= self.lease_duration:
-            self._set_leading(False)  # could not renew in time: someone else may lead now
+            logger.warning("leader election: %r", exc)
+        self._stop_if_overdue()
+
+    def _stop_if_overdue(self) -> None:
+        if self.leading and self.monotonic() - self._renewed_at >= self.renew_deadline:
+            self._set_leading(False)  # could not renew in time: someone else may lead soon
 
     def _set_leading(self, leading: bool) -> None:
         if leading != self.leading:
@@ -94,7 +117,7 @@ class LeaderElector:
         if not self.leading:
             return
         self._set_leading(False)
-        with contextlib.suppress(KubeError, OSError):
+        with contextlib.suppress(KubeError, OSError, TimeoutError):
             record = await self._leases.read(self.name)
             if record is not None and record.holder == self.identity:
                 await self._leases.let_go(record)

@@ -138,6 +138,6 @@ class ControllerShards:
     async def release(self) -> list[int]:
         """Hand every shard over at once (SIGTERM): the others take them without waiting for expiry."""
         self.stopping = True
-        with contextlib.suppress(KubeError, OSError):
+        with contextlib.suppress(KubeError, OSError, TimeoutError):
             return await self.membership.release_all()
         return []

@@ -1,10 +1,16 @@
 """`ShardMembership` (the shard Lease cycle the triggerer and the controller share) against the
 in-memory FakeKube: sharing, rebalancing when a replica joins, handover when one dies or stops, and
-the fencing token a dead holder can no longer match. Clocks are injected: no sleeps."""
+the fencing token a dead holder can no longer match, a renewal never answered. Clocks are injected:
+no sleeps (but for the bound of a call never answered, which is asyncio's)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime
+from typing import Any
+
+import pytest
 
 from controller.coordination.shard_leases import ShardLeaseKeeper, ShardLeaseNames, ShardMembership, holds
 from controller.kube.fake import FakeKube
@@ -121,3 +127,42 @@ async def test_components_keep_apart() -> None:
     await triggerer.cycle(capacity=SHARDS)
     assert set(triggerer.holdings) == {0, 1, 2, 3}  # the controller's Leases are not the triggerer's
     assert NAMES.shard_lease_name(2) == "zonda-controller-shard-2"
+
+
+async def test_a_renewal_never_answered_fails_at_the_call_bound_and_the_shards_lapse_by_our_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shard Leases' replaces accepted and never answered (a half-open connection): each renewal
+    fails after the Lease call's bound (1 s of a 3 s Lease) as a transient error, the cycle goes on
+    (list, advertise), and the shards lapse by our own clock; answered again, the next cycle takes
+    them back with a new fencing token."""
+    kube, clock = FakeKube(), Clock()
+    a = Replica(kube, "a", clock)
+    await a.cycle()
+    assert a.held == {0, 1, 2, 3}
+    replace, never = kube.replace_lease, asyncio.Event()
+
+    async def silent_for_shards(namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["metadata"]["name"].startswith(NAMES.shard_prefix):
+            await never.wait()
+        return await replace(namespace, body)
+
+    monkeypatch.setattr(kube, "replace_lease", silent_for_shards)
+    shard = await kube.get_lease("zonda", NAMES.shard_lease_name(0))
+    assert shard is not None
+    with pytest.raises(TimeoutError):  # the control: the call itself never ends
+        await asyncio.wait_for(kube.replace_lease("zonda", shard), 0.2)
+    replaced = kube.writes.get("replace leases", 0)
+    clock.now += 1
+    started = time.monotonic()
+    await asyncio.wait_for(a.cycle(), 10)  # the test's own guard, far past the bound
+    assert 0.9 <= time.monotonic() - started < 5, "the four renewals, at once, each cut off at 1 s"
+    assert a.held == {0, 1, 2, 3} and a.lost == [], "not renewed, not lost yet"
+    assert kube.writes["replace leases"] == replaced + 1, "the cycle went on: the member Lease renewed"
+    clock.now += DURATION
+    a.membership.drop_lapsed()
+    assert a.held == set() and sorted(shard for shard, _ in a.lost) == [0, 1, 2, 3]
+    monkeypatch.setattr(kube, "replace_lease", replace)
+    await a.cycle()
+    assert a.held == {0, 1, 2, 3}
+    assert all(holding.transitions == 1 for holding in a.membership.holdings.values())

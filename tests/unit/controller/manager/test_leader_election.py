@@ -7,6 +7,8 @@ preconditions enforced as the apiserver does); the Lease tests in the cluster ti
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -32,7 +34,9 @@ class Clock:
         return T0 + timedelta(seconds=self.seconds)
 
 
-def elector(kube: FakeKube, identity: str, clock: Clock, transitions: list[str]) -> LeaderElector:
+def elector(
+    kube: FakeKube, identity: str, clock: Clock, transitions: list[str], lease_duration: float = 15
+) -> LeaderElector:
     return LeaderElector(
         kube,
         namespace="zonda",
@@ -40,7 +44,7 @@ def elector(kube: FakeKube, identity: str, clock: Clock, transitions: list[str])
         identity=identity,
         on_started_leading=lambda: transitions.append(f"{identity} leads"),
         on_stopped_leading=lambda: transitions.append(f"{identity} stops"),
-        lease_duration=15,
+        lease_duration=lease_duration,
         wall_clock=clock.wall,
         monotonic=clock.monotonic,
     )
@@ -100,9 +104,11 @@ async def test_a_leader_that_finds_another_holder_stops_leading(kube: FakeKube) 
     assert not a.leading and seen == ["a leads", "a stops"]
 
 
-async def test_a_leader_that_cannot_reach_the_api_stops_leading_after_a_lease_duration(
+async def test_a_leader_that_cannot_reach_the_api_stops_leading_at_the_renew_deadline(
     kube: FakeKube, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """client-go's RenewDeadline: 10 s of a 15 s Lease, so it has stopped before another replica may
+    take the Lease (15 s after it last saw it renewed, by its own clock)."""
     clock, seen = Clock(), []
     a = elector(kube, "a", clock, seen)
     await a.step()
@@ -111,11 +117,39 @@ async def test_a_leader_that_cannot_reach_the_api_stops_leading_after_a_lease_du
         raise KubeError(503, "the apiserver is unavailable")
 
     monkeypatch.setattr(kube, "get_lease", unreachable)
-    clock.seconds += 14
+    clock.seconds += 9
     await a.step()
-    assert a.leading, "still within the lease it last renewed"
+    assert a.leading, "still within the renew deadline"
     clock.seconds += 1
     await a.step()
+    assert not a.leading and seen == ["a leads", "a stops"]
+
+
+async def test_a_lease_call_never_answered_is_cut_off_and_the_leader_stops_at_the_renew_deadline(
+    kube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of the Lease the apiserver accepted and never answers (a half-open connection, a proxy
+    that stopped forwarding): each round ends when the call's bound does (half the renew deadline, at
+    least 1 s: here 1 s of a 3 s Lease) instead of waiting for ever, so the leader still stops leading
+    at the renew deadline (2 s)."""
+    clock, seen = Clock(), []
+    a = elector(kube, "a", clock, seen, lease_duration=3)
+    await a.step()
+    never = asyncio.Event()
+
+    async def silent(namespace: str, name: str) -> None:
+        await never.wait()
+
+    monkeypatch.setattr(kube, "get_lease", silent)
+    with pytest.raises(TimeoutError):  # the control: the call itself never ends
+        await asyncio.wait_for(kube.get_lease("zonda", LEASE), 0.2)
+    clock.seconds += 1
+    started = time.monotonic()
+    await asyncio.wait_for(a.step(), 10)  # the test's own guard, far past the bound
+    assert 0.9 <= time.monotonic() - started < 5
+    assert a.leading, "still within the renew deadline"
+    clock.seconds += 1
+    await asyncio.wait_for(a.step(), 10)
     assert not a.leading and seen == ["a leads", "a stops"]
 
 
