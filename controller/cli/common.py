@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from controller.kube import Kube, KubeError
+from controller.kube import Kube, KubeError, timeouts
 from controller.manager.settings import DEFAULTS
 
 #: The local executor's default state dir (`zonda controller --state-dir`, `$ZONDA_STATE_DIR`).
@@ -36,11 +36,16 @@ async def connect(kubeconfig: str | None) -> Kube:
 
 
 def run_kube(coro: Any) -> Any:
-    """Run a coroutine that talks to the API; an API error becomes a one-line CLI error."""
+    """Run a coroutine that talks to the API; an API error, or a call the API did not answer in time
+    (`controller.kube.timeouts`), becomes a one-line CLI error."""
     try:
         return asyncio.run(coro)
     except KubeError as exc:
         raise click.ClickException(str(exc.reason)) from exc
+    except TimeoutError as exc:
+        raise click.ClickException(
+            f"the Kubernetes API did not answer in time (${timeouts.TOTAL_ENV}, ${timeouts.CONNECT_ENV})"
+        ) from exc
 
 
 def parse_conf(text: str | None) -> dict[str, Any]:
