@@ -4,11 +4,13 @@ It terminates TLS with the apiserver's own serving certificate (the local contro
 its CA: the client's kubeconfig keeps the CA and the token, only `server` changes) and forwards every
 request over a TLS connection of its own, streaming responses (watches included). It records every
 request it answered (method, path, status, the body's resourceVersion precondition), the wire-level
-record of what the client wrote, and on demand hurts the next N requests:
+record of what the client wrote, and on demand hurts the next N requests (those `where` accepts, if
+given: the next N Lease calls, say):
 
 - `drop`: close the connection without an answer;
 - `reset`: a TCP RST (SO_LINGER 0, then close);
-- `stall`: hold the request `stall_seconds`, then reset it (a hung apiserver or network);
+- `stall`: hold the request `stall_seconds` (or until the proxy stops), then reset it (a hung
+  apiserver or network; `stalling` counts the requests held now);
 - `429` (with Retry-After: 1), `500`, `504`: the apiserver's error answers, as Status objects;
 - `lost-reply`: forward the request (a write is done), then reset instead of answering: the client
   cannot know whether its create or replace happened, and must retry idempotently;
@@ -24,6 +26,7 @@ thread of the test process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import ssl
@@ -31,6 +34,7 @@ import struct
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,8 @@ FAULTS = ("drop", "reset", "stall", "429", "500", "504", "lost-reply", "too-larg
 TOO_LARGE_MESSAGE = "Request entity too large: limit is 3145728"
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade", "host"}
 REASONS = {"429": "TooManyRequests", "500": "InternalError", "504": "Timeout"}
+#: Which requests a pending fault may hit: (method, path) -> whether this one.
+Where = Callable[[str, str], bool]
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,10 @@ class FaultProxy:
         self.requests: list[Request] = []
         self.injected: Counter[str] = Counter()
         self.stall_seconds = 5.0
-        self._pending: list[str] = []  # the faults the next requests get, one each
+        #: Requests held by a `stall` now (accepted, not answered).
+        self.stalling = 0
+        #: The faults the next requests get, one each, with the (method, path) test each must pass.
+        self._pending: list[tuple[str, Where | None]] = []
         self._lock = threading.Lock()
         self._transports: set[asyncio.Transport] = set()
         self._loop = asyncio.new_event_loop()
@@ -90,11 +99,11 @@ class FaultProxy:
 
     # ---------------------------------------------------------------- control (from the test's thread)
 
-    def hurt(self, fault: str, count: int) -> None:
-        """The next `count` requests get `fault` (one of FAULTS)."""
+    def hurt(self, fault: str, count: int, where: Where | None = None) -> None:
+        """The next `count` requests (that `where(method, path)` accepts) get `fault` (one of FAULTS)."""
         assert fault in FAULTS, fault
         with self._lock:
-            self._pending.extend([fault] * count)
+            self._pending.extend([(fault, where)] * count)
 
     def healed(self) -> bool:
         with self._lock:
@@ -167,11 +176,16 @@ class FaultProxy:
         """The next pending fault; a lost reply waits for a write (a watch's reply never ends), a
         refusal as too large for a replace of a DagRun's status."""
         with self._lock:
-            if not self._pending or (self._pending[0] == "lost-reply" and method == "GET"):
+            if not self._pending:
                 return None
-            if self._pending[0] == "too-large" and not _is_run_status_write(method, path):
+            fault, where = self._pending[0]
+            if fault == "lost-reply" and method == "GET":
                 return None
-            return self._pending.pop(0)
+            if fault == "too-large" and not _is_run_status_write(method, path):
+                return None
+            if where is not None and not where(method, path):
+                return None
+            return self._pending.pop(0)[0]
 
     async def _forward(self, session: aiohttp.ClientSession, request: web.Request) -> web.StreamResponse:
         arrived = time.monotonic()
@@ -233,8 +247,12 @@ class FaultProxy:
                     status=status,
                     headers=headers,
                 )  # fmt: skip
-            if fault == "stall":
-                await asyncio.sleep(self.stall_seconds)  # the fault itself: a request that hangs
+            if fault == "stall":  # the fault itself: a request that hangs
+                self.stalling += 1
+                with contextlib.suppress(TimeoutError):
+                    assert self._stopped is not None
+                    await asyncio.wait_for(self._stopped.wait(), self.stall_seconds)
+                self.stalling -= 1
             if transport is not None:
                 (transport.close if fault == "drop" else lambda: _reset(transport))()
             return web.Response()  # never sent: the connection is gone
