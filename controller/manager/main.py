@@ -564,6 +564,11 @@ class ControllerProcess:
         type, body, name, namespace = event["type"], event["body"], event["name"], event["namespace"]
         if self.services is None:
             return
+        version = body.get("metadata", {}).get("resourceVersion")
+        writer = self.services.reconcilers.writer
+        if type != "DELETED" and not writer.is_own_write(DAGRUNS, namespace, name, version):
+            # our own status write's event may come before its answer: judged once that is known
+            await writer.settled(DAGRUNS, namespace, name)
         # the ADDED of a run a DAG pass created and recorded: no news for that DAG (its backfills and
         # siblings are still told below)
         created_by_its_dag = (
@@ -581,9 +586,7 @@ class ControllerProcess:
             return
         previous = reconcilers.index.update(body)
         self.wake_for_slots(namespace, name, previous)
-        if not reconcilers.is_own_write(
-            DAGRUNS, namespace, name, body.get("metadata", {}).get("resourceVersion")
-        ):
+        if not reconcilers.is_own_write(DAGRUNS, namespace, name, version):
             self.enqueue("run", namespace, name)
         new_state = (body.get("status") or {}).get("state")
         if dag_name and (previous is None or previous.state != new_state):
