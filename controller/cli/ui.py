@@ -15,7 +15,7 @@ from typing import Any
 import click
 import yaml
 
-from controller.cli.common import STATE_DIR, connect, kubeconfig_option, namespace_options
+from controller.cli.common import STATE_DIR, connect, kubeconfig_option, namespace_options, run_kube
 from controller.operations import try_logs as task_logs
 from controller.processes import logs as zonda_logs
 
@@ -119,7 +119,7 @@ def _load_dag(source: str, namespace: str, kubeconfig: str | None) -> dict[str, 
         async with await connect(kubeconfig) as kube:
             return await kube.get_custom(DAGS, namespace, source)
 
-    fetched = asyncio.run(fetch())
+    fetched: dict[str, Any] | None = run_kube(fetch())
     if fetched is None:
         raise click.ClickException(f"no file {source!r} and no DAG {source!r} in namespace {namespace}")
     return fetched
@@ -158,7 +158,7 @@ def dags_show(
             async with await connect(kubeconfig) as kube:
                 return await kube.get_custom(DAGRUNS, ns, run_name)
 
-        run = asyncio.run(fetch_run())
+        run = run_kube(fetch_run())
         if run is None:
             raise click.ClickException(f"DagRun {run_name!r} not found in namespace {ns}")
         tis = (run.get("status") or {}).get("taskInstances") or {}
