@@ -51,7 +51,7 @@ from controller.manager import leader, served
 from controller.manager.settings import ControllerSettings
 from controller.manager.shards import ControllerShards
 from controller.manager.workqueue import WorkQueue
-from controller.processes import clock
+from controller.processes import clock, collector
 from controller.processes.deadlines import MainThreadChecks
 from controller.processes.health import serve_http
 from controller.reconcilers import metrics
@@ -785,6 +785,7 @@ def run_controller(settings: ControllerSettings) -> None:
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("kopf.activities").setLevel(logging.WARNING)
     asyncio.run(_wait_until_served(settings))
+    collector.tune()
     kopf.run(
         registry=process.registry(),
         standalone=True,
