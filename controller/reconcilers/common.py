@@ -110,7 +110,7 @@ class StatusWriter:
 
         The watch delivers a write's event on another connection than its answer, and on a busy
         loop it often comes first: `is_own_write` then took it for someone else's and woke the run
-        for a pass of its own, after the one that wrote (4-15 extra passes per 20-task chain, most
+        for a pass of its own, after the one that wrote (2-14 extra passes per 20-task chain, most
         of them writing the status again; each event of that pass's write could do the same). An
         event that waits here is judged once the answer is known, as one delivered after it."""
         answered = self._writing.get((plural, namespace, name))

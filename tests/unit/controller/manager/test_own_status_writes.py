@@ -2,7 +2,7 @@
 
 The watch and the write's answer come on two connections; on a busy event loop the event is often
 handled first. Judged then, it looked like someone else's write and woke the run for a pass of its
-own after the one that wrote: 4-15 extra passes per 20-task chain on kwok (most writing the status
+own after the one that wrote: 2-14 extra passes per 20-task chain on kwok (most writing the status
 again), and a task's end that came meanwhile waited behind them. Real: the controller process's
 DagRun handler, its work queue (not started: what it holds is what would run), the reconcilers and
 the status writer. Fake: the API (which delivers the event from inside the write, before answering)
