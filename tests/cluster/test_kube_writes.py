@@ -32,9 +32,9 @@ async def _call(awaitable: Awaitable[Any]) -> Any:
         raise translate(exc) from exc
 
 
-async def refusal(call: Callable[[], Awaitable[Any]]) -> KubeError:
+async def refusal(call: Awaitable[Any]) -> KubeError:
     with pytest.raises(KubeError) as refused:
-        await call()
+        await call
     return refused.value
 
 
@@ -77,64 +77,41 @@ def test_the_writes_of_a_pass_answer_and_refuse_as_the_generated_client(
                 custom.get_namespaced_custom_object(GROUP, VERSION, namespace, DAGRUNS, "r")
             )
 
-            # 409: a taken name, a stale resourceVersion
-            same(
-                await refusal(lambda: kube.create_pod(namespace, pod("p", {}))),
-                await refusal(lambda: generated_pod(pod("p", {}))),
-                AlreadyExists, 409,
-            )  # fmt: skip
-            same(
-                await refusal(lambda: kube.create_custom(DAGRUNS, namespace, dagrun("r"))),
-                await refusal(lambda: generated_run(dagrun("r"))),
-                AlreadyExists, 409,
-            )  # fmt: skip
-            same(
-                await refusal(lambda: kube.replace_custom_status(DAGRUNS, namespace, run)),
-                await refusal(lambda: generated_status(run)),
-                Conflict, 409,
-            )  # fmt: skip
-            # 404: the run is gone
+            Write = Callable[[dict[str, Any]], Awaitable[Any]]
+            writes: dict[str, tuple[Write, Write]] = {  # each write: Kube's own path, the generated call
+                "create a pod": (lambda body: kube.create_pod(namespace, body), generated_pod),
+                "create a run": (lambda body: kube.create_custom(DAGRUNS, namespace, body), generated_run),
+                "replace a status": (
+                    lambda body: kube.replace_custom_status(DAGRUNS, namespace, body),
+                    generated_status,
+                ),
+            }
             gone = {**replaced, "metadata": {**replaced["metadata"], "name": "gone"}}
-            same(
-                await refusal(lambda: kube.replace_custom_status(DAGRUNS, namespace, gone)),
-                await refusal(lambda: generated_status(gone)),
-                NotFound, 404,
-            )  # fmt: skip
-            # 422: invalid objects
             invalid = pod("bad", {})
             invalid["spec"]["containers"] = []
-            same(
-                await refusal(lambda: kube.create_pod(namespace, invalid)),
-                await refusal(lambda: generated_pod(invalid)),
-                KubeError, 422,
-            )  # fmt: skip
-            no_dag = dagrun("bad")
-            no_dag["spec"] = {}
-            same(
-                await refusal(lambda: kube.create_custom(DAGRUNS, namespace, no_dag)),
-                await refusal(lambda: generated_run(no_dag)),
-                KubeError, 422,
-            )  # fmt: skip
-            # 413: over the apiserver's request limit
+            no_dag = {**dagrun("bad"), "spec": {}}
             huge = pod("huge", {})
-            huge["metadata"]["annotations"] = {"a": TOO_LARGE}
-            same(
-                await refusal(lambda: kube.create_pod(namespace, huge)),
-                await refusal(lambda: generated_pod(huge)),
-                KubeError, 413,
-            )  # fmt: skip
+            huge["metadata"]["annotations"] = {"a": TOO_LARGE}  # over the apiserver's request limit
             huge_status = {**replaced, "status": {"state": "running", "message": TOO_LARGE}}
-            same(
-                await refusal(lambda: kube.replace_custom_status(DAGRUNS, namespace, huge_status)),
-                await refusal(lambda: generated_status(huge_status)),
-                KubeError, 413,
-            )  # fmt: skip
+            refusals: list[tuple[str, dict[str, Any], type[KubeError], int]] = [
+                ("create a pod", pod("p", {}), AlreadyExists, 409),  # a taken name
+                ("create a run", dagrun("r"), AlreadyExists, 409),
+                ("replace a status", run, Conflict, 409),  # a stale resourceVersion
+                ("replace a status", gone, NotFound, 404),
+                ("create a pod", invalid, KubeError, 422),
+                ("create a run", no_dag, KubeError, 422),
+                ("create a pod", huge, KubeError, 413),
+                ("replace a status", huge_status, KubeError, 413),
+            ]
+            for write, body, kind, status in refusals:
+                ours, theirs = writes[write]
+                same(await refusal(ours(body)), await refusal(theirs(body)), kind, status)
             # 403: an identity RBAC does not allow
             nobody = kube.impersonating("system:serviceaccount:default:nobody")
             try:
                 same(
-                    await refusal(lambda: nobody.create_pod(namespace, pod("q", {}))),
-                    await refusal(lambda: _call(nobody.core.create_namespaced_pod(namespace, pod("q", {})))),  # type: ignore[arg-type]
+                    await refusal(nobody.create_pod(namespace, pod("q", {}))),
+                    await refusal(_call(nobody.core.create_namespaced_pod(namespace, pod("q", {})))),  # type: ignore[arg-type]
                     KubeError, 403,
                 )  # fmt: skip
             finally:

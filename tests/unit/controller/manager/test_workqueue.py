@@ -214,60 +214,56 @@ def test_dag_keys_are_picked_before_run_keys_added_earlier_and_in_order_within_a
     assert order == [("dag", "x"), ("dag", "y"), ("run", "a"), ("run", "b")]
 
 
+class Passes:
+    """The keys reconciled, in order; `until(n)` waits for the n-th (a condition, not a sleep). A pass
+    of `blocked` holds the one worker until `gate` is set."""
+
+    def __init__(self, blocked: Hashable | None = None) -> None:
+        self.keys: list[Hashable] = []
+        self.seen = asyncio.Condition()
+        self.gate = asyncio.Event()
+        self.blocked = blocked
+
+    async def reconcile(self, key: Hashable) -> datetime | None:
+        if key == self.blocked:
+            await self.gate.wait()
+        async with self.seen:
+            self.keys.append(key)
+            self.seen.notify_all()
+        return None
+
+    async def until(self, count: int) -> None:
+        async with self.seen:
+            await asyncio.wait_for(self.seen.wait_for(lambda: len(self.keys) >= count), timeout=30)
+
+
 def test_add_soon_reconciles_after_its_delay_or_with_a_pass_that_starts_sooner() -> None:
-    passes: list[Hashable] = []
+    passes = Passes()
 
     async def scenario() -> None:
-        seen = asyncio.Condition()
-
-        async def reconcile(key: Hashable) -> datetime | None:
-            async with seen:
-                passes.append(key)
-                seen.notify_all()
-            return None
-
-        async def until(count: int) -> None:
-            async with seen:
-                await asyncio.wait_for(seen.wait_for(lambda: len(passes) >= count), timeout=30)
-
-        queue = WorkQueue(reconcile, workers=1)
+        queue = WorkQueue(passes.reconcile, workers=1)
         queue.start()
         queue.add_soon("late", 0.01)  # nothing else: one pass after the delay
-        await until(1)
+        await passes.until(1)
         queue.add_soon("early", 3600.0)  # an hour away, but a pass starts now and sees its news
         queue.add("early")
-        await until(2)
+        await passes.until(2)
         assert not queue._soon, "the pass that started dropped the delayed one"
         queue.add_soon("marker", 0.01)  # positive control: the queue still runs delayed passes
-        await until(3)
+        await passes.until(3)
         await queue.stop()
 
     asyncio.run(scenario())
-    assert passes == ["late", "early", "marker"]
+    assert passes.keys == ["late", "early", "marker"]
 
 
 def test_a_soon_pass_at_a_lower_priority_waits_behind_queued_work_and_shares_the_news_after_it() -> None:
     """A task's start (`add_soon(..., priority=3)`): when its delay is up while other passes are
     queued, it waits behind them, and the task's end (`add`) moves it up: one pass records both. With
     nothing queued it runs at its delay; `latest` bounds its wait behind others."""
-    passes: list[Hashable] = []
+    passes = Passes(blocked="busy")
 
     async def scenario() -> None:
-        seen = asyncio.Condition()
-        gate = asyncio.Event()
-
-        async def reconcile(key: Hashable) -> datetime | None:
-            if key == "busy":
-                await gate.wait()  # the one worker is busy until the test says
-            async with seen:
-                passes.append(key)
-                seen.notify_all()
-            return None
-
-        async def until(count: int) -> None:
-            async with seen:
-                await asyncio.wait_for(seen.wait_for(lambda: len(passes) >= count), timeout=30)
-
         added = asyncio.Condition()
 
         class Queue(WorkQueue):
@@ -285,7 +281,7 @@ def test_a_soon_pass_at_a_lower_priority_waits_behind_queued_work_and_shares_the
                     added.wait_for(lambda: queue._waiting.get(key) == priority), timeout=30
                 )
 
-        queue = Queue(reconcile, workers=1, priority=lambda key: 1)
+        queue = Queue(passes.reconcile, workers=1, priority=lambda key: 1)
         queue.start()
         queue.add("busy")
         queue.add("other")  # queued behind it, at the key's own priority
@@ -293,22 +289,22 @@ def test_a_soon_pass_at_a_lower_priority_waits_behind_queued_work_and_shares_the
         await waiting("started", 3)  # its delay is up: queued, at priority 3
         queue.add("started")  # the task's end: moves it up, behind "other" (same priority, added first)
         queue.add("last")
-        gate.set()
-        await until(4)
+        passes.gate.set()
+        await passes.until(4)
         assert not queue._soon, "the pass that started dropped the promotion timer"
         queue.add_soon("idle", 0.01, priority=3, latest=3600.0)  # positive control: nothing queued
-        await until(5)
-        gate.clear()
+        await passes.until(5)
+        passes.gate.clear()
         queue.add("busy")
         queue.add_soon("bounded", 0.01, priority=3, latest=0.05)  # waits behind "waiting" at most 0.05 s
         queue.add("waiting", priority=2)
         await waiting("bounded", 1)  # promoted to its own priority
-        gate.set()
-        await until(8)
+        passes.gate.set()
+        await passes.until(8)
         await queue.stop()
 
     asyncio.run(scenario())
-    assert passes == ["busy", "other", "started", "last", "idle", "busy", "bounded", "waiting"]
+    assert passes.keys == ["busy", "other", "started", "last", "idle", "busy", "bounded", "waiting"]
 
 
 def dags_first(key: Hashable) -> int:
