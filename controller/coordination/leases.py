@@ -136,10 +136,10 @@ class LeaseWriter:
         self.monotonic = monotonic
         self.call_seconds = call_seconds(lease_duration)
 
-    async def bounded(self, call: Awaitable[T]) -> T:
-        """Await a Lease call for at most `call_seconds`: `TimeoutError` past it (a transient failure,
-        tried again at the next round)."""
-        async with asyncio.timeout(self.call_seconds):
+    async def bounded(self, call: Awaitable[T], seconds: float | None = None) -> T:
+        """Await a Lease call for at most `seconds` (default `call_seconds`): `TimeoutError` past it (a
+        transient failure, tried again at the next round)."""
+        async with asyncio.timeout(self.call_seconds if seconds is None else seconds):
             return await call
 
     async def read(self, name: str) -> LeaseRecord | None:

@@ -108,7 +108,7 @@ class ControllerShards:
                     if namespace is not None:
                         changed.append(namespace)
         except (KubeError, OSError, TimeoutError) as error:
-            log.warning("controller shard cycle failed (retrying in %.1fs): %s", self.renew_every, error)
+            log.warning("controller shard cycle failed (retrying in %.1fs): %r", self.renew_every, error)
         self.membership.drop_lapsed()
         return changed
 

@@ -166,3 +166,31 @@ async def test_a_renewal_never_answered_fails_at_the_call_bound_and_the_shards_l
     await a.cycle()
     assert a.held == {0, 1, 2, 3}
     assert all(holding.transitions == 1 for holding in a.membership.holdings.values())
+
+
+async def test_a_slow_renewal_answered_while_the_shard_is_still_ours_keeps_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A renewal answered after the Lease call's bound (1 s of a 3 s Lease) but before the shard would
+    lapse by our own clock renews it: a controller whose requests wait for a CPU or a connection keeps
+    its shards (cut off at the call's bound, every renewal failed and the shards moved again and again)."""
+    kube, clock = FakeKube(), Clock()
+    a = Replica(kube, "a", clock)
+    await a.cycle()
+    assert a.held == {0, 1, 2, 3}
+    replace = kube.replace_lease
+
+    async def slow_for_shards(namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["metadata"]["name"].startswith(NAMES.shard_prefix):
+            await asyncio.sleep(1.5)  # the slow answer itself, past the 1 s call bound
+        return await replace(namespace, body)
+
+    monkeypatch.setattr(kube, "replace_lease", slow_for_shards)
+    clock.now += 1  # 2 s of the Lease left by our clock
+    await asyncio.wait_for(a.cycle(), 10)
+    assert all(holding.renewed_at == clock.now for holding in a.membership.holdings.values()), (
+        "each shard renewed by its slow answer"
+    )
+    clock.now += DURATION - 0.5  # past the old renewal's lapse, within the new one's
+    a.membership.drop_lapsed()
+    assert a.held == {0, 1, 2, 3} and a.lost == []
