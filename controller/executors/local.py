@@ -331,6 +331,14 @@ class LocalExecutor:
                 started_at=started,
                 message="the task process vanished (controller restarted while it ran?)",
             )
+        if attempt in self._spawned:  # our process runs; it has not recorded its claim yet
+            return ObservedAttempt(
+                task_id=task_id,
+                try_number=try_number,
+                name=attempt.name,
+                phase=AttemptPhase.RUNNING,
+                started_at=started,
+            )
         if attempt in self._tasks:
             return ObservedAttempt(
                 task_id=task_id,

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from controller.executors.local import LocalExecutor
+from controller.processes import try_claims
 from tests.paths import REPO_ROOT
 from zonda.passes.decisions import AttemptPhase, ObservedAttempt
 from zonda.resources.invocations import TaskInvocation, TaskOutcome, TaskResult
@@ -322,3 +323,34 @@ async def test_a_one_megabyte_conf_reaches_the_try_and_its_bash_child(
             result.message if result else None,
         )
         assert result.xcom == f"conf=0 {size}", "the conf rendered; the invocation not inherited"
+
+
+async def test_a_try_is_running_when_its_start_is_told_before_its_process_claims_it(
+    tmp_path: Path, helpers_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor tells the run's reconciler of a try's start once the process exists (`on_exit`);
+    the process records its claim (`pid`) itself a moment later. The pass that start wakes must see
+    the try running: no later notice comes until the try ends (a CI run saw a local try shown
+    queued for the whole 90 s it ran). Here the claim waits for a file, so it certainly comes after."""
+    go = tmp_path / "claim-may-go"
+    monkeypatch.setattr(
+        try_claims, "CLAIM_SCRIPT", f"while [ ! -e {go} ]; do sleep 0.02; done; {try_claims.CLAIM_SCRIPT}"
+    )
+    attempt = tmp_path / "state" / RUN["metadata"]["uid"] / "slow"
+    told: list[ObservedAttempt] = []  # what a pass would observe the moment the start is told
+
+    def tell(namespace: str, run: str) -> None:
+        told.append(cold._observe(attempt))
+
+    cold = LocalExecutor(tmp_path / "state", on_exit=tell)  # not started: the try is exec'd, claim script
+    try:
+        await launch(cold, "slow", "BashOperator", {"bash_command": "echo ran"})
+        while not told:  # noqa: ASYNC110 - the notice is a plain callback
+            await asyncio.sleep(0.01)
+        assert not (attempt / try_claims.PID_FILE).exists()
+        assert told[0].phase == AttemptPhase.RUNNING and told[0].started_at is not None
+        go.touch()
+        assert (await finished(cold, ["slow"]))["slow"].phase == AttemptPhase.SUCCEEDED
+    finally:
+        go.touch()
+        await cold.close()
