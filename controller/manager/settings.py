@@ -44,7 +44,10 @@ class ControllerSettings:
     parallelism: int = 8  # local executor: tries at once
     #: Reconciles at once (of different keys; one key is never reconciled twice at once). A pass mostly
     #: waits on the apiserver: 1,000 DAGs due at one minute need many passes in flight, not more CPU.
-    workers: int = 16
+    #: 64, not 16: with 100 runs at once, 16 passes waiting on their status PUTs held back the launches
+    #: queued behind them (upstream done -> downstream pod p99 1.4-4.0 s, 64 workers 0.37-0.82 s, the
+    #: same throughput and writes: docs/benchmarks.md, "Thirteenth round").
+    workers: int = 64
     trigger_shards: int = _ENV["trigger_shards"]  # type: ignore[assignment]  # = the triggerer's --shards
     #: The three limits of a pass (`pass_limits`), with `zonda.passes.limits.PassLimits`'s defaults.
     #: Seconds; Airflow's worker_pods_pending_timeout; 0: never.
