@@ -313,47 +313,27 @@ class LocalExecutor:
                 started_at=started,
                 finished_at=finished,
             )
-        if (attempt / "pid").exists():
-            pid = int((attempt / "pid").read_text())
-            if attempt in self._tasks or _alive(pid):
-                return ObservedAttempt(
-                    task_id=task_id,
-                    try_number=try_number,
-                    name=attempt.name,
-                    phase=AttemptPhase.RUNNING,
-                    started_at=started,
-                )
-            return ObservedAttempt(
-                task_id=task_id,
-                try_number=try_number,
-                name=attempt.name,
-                phase=AttemptPhase.FAILED,
-                started_at=started,
-                message="the task process vanished (controller restarted while it ran?)",
-            )
-        if attempt in self._spawned:  # our process runs; it has not recorded its claim yet
-            return ObservedAttempt(
-                task_id=task_id,
-                try_number=try_number,
-                name=attempt.name,
-                phase=AttemptPhase.RUNNING,
-                started_at=started,
-            )
-        if attempt in self._tasks:
-            return ObservedAttempt(
-                task_id=task_id,
-                try_number=try_number,
-                name=attempt.name,
-                phase=AttemptPhase.PENDING,
-                message="waiting for a local executor slot",
-            )
+        phase, message = self._unfinished(attempt)
         return ObservedAttempt(
             task_id=task_id,
             try_number=try_number,
             name=attempt.name,
-            phase=AttemptPhase.MISSING,
-            message="accepted but never started",
+            phase=phase,
+            message=message,
+            started_at=started if phase in (AttemptPhase.RUNNING, AttemptPhase.FAILED) else None,
         )
+
+    def _unfinished(self, attempt: Path) -> tuple[AttemptPhase, str | None]:
+        """The phase of a try with no exit code yet, and why where that needs saying."""
+        if attempt in self._spawned:  # our process runs, whether or not it has recorded its claim yet
+            return AttemptPhase.RUNNING, None
+        if (claimant := try_claims.claimant(attempt)) is not None:
+            if attempt in self._tasks or _alive(claimant):
+                return AttemptPhase.RUNNING, None
+            return AttemptPhase.FAILED, "the task process vanished (controller restarted while it ran?)"
+        if attempt in self._tasks:
+            return AttemptPhase.PENDING, "waiting for a local executor slot"
+        return AttemptPhase.MISSING, "accepted but never started"
 
     async def kill(self, run: Mapping[str, Any], attempt_name: str, *, uid: str | None = None) -> None:
         attempt = self._attempt_dir(run["metadata"]["uid"], attempt_name)
