@@ -6,7 +6,7 @@ orchestrator that creates the same pods itself, and (optionally) two source tree
 
 One local control plane (kube-apiserver + etcd + scheduler + kwok), then for each workload and each
 tree (alternating which goes first) a fresh namespace, the DAG applied, `zonda controller` from that
-tree (its own cwd and PYTHONPATH) with the Kubernetes executor, and the runs created at once. Then
+tree (its own cwd, PYTHONPATH and CRDs) with the Kubernetes executor, and the runs created at once. Then
 the null orchestrator runs the same workload: one asyncio client that creates each chain's next pod
 itself (a copy of the pod Zonda created, renamed) the moment its watch sees the upstream pod
 Succeeded. Workloads: `w1` one 20-task chain of `true`, `w3` five of them at once, `c100` 100 at once
@@ -210,6 +210,18 @@ class PodClock:
                     out.append((self.added[(label, down)] - self.succeeded[(label, up)]) * 1000)
         return out
 
+    def gaps_by_step(self, runs: list[str], edges: list[tuple[str, str]]) -> list[list[float]]:
+        """The same gaps by edge (a chain's step k: task k done -> task k+1 created): where the tail
+        is. The runs start together, so the first steps' ends come in waves of every run at once."""
+        return [
+            [
+                (self.added[(run[:63], down)] - self.succeeded[(run[:63], up)]) * 1000
+                for run in runs
+                if (run[:63], up) in self.succeeded and (run[:63], down) in self.added
+            ]
+            for up, down in edges
+        ]
+
     def last_succeeded(self, runs: list[str]) -> float:
         labels = {run[:63] for run in runs}
         return max(t for (run, _), t in self.succeeded.items() if run in labels)
@@ -406,8 +418,29 @@ class Result:
     requests: dict[str, float] = field(default_factory=dict)
     #: CPU seconds of each control-plane process (and the bench) over the measurement
     machine: dict[str, float] = field(default_factory=dict)
+    #: the gaps by edge (`PodClock.gaps_by_step`)
+    step_gaps: list[list[float]] = field(default_factory=list)
     #: the apiserver's own sums over the measurement (`apiserver_sums`)
     apiserver: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+def apply_crds(cluster: Cluster, tree: Path) -> None:
+    """The tree's own CRDs, before its controller runs: their schemas are part of what a write costs
+    the apiserver. A server-side apply of unchanged files changes nothing; a changed CRD's storage is
+    swapped, and for some seconds requests may still meet the old one (429s, watches closed under a
+    controller that had just started): a 2,877 ms gap p99 in the first round that ran right after a
+    swap. So after a change the bench waits until DagRuns are listed again and 10 s more."""
+    generations = "jsonpath={range .items[*]}{.metadata.name}={.metadata.generation} {end}"
+    before = cluster.kubectl("get", "crd", "-o", generations, check=False).stdout
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(tree / "crds"))
+    if cluster.kubectl("get", "crd", "-o", generations, check=False).stdout == before:
+        return
+    deadline = time.monotonic() + 60
+    while cluster.kubectl("get", "dagruns,dags", "-A", check=False).returncode != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{tree}'s CRDs not served after 60 s")
+        time.sleep(0.2)
+    time.sleep(10)
 
 
 async def run_zonda(
@@ -422,6 +455,7 @@ async def run_zonda(
     await_profile: bool = False,
     replicas: int = 1,
 ) -> Result:
+    apply_crds(cluster, tree)
     namespace = f"z-{label}-{w.name}-{int(time.time()) % 100000}"
     await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     for dag_name in w.dag_names():
@@ -520,6 +554,7 @@ async def run_zonda(
         print(f"  !! {label} {w.name}: {states['failed']} runs failed", flush=True)
     return Result(
         gaps=clock.gaps(names, w.edges()),
+        step_gaps=clock.gaps_by_step(names, w.edges()),
         wall=clock.last_succeeded(names) - start,
         task_instances=w.runs * w.tasks,
         writes={r: after.get(r, 0) - before.get(r, 0) for r in set(after) | set(before)},
@@ -600,7 +635,8 @@ async def run_null(cluster: Cluster, api: Api, w: Workload, template: dict[str, 
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await watcher
     return Result(
-        gaps=clock.gaps(runs, w.edges()), wall=wall, task_instances=w.runs * w.tasks, load=load,
+        gaps=clock.gaps(runs, w.edges()), step_gaps=clock.gaps_by_step(runs, w.edges()),
+        wall=wall, task_instances=w.runs * w.tasks, load=load,
         load_end=os.getloadavg()[0], machine=machine, apiserver=sums,
     )  # fmt: skip
 
@@ -637,7 +673,12 @@ async def burst(api: Api, template: dict[str, Any], count: int, parallel: int = 
 
 
 async def write_costs(
-    cluster: Cluster, api: Api, samples: dict[str, dict[str, Any]], template: dict[str, Any], count: int
+    cluster: Cluster,
+    api: Api,
+    samples: dict[str, dict[str, Any]],
+    template: dict[str, Any],
+    count: int,
+    tree: str = "",
 ) -> None:
     """What each kind of Zonda's writes costs the apiserver and etcd, alone: `count` of each (8 at a
     time; the status PUTs on 8 objects, each its own resourceVersion chain) with one watch of DagRuns
@@ -759,6 +800,7 @@ async def write_costs(
         spent = diff(machine_cpu(cluster), before)
         row = {
             "write_cost": label,
+            "tree": tree,
             "count": count,
             "wall_s": round(wall, 2),
             "load": round(os.getloadavg()[0], 2),
@@ -787,6 +829,13 @@ def free_port() -> int:
         return port
 
 
+def by_step(step_gaps: list[list[float]]) -> list[int] | None:
+    """Each step's gap p99 (ms, whole), for a workload of more than one run (else None)."""
+    if not step_gaps or max(len(gaps) for gaps in step_gaps) < 2:
+        return None
+    return [round(percentile(gaps, 0.99)) if gaps else -1 for gaps in step_gaps]
+
+
 def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[str, Any]:
     gaps = r.gaps or [float("nan")]
     own = sum(r.writes.get(k, 0) for k in CONTROLLER_RESOURCES)
@@ -798,6 +847,7 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         "gap_p50_ms": round(statistics.median(gaps), 1),
         "gap_p99_ms": round(percentile(gaps, 0.99), 1),
         "edges": len(r.gaps),
+        "gap_p99_by_step_ms": by_step(r.step_gaps),
         "ti_per_s": round(r.task_instances / r.wall, 1),
         "writes_per_ti": round((own + r.events) / r.task_instances, 2),
         "writes_detail": {
@@ -836,6 +886,7 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
     if null is not None and null.gaps:
         row["null_gap_p50_ms"] = round(statistics.median(null.gaps), 1)
         row["null_gap_p99_ms"] = round(percentile(null.gaps, 0.99), 1)
+        row["null_gap_p99_by_step_ms"] = by_step(null.step_gaps)
         row["null_ti_per_s"] = round(null.task_instances / null.wall, 1)
         row["ratio_throughput"] = round((r.task_instances / r.wall) / (null.task_instances / null.wall), 2)
         row["null_load"] = round(null.load, 2)
@@ -942,7 +993,9 @@ async def main_async(
             samples = next(
                 r.samples for r in results.values() if r.samples.keys() >= {"dagrun", "dag", "event"}
             )
-            await write_costs(cluster, api, samples, template, args.write_costs)
+            for label, tree in trees:  # each under its own CRDs
+                apply_crds(cluster, tree)
+                await write_costs(cluster, api, samples, template, args.write_costs, label)
         if args.burst and rows:
             rate, load = await burst(api, template, args.burst)
             row = {"burst_pods": args.burst, "pods_per_s": round(rate, 1), "load": round(load, 2)}
