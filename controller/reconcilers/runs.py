@@ -7,10 +7,13 @@ Events. Launches come before the write so a crash in between leaves a pod the ne
 deterministic name (`PassPlan.adoptions`: recorded, not created again) or stops with an Event if it
 no longer launches that try, never a status that claims a launch that did not happen
 (`ZONDA_FAULT_EXIT_AT=try-launched` exits right after a launch: the cluster tests' crash there).
-A pass that would launch (or adopt) is composed again inside the pool admission lock, with the
-pools' occupancy read there (`controller.reconcilers.pools`). A write the apiserver refuses as too
-large keeps the status last written and says so (`zonda.passes.status_budget.refused_write`),
-instead of failing every pass.
+A pass is composed inside the pool admission lock, with the pools' occupancy read there from memory
+(`controller.reconcilers.pools`), once: composing it first without the lock to learn whether it
+would launch composed every launching pass twice (11 % of the busy loop with 100 runs at once,
+docs/benchmarks.md, fifteenth round). With `--shards`, whose occupancy may need a read of the slot
+ledger, a pass still learns that first, and only one that would launch takes the lock. A write the
+apiserver refuses as too large keeps the status last written and says so
+(`zonda.passes.status_budget.refused_write`), instead of failing every pass.
 """
 
 from __future__ import annotations
@@ -141,9 +144,11 @@ class RunReconciler:
         gathered = await self._gather(run, spec, status, dag, dag_spec, now)
         if answer is not None:
             gathered = dataclasses.replace(gathered, latest_window=answer.window)
-        plan = compose.compose_pass(gathered)  # no pool limits: only to learn whether it would launch
-        before_pass = None
-        if plan.launches or plan.adoptions:
+        plan = None
+        if self.admission.sharding is not None:  # its occupancy may be an API read: only to launch
+            plan = compose.compose_pass(gathered)  # no pool limits: only to learn whether it would launch
+        before_pass, new_wire = None, None
+        if plan is None or plan.launches or plan.adoptions:
             async with self.admission.lock:  # the critical section: see controller.reconcilers.pools
                 for _ in range(LEDGER_ATTEMPTS):
                     concurrency = await self.admission.concurrency(namespace, name)
@@ -151,20 +156,22 @@ class RunReconciler:
                     if not plan.launches and not plan.adoptions:
                         break
                     # what it admits (or adopts) counts as held before the lock is released
-                    before_pass = self.index.reserve({**run, "status": plan.status.to_wire()})
+                    new_wire = plan.status.to_wire()
+                    before_pass = self.index.reserve({**run, "status": new_wire})
                     if await self.admission.declare(namespace, name):  # --shards: the slot ledger
                         break
                     self.index.record(run, None)  # not declared: not launched, nothing reserved
-                    before_pass = None
+                    before_pass, new_wire = None, None
                 else:
                     return now + LEDGER_RETRY  # the ledger kept moving, or the shard is not ours
+        assert plan is not None  # composed above (LEDGER_ATTEMPTS > 0)
         if stopped := priority_strategies.take_timeouts():  # a user's get_weight, stopped in this pass
             for message in stopped:
                 logger.warning("run %s/%s: %s", namespace, name, message)
             said = [RunEvent("PriorityWeightTimeout", message, warning=True) for message in stopped]
             self.writer.post_events(run, said)
         try:
-            written, refused = await self._launch_and_write(run, plan, old_wire, before_pass, now)
+            written, refused = await self._launch_and_write(run, plan, old_wire, before_pass, now, new_wire)
         except StatusRefused:  # nothing of this pass is recorded: no kills, deletions nor its Events
             refusals = self.refusals[namespace, name] = self.refusals.get((namespace, name), 0) + 1
             return status_budget.next_pass_after_refusal(refusals, plan.wake_at, now)
@@ -279,13 +286,14 @@ class RunReconciler:
         old_wire: Mapping[str, Any],
         before_pass: RunSummary | None,
         now: datetime,
+        new_wire: dict[str, Any] | None = None,
     ) -> tuple[bool, bool]:
         """Create triggers, launch, record the asset events of tries that succeeded, write the status
         and record it in the index.
 
         Returns (written: False when the write met a conflict, refused: whether the apiserver refused a
         try's pod for good). `before_pass` is what the index knew of the run before this pass reserved
-        its admissions (None: nothing reserved).
+        its admissions (None: nothing reserved), `new_wire` the plan's status as it reserved it.
         """
         namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
         if (plan.launches or plan.triggers_to_create) and not self._still_served(run):
@@ -298,7 +306,8 @@ class RunReconciler:
         if await reconciler_callbacks.launch_callbacks(self.executor, run, plan.callback_tries):
             refused = True
         await record_events(self.kube, run, plan.asset_events)  # before the write says success
-        new_wire = plan.status.to_wire()
+        if new_wire is None:
+            new_wire = plan.status.to_wire()
         version = self.writer.written_version(DAGRUNS, namespace, name)
         try:
             if not await self.writer.write_status(DAGRUNS, run, old_wire, new_wire):

@@ -1,5 +1,6 @@
 """What a run's pass reads again on every pass, and what it keeps: its Triggers come from the Trigger
-watch (one list per namespace to start), its DAG snapshot is parsed and resolved once per run.
+watch (one list per namespace to start), its DAG snapshot is parsed and resolved once per run, and
+a pass is composed once.
 
 Real: the reconcilers, the pure core, `LabelledObjects` fed as the controller's Trigger watch feeds
 it. Fake: the API (`FakeKube`, its lists counted here) and the executor.
@@ -116,3 +117,33 @@ def test_a_runs_dag_snapshot_is_resolved_once_for_all_its_passes(
     asyncio.run(scenario())
     assert resolved == ["etl", "etl"], "one resolve per run, whatever the number of its passes"
     assert kube.objects[(DAGRUNS, NS, "etl-2")]["status"]["taskInstances"]["load"]["state"] == "queued"
+
+
+def test_a_pass_is_composed_once_launching_or_not(
+    world: tuple[FakeKube, FakeExecutor, Reconcilers], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unsharded, a pass is composed once, inside the admission lock with the pools' occupancy: a
+    first compose without it, to learn whether it would launch, made every launching pass compose
+    twice (11 % of the busy loop with 100 runs at once, docs/benchmarks.md, fifteenth round)."""
+    kube, executor, reconcilers = world
+    composed: list[bool] = []  # whether each compose had the pools' occupancy
+
+    def counting(gathered: Any) -> Any:
+        composed.append(gathered.concurrency is not None)
+        return compose(gathered)
+
+    compose = runs.compose.compose_pass
+    monkeypatch.setattr(runs.compose, "compose_pass", counting)
+
+    async def scenario() -> None:
+        await kube.create_custom(DAGS, NS, dag_body("etl"))
+        await kube.create_custom(DAGRUNS, NS, run_body("etl-1", "etl"))
+        await reconcilers.reconcile("run", NS, "etl-1")  # starts the run, launches extract
+        await reconcilers.reconcile("run", NS, "etl-1")  # nothing new: launches nothing
+        executor.finish(executor.launched[0])
+        await reconcilers.reconcile("run", NS, "etl-1")  # extract done: launches load
+        await settle()
+
+    asyncio.run(scenario())
+    assert len(executor.launched) == 2, "a positive control: two passes launched"
+    assert composed == [True, True, True], "one compose per pass, each with the pools' occupancy"
