@@ -77,8 +77,8 @@ def log(message: str) -> None:
     print(f"[devcluster] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def crd_paths() -> list[Path]:
-    return sorted((REPO_ROOT / "crds").glob("*.yaml"))
+def crd_paths(crds_dir: Path = REPO_ROOT / "crds") -> list[Path]:
+    return sorted(crds_dir.glob("*.yaml"))
 
 
 @dataclass
@@ -112,10 +112,12 @@ class Cluster:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
 
-    def install_crds(self) -> None:
-        paths = crd_paths()
+    def install_crds(self, crds_dir: Path = REPO_ROOT / "crds") -> None:
+        """Apply the CRDs in `crds_dir` (this tree's by default; a benchmark applies another tree's)
+        and return once every one is established and served."""
+        paths = crd_paths(crds_dir)
         if not paths:
-            raise ClusterError(f"no CRDs found in {REPO_ROOT / 'crds'}")
+            raise ClusterError(f"no CRDs found in {crds_dir}")
         for path in paths:
             self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
         # Every CRD, named by its file (`<plural>.zonda.dev.yaml`): one not waited for answered 429 to
