@@ -53,7 +53,8 @@ def duration_text(delta: timedelta) -> str:
 
 
 def not_before(moment: datetime | None, floor: datetime | None) -> datetime | None:
-    """`moment`, but never before `floor`: a pod's whole-second start must not precede its queueing."""
+    """`moment`, but never before `floor`: a pod's whole-second start must not precede its queueing,
+    nor its whole-second finish the start."""
     if moment is None or floor is None:
         return moment
     return max(moment, floor)
@@ -106,6 +107,8 @@ class Attempts:
         # The attempt's own start (the runner's, sub-second) unless this try resumes an earlier attempt's.
         own_start = not_before(attempt.started_at, ti.queued_at)
         started = ti.start_date if ti.next_method is not None else own_start or ti.start_date
+        # A pod's whole-second finish may fall before a start floored to the queued time: never before it
+        ended = not_before(ended, started) or ended
         ran = (ended - attempt.started_at).total_seconds() if attempt.started_at else 0.0
         self.state.update(
             task_id,

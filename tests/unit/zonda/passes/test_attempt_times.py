@@ -112,3 +112,30 @@ def test_a_start_in_whole_seconds_is_never_before_the_queued_time() -> None:
     )
     run.step(finished, after=timedelta(seconds=2))
     assert run.ti("t").start_date == ti.queued_at
+
+
+def test_a_finish_in_whole_seconds_is_never_before_the_start() -> None:
+    """A plain container's pod (no runner's result) that ran within one second: its finish truncates
+    to the second, before the start floored to the queued time. Airflow's duration is end - start,
+    never negative; kwok's `true` pods showed -0.65 s."""
+    run = Run(make_dag({"t": {}}))
+    run.now = run.now + 700 * MS
+    run.step()
+    ti = run.ti("t")
+    assert ti.queued_at is not None and ti.pod_name is not None
+    truncated = ti.queued_at.replace(microsecond=0)
+    finished = ObservedAttempt(
+        task_id="t",
+        try_number=1,
+        name=ti.pod_name,
+        phase=AttemptPhase.SUCCEEDED,
+        exit_code=0,
+        started_at=truncated,
+        finished_at=truncated,
+    )
+    run.step(finished, after=timedelta(seconds=1))
+    done = run.ti("t")
+    assert done.state is TaskInstanceState.SUCCESS
+    assert done.start_date == ti.queued_at
+    assert done.end_date == done.start_date, "the finish is not dated before the start"
+    assert done.duration_seconds == 0.0
