@@ -16,7 +16,10 @@ the N runs over M DAGs of the same chain (`c100d100`: each run its own DAG): wit
 a workload of one DAG would stay on one replica.
 
 Printed per workload and tree:
-- upstream Succeeded -> downstream pod ADDED, both seen by the bench's one pod watch (ms);
+- upstream Succeeded -> downstream pod ADDED, both seen by the bench's one pod watch (ms), and each
+  gap in three at the apiserver's own times of the downstream create (its audit log): the
+  orchestrator's reaction until the POST is received, the apiserver's time for it, and its answer
+  until the bench sees the pod (`gap_split_ms`, the null's beside it);
 - task instances per second (first run created -> last pod Succeeded), and the null orchestrator's;
 - API writes per task instance by the controller (`apiserver_request_total` of its resources:
   DagRun, DAG and Pool statuses, pods, triggers; plus the Events in the namespace, counted from the
@@ -187,6 +190,10 @@ class PodClock:
     added: dict[tuple[str, str], float] = field(default_factory=dict)
     succeeded: dict[tuple[str, str], float] = field(default_factory=dict)
     waiters: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+    #: each key's first pod, to find its create in the apiserver's audit log
+    names: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: wall clock minus the monotonic one, which the watch's times are on
+    wall_offset: float = field(default_factory=lambda: time.time() - time.monotonic())
 
     def on_event(self, type: str, pod: dict[str, Any], now: float) -> None:
         meta = pod["metadata"]
@@ -195,6 +202,7 @@ class PodClock:
         if not key[0]:  # a Zonda pod: its run's label and task id annotation
             key = (labels.get("zonda.dev/dagrun", ""), annotations.get("zonda.dev/task-id", ""))
         self.added.setdefault(key, now)
+        self.names.setdefault(key, meta["name"])
         if (pod.get("status") or {}).get("phase") == "Succeeded" and key not in self.succeeded:
             self.succeeded[key] = now
             waiter = self.waiters.pop(meta["name"], None)
@@ -216,6 +224,26 @@ class PodClock:
             ]
             for up, down in edges
         ]
+
+    def split(
+        self, runs: list[str], edges: list[tuple[str, str]], creates: dict[str, tuple[float, float]]
+    ) -> dict[str, list[float]]:
+        """Each gap in three (ms), at the apiserver's own times of the downstream pod's create (the
+        audit log: request received, response complete): `react` upstream Succeeded seen by the
+        bench -> the create received (the orchestrator's watch, its decision, its client), `create`
+        the apiserver's time for the POST, `notify` its answer -> ADDED seen by the bench."""
+        parts: dict[str, list[float]] = {"react": [], "create": [], "notify": []}
+        for run in runs:
+            for up, down in edges:
+                key, up_key = (run[:63], down), (run[:63], up)
+                times = creates.get(self.names.get(key, ""))
+                if times is None or up_key not in self.succeeded or key not in self.added:
+                    continue
+                received, completed = (t - self.wall_offset for t in times)
+                parts["react"].append((received - self.succeeded[up_key]) * 1000)
+                parts["create"].append((completed - received) * 1000)
+                parts["notify"].append((self.added[key] - completed) * 1000)
+        return parts
 
     def last_succeeded(self, runs: list[str]) -> float:
         labels = {run[:63] for run in runs}
@@ -417,6 +445,28 @@ class Result:
     step_gaps: list[list[float]] = field(default_factory=list)
     #: the apiserver's own sums over the measurement (`apiserver_sums`)
     apiserver: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: the gaps in three (`PodClock.split`)
+    split: dict[str, list[float]] = field(default_factory=dict)
+
+
+def pod_creates(cluster: Cluster, namespace: str) -> dict[str, tuple[float, float]]:
+    """The pods created in `namespace` by name: (request received, response complete), wall-clock
+    seconds, from the apiserver's audit log (the local control plane audits every pod create)."""
+    log = cluster.audit_log
+    if log is None:
+        return {}
+    creates: dict[str, tuple[float, float]] = {}
+    for path in sorted(log.parent.glob("audit*.log")):  # the file and its rotated backup
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            if ref.get("namespace") != namespace or (event.get("responseStatus") or {}).get("code") != 201:
+                continue
+            creates[ref.get("name", "")] = (
+                datetime.fromisoformat(event["requestReceivedTimestamp"]).timestamp(),
+                datetime.fromisoformat(event["stageTimestamp"]).timestamp(),
+            )
+    return creates
 
 
 def apply_crds(cluster: Cluster, tree: Path) -> None:
@@ -544,6 +594,7 @@ async def run_zonda(
     return Result(
         gaps=clock.gaps(names, w.edges()),
         step_gaps=clock.gaps_by_step(names, w.edges()),
+        split=clock.split(names, w.edges(), pod_creates(cluster, namespace)),
         wall=clock.last_succeeded(names) - start,
         task_instances=w.runs * w.tasks,
         writes={r: after.get(r, 0) - before.get(r, 0) for r in set(after) | set(before)},
@@ -625,6 +676,7 @@ async def run_null(cluster: Cluster, api: Api, w: Workload, template: dict[str, 
         await watcher
     return Result(
         gaps=clock.gaps(runs, w.edges()), step_gaps=clock.gaps_by_step(runs, w.edges()),
+        split=clock.split(runs, w.edges(), pod_creates(cluster, namespace)),
         wall=wall, task_instances=w.runs * w.tasks, load=load,
         load_end=os.getloadavg()[0], machine=machine, apiserver=sums,
     )  # fmt: skip
@@ -825,6 +877,17 @@ def by_step(step_gaps: list[list[float]]) -> list[int] | None:
     return [round(percentile(gaps, 0.99)) if gaps else -1 for gaps in step_gaps]
 
 
+def split_ms(split: dict[str, list[float]]) -> dict[str, list[float]] | None:
+    """Each part of the gap (`PodClock.split`): [p50, p99] ms."""
+    if not split.get("react"):
+        return None
+    return {
+        part: [round(statistics.median(v), 1), round(percentile(v, 0.99), 1)]
+        for part, v in split.items()
+        if v
+    }
+
+
 def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[str, Any]:
     gaps = r.gaps or [float("nan")]
     own = sum(r.writes.get(k, 0) for k in CONTROLLER_RESOURCES)
@@ -837,6 +900,7 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         "gap_p99_ms": round(percentile(gaps, 0.99), 1),
         "edges": len(r.gaps),
         "gap_p99_by_step_ms": by_step(r.step_gaps),
+        "gap_split_ms": split_ms(r.split),
         "ti_per_s": round(r.task_instances / r.wall, 1),
         "writes_per_ti": round((own + r.events) / r.task_instances, 2),
         "writes_detail": {
@@ -876,6 +940,7 @@ def summarize(label: str, w: Workload, r: Result, null: Result | None) -> dict[s
         row["null_gap_p50_ms"] = round(statistics.median(null.gaps), 1)
         row["null_gap_p99_ms"] = round(percentile(null.gaps, 0.99), 1)
         row["null_gap_p99_by_step_ms"] = by_step(null.step_gaps)
+        row["null_gap_split_ms"] = split_ms(null.split)
         row["null_ti_per_s"] = round(null.task_instances / null.wall, 1)
         row["ratio_throughput"] = round((r.task_instances / r.wall) / (null.task_instances / null.wall), 2)
         row["null_load"] = round(null.load, 2)
