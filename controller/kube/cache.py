@@ -49,6 +49,9 @@ class ObjectCache:
     listable: frozenset[str] = frozenset()
     objects: dict[Key, Body] = field(default_factory=dict)
     listed: set[tuple[str, str]] = field(default_factory=set)
+    #: `objects` by (plural, namespace): a run pass lists the Pools of its namespace, and scanning
+    #: every object kept (1,000 DAGs and their runs) for them was 5 % of the controller's busy loop
+    _of_kind: dict[tuple[str, str], dict[str, Body]] = field(default_factory=dict)
 
     def caches(self, plural: str) -> bool:
         return plural in self.plurals
@@ -70,9 +73,15 @@ class ObjectCache:
             if new is not None and old is not None and new < old:
                 return
         self.objects[key] = body
+        self._of_kind.setdefault(key[:2], {})[key[2]] = body
 
     def deleted(self, plural: str, namespace: str, name: str) -> None:
         self.objects.pop((plural, namespace, name), None)
+        kept = self._of_kind.get((plural, namespace))
+        if kept is not None:
+            kept.pop(name, None)
+            if not kept:
+                del self._of_kind[(plural, namespace)]
 
     forget = deleted  # a write was refused as a conflict: what is kept is stale
 
@@ -80,7 +89,7 @@ class ObjectCache:
         """Every object of `plural` in `namespace`, or None until they were listed into the cache."""
         if plural not in self.listable or (plural, namespace) not in self.listed:
             return None
-        return [copy_body(b) for (p, ns, _), b in self.objects.items() if p == plural and ns == namespace]
+        return [copy_body(b) for b in self._of_kind.get((plural, namespace), {}).values()]
 
     def listed_into(self, plural: str, namespace: str, items: list[Body]) -> None:
         for item in items:

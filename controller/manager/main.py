@@ -430,7 +430,7 @@ class ControllerProcess:
             return
         reconcilers = self.services.reconcilers
         for namespace in changed:
-            for name, summary in reconcilers.index.in_namespace(namespace).items():
+            for name, summary in reconcilers.index.occupying(namespace).items():
                 if summary.waiting:
                     self.enqueue("run", namespace, name)
         reconcilers.runs.admission.release_in_background()
@@ -636,7 +636,7 @@ class ControllerProcess:
         if self.services.reconcilers.is_own_write(POOLS, namespace, event["name"], version):
             return
         self.enqueue("pool", namespace, event["name"])
-        for name, summary in self.services.reconcilers.index.in_namespace(namespace).items():
+        for name, summary in self.services.reconcilers.index.occupying(namespace).items():
             if summary.waiting:
                 self.enqueue("run", namespace, name)
 

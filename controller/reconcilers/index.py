@@ -59,8 +59,11 @@ class RunIndex:
     _dags: dict[tuple[str, str, str], ResolvedDag | None] = field(default_factory=dict)
     #: (namespace, DAG) -> its runs' names, in the order `runs` holds them: `of_dag` (every run pass,
     #: every run state change) scanned all runs held, 16 % of the controller's busy loop with 1,000 DAGs
-    #: holding 4,500 runs. Kept by `_store` and `remove` (write `runs` through them).
+    #: holding 4,500 runs. Kept by `put` and `remove` (write `runs` through them).
     _names_of_dag: dict[tuple[str, str], dict[str, None]] = field(default_factory=dict)
+    #: namespace -> the runs holding a pool slot or waiting for one (`occupying`). Kept by `put` and
+    #: `remove` (write `runs` through them).
+    _occupying: dict[str, dict[str, RunSummary]] = field(default_factory=dict)
 
     def update(self, body: Mapping[str, Any]) -> RunSummary | None:
         """Record the run's body from the watch; returns what was known of it before (None: new)."""
@@ -101,13 +104,13 @@ class RunIndex:
             # a big run as its watch delivers it: the summary without the task instances (they are in
             # its DagRunShards); what they say is kept from the last whole body (`record`, a pass's)
             running = status.get("state") == DagRunState.RUNNING.value
-            self.runs[key] = dataclasses.replace(
+            self.put(key, dataclasses.replace(
                 previous,
                 state=status.get("state"),
                 logical_date=parse_time(status.get("logicalDate")),
                 holders=previous.holders if running else (),
                 waiting=previous.waiting if running else (),
-            )
+            ))  # fmt: skip
             return previous
         start, end = parse_time(status.get("dataIntervalStart")), parse_time(status.get("dataIntervalEnd"))
         summary = RunSummary(
@@ -119,11 +122,21 @@ class RunIndex:
             ti_states={tid: ti.get("state", "none") for tid, ti in tis.items()},
         )
         summary.holders, summary.waiting = self._slots(body, status, tis, summary.logical_date)
+        self.put(key, summary)
+        return previous
+
+    def put(self, key: tuple[str, str], summary: RunSummary) -> None:
+        """Hold `summary` for the run `key` (namespace, name), in `runs` and the indexes beside it."""
+        previous = self.runs.get(key)
         self.runs[key] = summary
         if previous is not None and previous.dag_name != summary.dag_name:
             self._forget_name(key[0], previous.dag_name, key[1])
         self._names_of_dag.setdefault((key[0], summary.dag_name), {})[key[1]] = None
-        return previous
+        occupying = self._occupying.setdefault(key[0], {})
+        if summary.holders or summary.waiting:
+            occupying[key[1]] = summary
+        else:
+            occupying.pop(key[1], None)
 
     def _forget_name(self, namespace: str, dag_name: str, name: str) -> None:
         names = self._names_of_dag.get((namespace, dag_name))
@@ -176,12 +189,20 @@ class RunIndex:
         for key in [key for key in self._dags if key[:2] == (namespace, name)]:
             del self._dags[key]
         removed = self.runs.pop((namespace, name), None)
+        self._occupying.get(namespace, {}).pop(name, None)
         if removed is not None:
             self._forget_name(namespace, removed.dag_name, name)
         return removed
 
     def in_namespace(self, namespace: str) -> dict[str, RunSummary]:
         return {name: s for (ns, name), s in self.runs.items() if ns == namespace}
+
+    def occupying(self, namespace: str) -> dict[str, RunSummary]:
+        """The runs of `namespace` that hold a pool slot or wait for one (holders or waiting): all
+        that admission, a Pool's numbers and its wake-ups read. A copy. Every run pass asks, under
+        the admission lock: selecting them from every run held (`in_namespace`) was 20 % of the
+        controller's busy loop with 1,000 DAGs holding 3,000 finished runs."""
+        return dict(self._occupying.get(namespace, {}))
 
     def of_dag(self, namespace: str, dag_name: str) -> dict[str, RunSummary]:
         names = self._names_of_dag.get((namespace, dag_name), {})

@@ -103,7 +103,7 @@ class PoolAdmission:
         """
         await self.seed(namespace)
         pool_limits = await self.limits(namespace)
-        runs = self.index.in_namespace(namespace)
+        runs = self.index.occupying(namespace)  # the others hold and wait for nothing
         sharding = self.sharding
         if sharding is None:
             others = [s for name, s in runs.items() if name != run_name]
@@ -222,7 +222,7 @@ def runs_to_wake(
         return set(), touched_pools
     runs = {
         name
-        for name, summary in index.in_namespace(namespace).items()
+        for name, summary in index.occupying(namespace).items()
         if name != run_name
         and any(
             ("pool", c.pool) in freed or ("dag", c.dag) in freed or ("task", f"{c.dag}/{c.task}") in freed
@@ -263,7 +263,7 @@ class PoolReconciler:
         except ValidationError:
             return None  # the CRD schema refuses such specs; one from an older schema is left alone
         await self.admission.seed(namespace)
-        runs = self.admission.index.in_namespace(namespace).values()
+        runs = self.admission.index.occupying(namespace).values()
         status = pools.pool_status(
             PoolLimit(spec.slots, spec.include_deferred),
             [h for s in runs for h in s.holders],

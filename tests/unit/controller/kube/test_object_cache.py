@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controller.kube.cache import LabelledObjects, ObjectCache
 
 
@@ -70,3 +72,24 @@ def test_labelled_objects_answer_by_label_once_listed_and_never_go_back_in_time(
     pods.seed("ns", [pod("a", "6")])  # a list answered before the deletion
     assert [p["metadata"]["name"] for p in pods.of("ns", "u1") or []] == ["b"]
     assert [p["metadata"]["name"] for p in pods.of("ns", "u2") or []] == ["x"]
+
+
+def test_a_namespace_list_reads_only_that_kind_in_that_namespace() -> None:
+    """A run pass lists its namespace's Pools: scanning every object kept (1,000 DAGs and their runs)
+    for them was 5 % of the controller's busy loop."""
+    cache = ObjectCache(frozenset({"pools", "dags"}), listable=frozenset({"pools"}))
+    cache.listed_into("pools", "ns", [run("1", name="a")])
+    for n in range(20):
+        cache.observed("dags", {"metadata": {"namespace": "ns", "name": f"d{n}", "resourceVersion": "1"}})
+    cache.objects = Unwalkable(cache.objects)
+    assert [p["metadata"]["name"] for p in cache.in_namespace("pools", "ns") or []] == ["a"]
+    with pytest.raises(AssertionError, match="walked"):  # a positive control: the guard sees a walk
+        list(cache.objects.items())
+
+
+class Unwalkable(dict[Any, Any]):
+    def items(self) -> Any:
+        raise AssertionError("every object kept was walked")
+
+    def __iter__(self) -> Any:
+        raise AssertionError("every object kept was walked")

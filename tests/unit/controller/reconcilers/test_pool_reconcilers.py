@@ -240,9 +240,10 @@ def summary(holders: tuple[SlotHolder, ...] = (), waiting: tuple[Candidate, ...]
 
 def test_only_a_freed_slot_wakes_the_runs_waiting_for_it() -> None:
     index = RunIndex()
-    index.runs[(NS, "waits-here")] = summary(waiting=(candidate("waits-here", "w"),))
-    index.runs[(NS, "waits-elsewhere")] = summary(
-        waiting=(candidate("waits-elsewhere", "w", pool="other", dag="another"),)
+    index.put((NS, "waits-here"), summary(waiting=(candidate("waits-here", "w"),)))
+    index.put(
+        (NS, "waits-elsewhere"),
+        summary(waiting=(candidate("waits-elsewhere", "w", pool="other", dag="another"),)),
     )
     queued, running = (summary((holder("r", "t", state=state),)) for state in (S.QUEUED, S.RUNNING))
     starting = runs_to_wake(index, NS, "r", queued, running)

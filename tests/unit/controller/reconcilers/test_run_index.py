@@ -1,4 +1,5 @@
-"""`RunIndex.of_dag` and `siblings`: a DAG's runs, from its own entry, however many runs are held."""
+"""`RunIndex.of_dag`, `siblings` and `occupying`: a DAG's runs, and a namespace's runs holding or waiting
+for pool slots, from entries of their own, however many runs are held."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 from controller.reconcilers.index import RunIndex, RunSummary
 from tests.unit.fake_world import run_body
+from zonda.passes.pools import SlotHolder
+from zonda.resources.models import TaskInstanceState as S
 
 NS = "team"
 
@@ -64,3 +67,27 @@ def test_a_dags_runs_are_found_without_scanning_every_run_held() -> None:
         index.in_namespace(NS)
     assert list(index.of_dag(NS, "d7")) == ["d7-1"]
     assert list(index.siblings(NS, "d7", "other")) == ["d7-1"]
+
+
+def occupying_summary(dag: str, *, holding: bool) -> RunSummary:
+    holder = SlotHolder(run="r", dag=dag, task_id="t", pool="default_pool", slots=1, state=S.RUNNING)
+    return RunSummary(dag, None, "running", None, 1, {}, holders=(holder,) if holding else ())
+
+
+def test_the_runs_occupying_slots_are_found_without_scanning_every_run_held() -> None:
+    """Every run pass asks, under the admission lock, which runs hold or wait for a slot: with 1,000
+    DAGs and their finished runs, selecting them from every run held was 20 % of the busy loop."""
+    index = RunIndex()
+    index.runs = Unscannable()
+    for n in range(50):
+        index.update(body(f"d{n}-1", f"d{n}", state="success"))  # finished: holds nothing
+    index.put((NS, "busy"), occupying_summary("busy", holding=True))
+    index.put(("other", "busy"), occupying_summary("busy", holding=True))
+    with pytest.raises(AssertionError, match="scanned"):  # a positive control: the guard sees a scan
+        index.in_namespace(NS)
+    assert list(index.occupying(NS)) == ["busy"]
+    index.put((NS, "busy"), occupying_summary("busy", holding=False))  # its task ended
+    assert index.occupying(NS) == {}
+    index.put((NS, "again"), occupying_summary("again", holding=True))
+    index.remove(NS, "again")
+    assert index.occupying(NS) == {} and list(index.occupying("other")) == ["busy"]
