@@ -8,7 +8,7 @@ queueing.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from controller.executors import pods
@@ -89,53 +89,47 @@ def test_a_task_instance_keeps_sub_second_times_from_its_attempt() -> None:
     assert done.duration_seconds is not None and abs(done.duration_seconds - 0.33) < 1e-6
 
 
-def test_a_start_in_whole_seconds_is_never_before_the_queued_time() -> None:
+def queued_within_a_second() -> tuple[Run, datetime, str]:
+    """A run whose task was queued at .700 of a second: its pod's whole-second times truncate to .000.
+    The run, the queued time and the pod's name."""
     run = Run(make_dag({"t": {}}))
-    run.now = run.now + 700 * MS  # queued at .700 of a second; the pod's start truncates to .000
+    run.now = run.now + 700 * MS
     run.step()
     ti = run.ti("t")
     assert ti.queued_at is not None and ti.pod_name is not None
-    truncated = ti.queued_at.replace(microsecond=0)
+    return run, ti.queued_at, str(ti.pod_name)
+
+
+def pod_ended(pod: str, phase: AttemptPhase, started_at: datetime, finished_at: datetime) -> ObservedAttempt:
+    """The pod's report of its end, in its own whole seconds (no runner's result)."""
+    code = 0 if phase is AttemptPhase.SUCCEEDED else 1
+    return ObservedAttempt("t", 1, pod, phase, exit_code=code, started_at=started_at, finished_at=finished_at)
+
+
+def test_a_start_in_whole_seconds_is_never_before_the_queued_time() -> None:
+    run, queued, pod = queued_within_a_second()
+    truncated = queued.replace(microsecond=0)
     running = ObservedAttempt(
-        task_id="t", try_number=1, name=ti.pod_name, phase=AttemptPhase.RUNNING, started_at=truncated
+        task_id="t", try_number=1, name=pod, phase=AttemptPhase.RUNNING, started_at=truncated
     )
     run.step(running, after=timedelta(seconds=1))
-    assert run.ti("t").start_date == ti.queued_at
-    finished = ObservedAttempt(
-        task_id="t",
-        try_number=1,
-        name=ti.pod_name,
-        phase=AttemptPhase.FAILED,
-        exit_code=1,
-        started_at=truncated,
-        finished_at=ti.queued_at + timedelta(seconds=2),
+    assert run.ti("t").start_date == queued
+    run.step(
+        pod_ended(pod, AttemptPhase.FAILED, truncated, queued + timedelta(seconds=2)),
+        after=timedelta(seconds=2),
     )
-    run.step(finished, after=timedelta(seconds=2))
-    assert run.ti("t").start_date == ti.queued_at
+    assert run.ti("t").start_date == queued
 
 
 def test_a_finish_in_whole_seconds_is_never_before_the_start() -> None:
     """A plain container's pod (no runner's result) that ran within one second: its finish truncates
     to the second, before the start floored to the queued time. Airflow's duration is end - start,
     never negative; kwok's `true` pods showed -0.65 s."""
-    run = Run(make_dag({"t": {}}))
-    run.now = run.now + 700 * MS
-    run.step()
-    ti = run.ti("t")
-    assert ti.queued_at is not None and ti.pod_name is not None
-    truncated = ti.queued_at.replace(microsecond=0)
-    finished = ObservedAttempt(
-        task_id="t",
-        try_number=1,
-        name=ti.pod_name,
-        phase=AttemptPhase.SUCCEEDED,
-        exit_code=0,
-        started_at=truncated,
-        finished_at=truncated,
-    )
-    run.step(finished, after=timedelta(seconds=1))
+    run, queued, pod = queued_within_a_second()
+    truncated = queued.replace(microsecond=0)
+    run.step(pod_ended(pod, AttemptPhase.SUCCEEDED, truncated, truncated), after=timedelta(seconds=1))
     done = run.ti("t")
     assert done.state is TaskInstanceState.SUCCESS
-    assert done.start_date == ti.queued_at
+    assert done.start_date == queued
     assert done.end_date == done.start_date, "the finish is not dated before the start"
     assert done.duration_seconds == 0.0
