@@ -452,21 +452,14 @@ class Result:
 def pod_creates(cluster: Cluster, namespace: str) -> dict[str, tuple[float, float]]:
     """The pods created in `namespace` by name: (request received, response complete), wall-clock
     seconds, from the apiserver's audit log (the local control plane audits every pod create)."""
-    log = cluster.audit_log
-    if log is None:
-        return {}
-    creates: dict[str, tuple[float, float]] = {}
-    for path in sorted(log.parent.glob("audit*.log")):  # the file and its rotated backup
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
-            ref = event.get("objectRef") or {}
-            if ref.get("namespace") != namespace or (event.get("responseStatus") or {}).get("code") != 201:
-                continue
-            creates[ref.get("name", "")] = (
-                datetime.fromisoformat(event["requestReceivedTimestamp"]).timestamp(),
-                datetime.fromisoformat(event["stageTimestamp"]).timestamp(),
-            )
-    return creates
+    return {
+        event["objectRef"].get("name", ""): (
+            datetime.fromisoformat(event["requestReceivedTimestamp"]).timestamp(),
+            datetime.fromisoformat(event["stageTimestamp"]).timestamp(),
+        )
+        for event in cluster.pod_create_events(namespace)
+        if (event.get("responseStatus") or {}).get("code") == 201
+    }
 
 
 def apply_crds(cluster: Cluster, tree: Path) -> None:

@@ -41,6 +41,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from controller.devtools import realnode
 from controller.devtools.control_plane_files import (
@@ -96,6 +97,28 @@ class Cluster:
     def audit_log(self) -> Path | None:
         """The apiserver's audit log of pod creates (a local control plane's only)."""
         return self.workdir / "audit.log" if self.kind == "local" and self.workdir is not None else None
+
+    def pod_create_events(self, namespace: str) -> list[dict[str, Any]]:
+        """The audit events of every pod create in `namespace`, admitted or refused, with its answer
+        (`responseStatus`) and its times (`requestReceivedTimestamp`, `stageTimestamp`), oldest
+        first, from the audit log and its rotated backup; none without an audit log."""
+        log = self.audit_log
+        if log is None:
+            return []
+        events = []
+        for path in sorted(log.parent.glob("audit*.log")):  # the backup, audit-<time>.log, sorts first
+            for line in path.read_text().splitlines():
+                event = json.loads(line)
+                ref = event.get("objectRef") or {}
+                if (event.get("verb"), ref.get("resource"), ref.get("namespace")) != (
+                    "create",
+                    "pods",
+                    namespace,
+                ):
+                    continue
+                if not ref.get("subresource"):
+                    events.append(event)
+        return events
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))

@@ -28,17 +28,13 @@ OVER_LIMITS = {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}
 
 def pod_creates(cluster: Cluster, namespace: str) -> list[tuple[str, int]]:
     """(pod name, HTTP code) of every pod create in the namespace, from the apiserver's audit log."""
-    log = cluster.audit_log
-    assert log is not None, "needs the local control plane's audit log (ZONDA_TEST_CLUSTER unset)"
-    creates = []
-    for line in log.read_text().splitlines() if log.exists() else []:
-        event = json.loads(line)
-        ref = event.get("objectRef") or {}
-        if (event.get("verb"), ref.get("resource"), ref.get("namespace")) != ("create", "pods", namespace):
-            continue
-        if not ref.get("subresource"):
-            creates.append((ref.get("name", ""), int((event.get("responseStatus") or {}).get("code", 0))))
-    return creates
+    assert cluster.audit_log is not None, (
+        "needs the local control plane's audit log (ZONDA_TEST_CLUSTER unset)"
+    )
+    return [
+        (event["objectRef"].get("name", ""), int((event.get("responseStatus") or {}).get("code", 0)))
+        for event in cluster.pod_create_events(namespace)
+    ]
 
 
 def run_events(cluster: Cluster, namespace: str, run: str) -> list[dict[str, Any]]:
