@@ -218,12 +218,18 @@ class PodClock:
         waves of every run at once."""
         return [
             [
-                (self.added[(run[:63], down)] - self.succeeded[(run[:63], up)]) * 1000
-                for run in runs
-                if (run[:63], up) in self.succeeded and (run[:63], down) in self.added
+                (self.added[down_key] - self.succeeded[up_key]) * 1000
+                for up_key, down_key in self._seen(runs, edge)
             ]
-            for up, down in edges
+            for edge in edges
         ]
+
+    def _seen(self, runs: list[str], edge: tuple[str, str]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+        """The (upstream, downstream) keys of `edge` in each run whose upstream Succeeded and whose
+        downstream was ADDED."""
+        up, down = edge
+        keys = [((run[:63], up), (run[:63], down)) for run in runs]
+        return [(u, d) for u, d in keys if u in self.succeeded and d in self.added]
 
     def split(
         self, runs: list[str], edges: list[tuple[str, str]], creates: dict[str, tuple[float, float]]
@@ -233,16 +239,15 @@ class PodClock:
         bench -> the create received (the orchestrator's watch, its decision, its client), `create`
         the apiserver's time for the POST, `notify` its answer -> ADDED seen by the bench."""
         parts: dict[str, list[float]] = {"react": [], "create": [], "notify": []}
-        for run in runs:
-            for up, down in edges:
-                key, up_key = (run[:63], down), (run[:63], up)
-                times = creates.get(self.names.get(key, ""))
-                if times is None or up_key not in self.succeeded or key not in self.added:
+        for edge in edges:
+            for up_key, down_key in self._seen(runs, edge):
+                times = creates.get(self.names[down_key])
+                if times is None:
                     continue
                 received, completed = (t - self.wall_offset for t in times)
                 parts["react"].append((received - self.succeeded[up_key]) * 1000)
                 parts["create"].append((completed - received) * 1000)
-                parts["notify"].append((self.added[key] - completed) * 1000)
+                parts["notify"].append((self.added[down_key] - completed) * 1000)
         return parts
 
     def last_succeeded(self, runs: list[str]) -> float:
