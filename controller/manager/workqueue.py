@@ -118,7 +118,9 @@ class WorkQueue:
     def add_at(self, key: Hashable, when: datetime) -> None:
         """Reconcile `key` at `when` (earliest wins if several wake-ups are asked for)."""
         loop = asyncio.get_running_loop()
-        delay = (when - clock.now_utc()).total_seconds()  # the clock the passes were given
+        # in POSIX seconds: a pass's `when` is often a pendulum DateTime, whose subtraction builds an
+        # Interval (a tenth of a millisecond each; 1,000 DAGs at a boundary each end with this call)
+        delay = when.timestamp() - clock.now_utc().timestamp()  # the clock the passes were given
         deadline = loop.time() + max(0.0, delay)
         existing = self._timers.get(key)
         if existing is not None:
@@ -160,7 +162,7 @@ class WorkQueue:
         loop = asyncio.get_running_loop()
         moved = 0
         for key, when in list(self._wake_at.items()):
-            deadline = loop.time() + max(0.0, (when - clock.now_utc()).total_seconds())
+            deadline = loop.time() + max(0.0, when.timestamp() - clock.now_utc().timestamp())
             old = self._timers.get(key)
             if old is None or abs(old[0] - deadline) < CLOCK_STEP_SECONDS:
                 continue

@@ -40,9 +40,13 @@ def offset() -> timedelta:
 
 def utcnow() -> datetime:
     """Now, in UTC (a pendulum DateTime: what the core's schedules compute with)."""
-    return pendulum.now("UTC") + offset()
+    now = pendulum.now("UTC")
+    shift = offset()
+    return now + shift if shift else now  # a pendulum sum costs more than the clock read itself
 
 
 def now_utc() -> datetime:
     """Now, in UTC, as a plain datetime (for delays)."""
-    return datetime.now(UTC) + offset()
+    now = datetime.now(UTC)
+    shift = offset()
+    return now + shift if shift else now

@@ -81,8 +81,8 @@ class DagRunRefs:
         dag = (body.get("spec") or {}).get("dagName", "")
         bucket = self.refs.setdefault((key[0], dag), {})
         kept = bucket.get(key[1])
-        if kept is not None and version < kept[0]:
-            return
+        if kept is not None and (version < kept[0] or version == kept[0] != 0):
+            return  # older, or this very version again (the watch's ADDED of a run we created)
         self.gone.pop(key, None)
         if (old := self.dag_of.get(key)) is not None and old != dag:
             self.refs.get((key[0], old), {}).pop(key[1], None)

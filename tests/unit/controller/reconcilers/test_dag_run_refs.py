@@ -63,3 +63,18 @@ def test_the_watch_event_of_a_run_recorded_from_its_create_is_known_a_newer_one_
     refs.observed(run("a", "3"))  # the create's answer
     assert refs.knows(run("a", "3")), "its ADDED: nothing new for the DAG"
     assert not refs.knows(run("a", "4", state="success")), "a later version is news"
+
+
+def test_a_version_is_read_once_unless_it_is_not_etcds() -> None:
+    """The watch's ADDED of a run a DAG pass created carries the version its create's answer had: it
+    is not read again (one `run_ref` per run, not two, at a boundary of 1,000 DAGs). A version that
+    is not a revision number cannot be compared, so each body of it is read."""
+    refs = DagRunRefs()
+    refs.observed(run("a", "3"))
+    refs.observed(run("a", "3", state="success"))  # the same version: the same object, not read
+    assert states(refs) == {"a": "running"}
+    refs.observed(run("a", "4", state="success"))  # positive control: a newer version is read
+    assert states(refs) == {"a": "success"}
+    refs.observed(run("b", "x"))
+    refs.observed(run("b", "x", state="success"))
+    assert states(refs)["b"] == "success"
