@@ -55,8 +55,9 @@ class RunIndex:
     runs: dict[tuple[str, str], RunSummary] = field(default_factory=dict)
     #: (namespace, name) -> resourceVersion of our status write the watch has not delivered yet.
     awaiting: dict[tuple[str, str], str] = field(default_factory=dict)
-    #: (namespace, name, uid) -> the DAG snapshot the run started with, resolved (it never changes).
-    _dags: dict[tuple[str, str, str], ResolvedDag | None] = field(default_factory=dict)
+    #: (namespace, name) -> the run's uid and the DAG snapshot it started with, resolved (it never
+    #: changes; a run made again under the name has a new uid, and its own snapshot replaces it).
+    _dags: dict[tuple[str, str], tuple[str, ResolvedDag | None]] = field(default_factory=dict)
     #: (namespace, DAG) -> its runs' names, in the order `runs` holds them: `of_dag` (every run pass,
     #: every run state change) scanned all runs held, 16 % of the controller's busy loop with 1,000 DAGs
     #: holding 4,500 runs. Kept by `put` and `remove` (write `runs` through them).
@@ -176,18 +177,21 @@ class RunIndex:
         )
 
     def _dag(self, key: tuple[str, str, str], dag_name: str, dag_spec: Any) -> ResolvedDag | None:
-        if key not in self._dags:
-            try:
-                self._dags[key] = resolve_dag(dag_name, DagSpec.model_validate(dag_spec or {}))
-            except (ValidationError, DagInvalid) as exc:
-                logger.debug("run %s/%s: its DAG snapshot does not resolve: %s", key[0], key[1], exc)
-                self._dags[key] = None
-        return self._dags[key]
+        namespace, name, uid = key
+        kept = self._dags.get((namespace, name))
+        if kept is not None and kept[0] == uid:
+            return kept[1]
+        resolved: ResolvedDag | None = None
+        try:
+            resolved = resolve_dag(dag_name, DagSpec.model_validate(dag_spec or {}))
+        except (ValidationError, DagInvalid) as exc:
+            logger.debug("run %s/%s: its DAG snapshot does not resolve: %s", namespace, name, exc)
+        self._dags[(namespace, name)] = (uid, resolved)
+        return resolved
 
     def remove(self, namespace: str, name: str) -> RunSummary | None:
         self.awaiting.pop((namespace, name), None)
-        for key in [key for key in self._dags if key[:2] == (namespace, name)]:
-            del self._dags[key]
+        self._dags.pop((namespace, name), None)
         removed = self.runs.pop((namespace, name), None)
         self._occupying.get(namespace, {}).pop(name, None)
         if removed is not None:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from controller.reconcilers import index as index_module
 from controller.reconcilers.index import RunIndex, RunSummary
-from tests.unit.fake_world import run_body
+from tests.unit.fake_world import dag_body, run_body
 from zonda.passes.pools import SlotHolder
 from zonda.resources.models import TaskInstanceState as S
 
@@ -91,3 +92,38 @@ def test_the_runs_occupying_slots_are_found_without_scanning_every_run_held() ->
     index.put((NS, "again"), occupying_summary("again", holding=True))
     index.remove(NS, "again")
     assert index.occupying(NS) == {} and list(index.occupying("other")) == ["busy"]
+
+
+class UnscannableDags(dict[tuple[str, str], Any]):
+    """The runs' resolved DAG snapshots, refusing to be walked."""
+
+    def __iter__(self) -> Any:
+        raise AssertionError("every snapshot held was scanned")
+
+
+def test_a_runs_dag_snapshot_is_resolved_once_per_uid_and_dropped_without_a_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run's snapshot is resolved once (it never changes), again for a run made anew under its name
+    (a new uid), and dropped with the run: removing one scanned every snapshot held."""
+    resolved: list[str] = []
+    real = index_module.resolve_dag
+
+    def counted(name: str, spec: Any) -> Any:
+        resolved.append(name)
+        return real(name, spec)
+
+    monkeypatch.setattr(index_module, "resolve_dag", counted)
+    index = RunIndex()
+    index._dags = UnscannableDags()
+    spec = dag_body("etl")["spec"]
+    first = index._dag((NS, "r", "uid-1"), "etl", spec)
+    assert first is not None and index._dag((NS, "r", "uid-1"), "etl", spec) is first
+    assert resolved == ["etl"]
+    index._dag((NS, "r", "uid-2"), "etl", spec)  # the run deleted and made again
+    assert resolved == ["etl", "etl"]
+    with pytest.raises(AssertionError, match="scanned"):  # a positive control: the guard sees a scan
+        list(index._dags)
+    index.remove(NS, "r")
+    index._dag((NS, "r", "uid-2"), "etl", spec)
+    assert resolved == ["etl", "etl", "etl"], "dropped with the run"
