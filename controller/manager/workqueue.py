@@ -72,6 +72,14 @@ class Backoff:
         return self.failures.get(key, 0) == self.report_after
 
 
+def _loop_deadline(loop: asyncio.AbstractEventLoop, when: datetime) -> float:
+    """The loop's time at which the wall clock the passes were given (`clock.now_utc`) reaches `when`
+    (now, if it has passed). In POSIX seconds: a pass's `when` is often a pendulum DateTime, whose
+    subtraction builds an Interval (a tenth of a millisecond each; 1,000 DAGs at a boundary each end
+    with this call)."""
+    return loop.time() + max(0.0, when.timestamp() - clock.now_utc().timestamp())
+
+
 class WorkQueue:
     """Deduplicating queue: a key waiting once is processed once, however many times it was added."""
 
@@ -118,10 +126,7 @@ class WorkQueue:
     def add_at(self, key: Hashable, when: datetime) -> None:
         """Reconcile `key` at `when` (earliest wins if several wake-ups are asked for)."""
         loop = asyncio.get_running_loop()
-        # in POSIX seconds: a pass's `when` is often a pendulum DateTime, whose subtraction builds an
-        # Interval (a tenth of a millisecond each; 1,000 DAGs at a boundary each end with this call)
-        delay = when.timestamp() - clock.now_utc().timestamp()  # the clock the passes were given
-        deadline = loop.time() + max(0.0, delay)
+        deadline = _loop_deadline(loop, when)
         existing = self._timers.get(key)
         if existing is not None:
             if existing[0] <= deadline:
@@ -162,7 +167,7 @@ class WorkQueue:
         loop = asyncio.get_running_loop()
         moved = 0
         for key, when in list(self._wake_at.items()):
-            deadline = loop.time() + max(0.0, when.timestamp() - clock.now_utc().timestamp())
+            deadline = _loop_deadline(loop, when)
             old = self._timers.get(key)
             if old is None or abs(old[0] - deadline) < CLOCK_STEP_SECONDS:
                 continue
