@@ -17,7 +17,10 @@ minute (catchup off), then watches DagRuns for `--minutes` minute boundaries and
 - API writes by resource over the measured minutes (the apiserver's `apiserver_request_total`),
   and per run created;
 - the DAG reconcile pass: passes counted by `zonda_reconciles_total{kind="dag"}` and the controller's
-  CPU per DAG pass over the run (the controller does nothing else: no pods).
+  CPU per DAG pass over the run (the controller does nothing else: no pods);
+- the machine at each boundary: CPU seconds of each process (the apiserver, etcd, the controller or
+  the null creator, the rest of the control plane, this bench) in the boundary's first
+  `--boundary-window` seconds, from /proc: who had the two cores while the runs were being created.
 
 `--profile DIR` records the controller with py-spy over the measured minutes (raw collapsed stacks,
 `DIR/many-dags-<tree>.txt`, idle samples included: where a pass waits matters as much as where it computes)
@@ -45,6 +48,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import multiprocessing
 import os
 import signal
@@ -126,6 +130,48 @@ async def watch_runs(
     )
     await ready.wait()
     return seen, bodies, watcher
+
+
+def cpu_or_nan(pid: int) -> float:
+    """The process's CPU seconds; NaN once it is gone (it then shows as nan, not as idle)."""
+    try:
+        return cpu_seconds(pid)
+    except OSError:
+        return math.nan
+
+
+async def cpu_at_boundaries(
+    processes: dict[str, int], boundaries: list[int], window: float
+) -> list[tuple[int, float, dict[str, float]]]:
+    """Each boundary, the seconds actually covered from it and the CPU seconds each process spent in
+    them (/proc: the kernel's count, not the processes' own)."""
+    taken = []
+    for boundary in boundaries:
+        await asyncio.sleep(max(0.0, boundary - time.time()))
+        started, start = time.time(), {name: cpu_or_nan(pid) for name, pid in processes.items()}
+        await asyncio.sleep(max(0.0, boundary + window - time.time()))
+        spent = {name: cpu_or_nan(pid) - start[name] for name, pid in processes.items()}
+        taken.append((boundary, time.time() - started, spent))
+    return taken
+
+
+def report_boundary_cpu(taken: list[tuple[int, float, dict[str, float]]]) -> None:
+    cores = os.cpu_count() or 1
+    print(f"\nCPU seconds by process in each boundary's first seconds (/proc; {cores} cores):")
+    for boundary, covered, spent in taken:
+        stamp = datetime.fromtimestamp(boundary, UTC).strftime("%H:%M")
+        print(
+            f"  {stamp} (+{covered:.2f} s, at most {covered * cores:.2f}): "
+            + ", ".join(
+                f"{name} {seconds:.2f}" for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])
+            )
+            + f"; all {sum(spent.values()):.2f}"
+        )
+
+
+def machine_processes(cluster: Cluster, ours: dict[str, int]) -> dict[str, int]:
+    """The control plane's processes, `ours` (the controllers or the null creator) and this bench."""
+    return {**{name: proc.pid for name, proc in cluster.processes.items()}, **ours, "bench": os.getpid()}
 
 
 @dataclass
@@ -261,7 +307,16 @@ async def run(
         if args.profile:
             spy = start_py_spy(pids[0], args.profile / f"many-dags-{label}.txt")
         end = first_boundary + 60 * (args.minutes - 1) + 20
+        ours = {f"controller-{n}" if replicas > 1 else "controller": pid for n, pid in enumerate(pids)}
+        boundary_cpu = asyncio.create_task(
+            cpu_at_boundaries(
+                machine_processes(cluster, ours),
+                [first_boundary + 60 * k for k in range(args.minutes)],
+                args.boundary_window,
+            )
+        )
         await asyncio.sleep(end - time.time())
+        taken = await boundary_cpu
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=60)
@@ -304,6 +359,7 @@ async def run(
         + ", ".join(f"{k} {v:.0f} ({v / created:.2f})" for k, v in sorted(writes.items()) if v)
     )
     print(f"load average (1/5/15 min) at the first boundary {load_start}, at the end {load_end}")
+    report_boundary_cpu(taken)
     if args.profile:
         top_frames(args.profile / f"many-dags-{label}.txt", limit=45)
     return Round(label, skews, duplicates, missing, load_start[0], load_end[0], per_pass)
@@ -330,23 +386,40 @@ async def run_null(args: argparse.Namespace, cluster: Cluster) -> Round:
     boundaries: multiprocessing.Queue[int] = context.Queue()
     creator = context.Process(
         target=null_creator,
-        args=(str(cluster.kubeconfig), dags, args.minutes, args.null_inflight, boundaries),
+        args=(
+            str(cluster.kubeconfig),
+            dags,
+            args.minutes,
+            args.null_inflight,
+            boundaries,
+            args.boundary_window,
+        ),
         name="null-creator",
     )
     creator.start()
     # its first boundary, chosen once it is started and imported (seconds on a loaded machine)
     first_boundary = await asyncio.to_thread(boundaries.get, True, 300)
     end = first_boundary + 60 * (args.minutes - 1) + 20
+    assert creator.pid is not None
+    boundary_cpu = asyncio.create_task(
+        cpu_at_boundaries(
+            machine_processes(cluster, {"null creator": creator.pid}),
+            [first_boundary + 60 * k for k in range(args.minutes)],
+            args.boundary_window,
+        )
+    )
     await asyncio.sleep(max(0.0, first_boundary - time.time()))
     load_start = os.getloadavg()
     await asyncio.sleep(end - time.time())
     load_end = os.getloadavg()
+    taken = await boundary_cpu
     creator.join(timeout=120)
     watcher.cancel()
     listing = (await api.request("GET", f"/apis/zonda.dev/v1alpha1/namespaces/{namespace}/dagruns"))["items"]
     await api.close()
     skews, duplicates, missing = report_skews(seen, bodies, listing, first_boundary, end, args.dags)
     print(f"load average (1/5/15 min) at the first boundary {load_start}, at the end {load_end}")
+    report_boundary_cpu(taken)
     return Round("null", skews, duplicates, missing, load_start[0], load_end[0])
 
 
@@ -356,6 +429,7 @@ def null_creator(
     minutes: int,
     inflight: int,
     boundaries: multiprocessing.Queue[int],
+    window: float,
 ) -> None:
     """The null creator's process: each boundary's runs, bodies built before it, POSTed from it on."""
     cluster = Cluster(kubeconfig=Path(kubeconfig), bin_dir=Path())  # the client reads only the kubeconfig
@@ -388,7 +462,8 @@ def null_creator(
                 scheduled_run(d, dagrun_name(d["metadata"]["name"], start, RunType.SCHEDULED.value), due)
                 for d in dags
             ]
-            # connections open and warm, as a running controller's are (aiohttp closes idle ones after 15 s)
+            # connections open and warm, as a running controller's are (it keeps idle ones 75 s; this
+            # client's aiohttp closes them after 15 s)
             await asyncio.sleep(max(0.0, boundary.timestamp() - 3 - time.time()))
             await asyncio.gather(*(warm(api, gate, dags[0]) for _ in range(inflight)))
             await asyncio.sleep(max(0.0, boundary.timestamp() - time.time()))
@@ -399,6 +474,8 @@ def null_creator(
                 flush=True,
             )
         await api.close()
+        # alive until the bench has counted the last boundary's CPU (`--boundary-window`)
+        await asyncio.sleep(max(0.0, boundary.timestamp() + window + 1 - time.time()))
 
     asyncio.run(main())
 
@@ -437,6 +514,12 @@ def main() -> int:
     parser.add_argument("--null-first", action="store_true", help="the null creator's round first")
     parser.add_argument(
         "--null-inflight", type=int, default=32, help="the null creator's creates in flight at once"
+    )
+    parser.add_argument(
+        "--boundary-window",
+        type=float,
+        default=2.0,
+        help="seconds from each boundary whose CPU is counted by process (default 2)",
     )
     args = parser.parse_args()
     if args.profile:
