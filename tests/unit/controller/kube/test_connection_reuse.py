@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.devtools.control_plane_files import write_kubeconfig
 from controller.kube import Kube
 from controller.kube.client import IDLE_CONNECTION_SECONDS
 
@@ -58,29 +59,13 @@ async def recording_server() -> AsyncIterator[tuple[int, list[int]]]:
         yield listening.sockets[0].getsockname()[1], client_ports
 
 
-def kubeconfig(directory: Path, port: int) -> Path:
-    path = directory / "kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "local", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-                "users": [{"name": "admin", "user": {"token": "t"}}],
-                "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
-                "current-context": "local",
-            }
-        )
-    )
-    return path
-
-
 async def ports_of_two_creates_apart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle_seconds: float
 ) -> list[int]:
     """Two DagRun creates `idle_seconds` apart by aiohttp's clock; the client port of each."""
     async with recording_server() as (port, client_ports):
-        kube = await Kube.connect(str(kubeconfig(tmp_path, port)))
+        write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}", None, "t")
+        kube = await Kube.connect(str(tmp_path / "kubeconfig"))
         try:
             await kube.create_custom("dagruns", "ns", {"metadata": {"name": "r1"}})
             monkeypatch.setattr("aiohttp.connector.monotonic", lambda: time.monotonic() + idle_seconds)
