@@ -141,12 +141,14 @@ def cpu_or_nan(pid: int) -> float:
 
 
 async def cpu_at_boundaries(
-    processes: dict[str, int], boundaries: list[int], window: float
+    cluster: Cluster, ours: dict[str, int], first_boundary: int, minutes: int, window: float
 ) -> list[tuple[int, float, dict[str, float]]]:
-    """Each boundary, the seconds actually covered from it and the CPU seconds each process spent in
-    them (/proc: the kernel's count, not the processes' own)."""
+    """Each of the `minutes` boundaries from `first_boundary`, the seconds actually covered from it
+    and the CPU seconds each process spent in them (/proc: the kernel's count, not the processes'
+    own): the control plane's, `ours` (the controllers or the null creator) and this bench's."""
+    processes = {**{name: proc.pid for name, proc in cluster.processes.items()}, **ours, "bench": os.getpid()}
     taken = []
-    for boundary in boundaries:
+    for boundary in (first_boundary + 60 * k for k in range(minutes)):
         await asyncio.sleep(max(0.0, boundary - time.time()))
         started, start = time.time(), {name: cpu_or_nan(pid) for name, pid in processes.items()}
         await asyncio.sleep(max(0.0, boundary + window - time.time()))
@@ -167,11 +169,6 @@ def report_boundary_cpu(taken: list[tuple[int, float, dict[str, float]]]) -> Non
             )
             + f"; all {sum(spent.values()):.2f}"
         )
-
-
-def machine_processes(cluster: Cluster, ours: dict[str, int]) -> dict[str, int]:
-    """The control plane's processes, `ours` (the controllers or the null creator) and this bench."""
-    return {**{name: proc.pid for name, proc in cluster.processes.items()}, **ours, "bench": os.getpid()}
 
 
 @dataclass
@@ -309,11 +306,7 @@ async def run(
         end = first_boundary + 60 * (args.minutes - 1) + 20
         ours = {f"controller-{n}" if replicas > 1 else "controller": pid for n, pid in enumerate(pids)}
         boundary_cpu = asyncio.create_task(
-            cpu_at_boundaries(
-                machine_processes(cluster, ours),
-                [first_boundary + 60 * k for k in range(args.minutes)],
-                args.boundary_window,
-            )
+            cpu_at_boundaries(cluster, ours, first_boundary, args.minutes, args.boundary_window)
         )
         await asyncio.sleep(end - time.time())
         taken = await boundary_cpu
@@ -403,9 +396,7 @@ async def run_null(args: argparse.Namespace, cluster: Cluster) -> Round:
     assert creator.pid is not None
     boundary_cpu = asyncio.create_task(
         cpu_at_boundaries(
-            machine_processes(cluster, {"null creator": creator.pid}),
-            [first_boundary + 60 * k for k in range(args.minutes)],
-            args.boundary_window,
+            cluster, {"null creator": creator.pid}, first_boundary, args.minutes, args.boundary_window
         )
     )
     await asyncio.sleep(max(0.0, first_boundary - time.time()))
